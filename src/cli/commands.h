@@ -1,0 +1,9 @@
+/* commands.h — the subcommands of the `fastlora` program, one cmd_*.c file each.
+ * Each takes the arguments after its own name and returns the process exit code
+ * (0 ok, 2 bad input, 1 internal failure). */
+#ifndef FL_COMMANDS_H
+#define FL_COMMANDS_H
+
+int cmd_bench(int argc, char **argv);
+
+#endif

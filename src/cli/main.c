@@ -1,0 +1,36 @@
+/* main.c — the `fastlora` program: dispatches to one subcommand per file in src/cli/.
+ * It parses nothing itself beyond the subcommand name. */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"bench", cmd_bench, "LoRA training throughput on a fixed batch (train tok/s, ms/step, memory)"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: fastlora <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n`fastlora <command> --help` describes each command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "fastlora: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,75 @@
+/* main.c — the test runner: runs every registered test (or those whose name contains argv[1])
+ * and prints `N passed, N failed, N skipped`. Exit status 1 when any test failed. */
+#include "test.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MAX_TESTS 1024
+static struct { const char *name, *file; fl_test_fn fn; } tests[MAX_TESTS];
+static int test_count;
+static int current_failures;
+static const char *current_skip;
+
+void fl_test_register(const char *name, const char *file, fl_test_fn fn) {
+    if (test_count == MAX_TESTS) { fprintf(stderr, "too many tests\n"); exit(1); }
+    tests[test_count].name = name;
+    tests[test_count].file = file;
+    tests[test_count].fn = fn;
+    test_count++;
+}
+
+void fl_test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list args;
+    if (current_failures < 20) {
+        fprintf(stdout, "    FAIL %s:%d: ", file, line);
+        va_start(args, fmt);
+        vfprintf(stdout, fmt, args);
+        va_end(args);
+        fputc('\n', stdout);
+    }
+    current_failures++;
+}
+
+void fl_test_skip(const char *why) { current_skip = why; }
+int fl_test_skipped(void) { return current_skip != NULL; }
+
+const char *fl_test_shared_dir(void) {
+    static const char *candidates[] = {"../shared", "../../shared"};
+    const char *env = getenv("FASTLORA_SHARED");
+    struct stat st;
+    if (env && stat(env, &st) == 0) return env;
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
+        if (stat(candidates[i], &st) == 0 && S_ISDIR(st.st_mode)) return candidates[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    int passed = 0, failed = 0, skipped = 0;
+    for (int i = 0; i < test_count; i++) {
+        if (filter && !strstr(tests[i].name, filter) && !strstr(tests[i].file, filter)) continue;
+        current_failures = 0;
+        current_skip = NULL;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tests[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (current_failures) {
+            failed++;
+            printf("FAIL  %-44s (%d checks failed, %.0f ms)\n", tests[i].name, current_failures, ms);
+        } else if (current_skip) {
+            skipped++;
+            printf("skip  %-44s (%s)\n", tests[i].name, current_skip);
+        } else {
+            passed++;
+            printf("ok    %-44s (%.0f ms)\n", tests[i].name, ms);
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return failed ? 1 : 0;
+}
