@@ -4,7 +4,7 @@
 CC      ?= gcc
 CFLAGS  ?= -O3 -march=native
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -Isrc -MMD -MP
-LDLIBS  += -ljansson -lopenblas -lm -fopenmp
+LDLIBS  += -ljansson -lpcre2-8 -lopenblas -lm -fopenmp
 BUILD   ?= build
 
 LIB_SRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c src/*/*/*.c))
@@ -42,7 +42,7 @@ test: all
 # The bad-input tests again under AddressSanitizer + UBSan: malformed files must never crash.
 asan-test:
 	$(MAKE) --no-print-directory BUILD=build-asan CFLAGS="-O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    LDLIBS="-ljansson -lopenblas -lm -fopenmp -fsanitize=address,undefined" build-asan/fastlora build-asan/fastlora_tests
+	    LDLIBS="-ljansson -lpcre2-8 -lopenblas -lm -fopenmp -fsanitize=address,undefined" build-asan/fastlora build-asan/fastlora_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 FASTLORA_BIN=build-asan/fastlora build-asan/fastlora_tests bad_input
 
 bench: $(BUILD)/fastlora

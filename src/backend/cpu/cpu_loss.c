@@ -1,0 +1,56 @@
+/* cpu_loss.c — the LM head fused with cross-entropy, chunked over tokens.
+ *
+ * For a chunk of rows: logits (rows, V) = inp · weightᵀ (one GEMM); per row with target != -100,
+ * loss = logsumexp(logits) − logits[target] and, in place, dlogits = grad_scale·(softmax − onehot)
+ * (zero for ignored rows); then dinp (rows, C) = dlogits · weight (one GEMM). The chunk is sized so
+ * the logits stay within ~32 MiB whatever the vocabulary. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "common/error.h"
+
+double lm_head_loss_cpu(float *dinp, float *logits_out, const float *inp, const int32_t *targets, const float *weight,
+                        float grad_scale, size_t N, int C, int V, size_t *n_counted) {
+    size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
+    if (chunk < 16) chunk = 16;
+    if (chunk > N) chunk = N;
+    float *logits = fl_malloc(sizeof(float) * chunk * (size_t)V);
+    double loss_sum = 0.0;
+    size_t counted = 0;
+    for (size_t n0 = 0; n0 < N; n0 += chunk) {
+        size_t rows = N - n0 < chunk ? N - n0 : chunk;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, V, C, 1.0f, inp + n0 * C, C, weight, C, 0.0f,
+                    logits, V);
+        if (logits_out)
+            for (size_t i = 0; i < rows * (size_t)V; i++) logits_out[n0 * V + i] = logits[i];
+        #pragma omp parallel for schedule(static) reduction(+ : loss_sum, counted)
+        for (size_t r = 0; r < rows; r++) {
+            float *row = logits + r * V;
+            int32_t target = targets[n0 + r];
+            if (target < 0) {
+                if (dinp) for (int i = 0; i < V; i++) row[i] = 0.0f;
+                continue;
+            }
+            float max = -INFINITY;
+            for (int i = 0; i < V; i++) max = row[i] > max ? row[i] : max;
+            double sum = 0.0;
+            for (int i = 0; i < V; i++) sum += expf(row[i] - max);
+            double lse = max + log(sum);
+            loss_sum += lse - row[target];
+            counted++;
+            if (dinp) {
+                float inv = (float)(1.0 / sum);
+                for (int i = 0; i < V; i++) row[i] = grad_scale * expf(row[i] - max) * inv;
+                row[target] -= grad_scale;
+            }
+        }
+        if (dinp)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, C, V, 1.0f, logits, V, weight, C, 0.0f,
+                        dinp + n0 * C, C);
+    }
+    free(logits);
+    *n_counted = counted;
+    return loss_sum;
+}

@@ -1,0 +1,18 @@
+/* cpu_memory.c — host memory for the CPU backend (64-byte aligned, zeroed). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "common/error.h"
+
+void *cpu_alloc(size_t bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) fl_die("out of host memory allocating %.1f MiB", bytes / 1048576.0);
+    memset(p, 0, rounded);
+    return p;
+}
+void cpu_free(void *ptr) { free(ptr); }
+void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+void cpu_zero(void *ptr, size_t bytes) { memset(ptr, 0, bytes); }
+void cpu_synchronize(void) {}

@@ -1,0 +1,39 @@
+/* cpu_norm.c — RMSNorm forward and backward (frozen weight).
+ *
+ * y_i = w_i · x_i · r,  r = (mean(x²) + eps)^-1/2 (computed in f32 like transformers' LlamaRMSNorm).
+ * Backward (docs/DERIVATIONS.md): dx_k = r · (w_k dy_k − x_k · r² · mean_i(w_i dy_i x_i)). */
+#include <math.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+void embedding_forward_cpu(float *out, const int32_t *ids, const float *table, size_t N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) out[n * C + c] = table[(size_t)ids[n] * C + c];
+}
+
+void rmsnorm_forward_cpu(float *out, float *rstd, const float *inp, const float *weight, float eps, size_t N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *x = inp + n * C;
+        float *y = out + n * C;
+        float ss = 0.0f;
+        for (int c = 0; c < C; c++) ss += x[c] * x[c];
+        float r = 1.0f / sqrtf(ss / C + eps);
+        for (int c = 0; c < C; c++) y[c] = weight[c] * (x[c] * r);
+        rstd[n] = r;
+    }
+}
+
+void rmsnorm_backward_cpu(float *dinp, const float *dout, const float *inp, const float *weight, const float *rstd,
+                          size_t N, int C) {
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *x = inp + n * C, *dy = dout + n * C;
+        float *dx = dinp + n * C;
+        float r = rstd[n], dot = 0.0f;
+        for (int c = 0; c < C; c++) dot += weight[c] * dy[c] * x[c];
+        float k = r * r * dot / C;
+        for (int c = 0; c < C; c++) dx[c] += r * (weight[c] * dy[c] - x[c] * k);
+    }
+}

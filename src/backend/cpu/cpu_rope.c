@@ -1,0 +1,36 @@
+/* cpu_rope.c — rotate-half RoPE (GPT-NeoX / transformers convention, not interleaved pairs).
+ * Element j pairs with j + HS/2, angle θ = pos · inv_freq[j] in f32:
+ *   y[j] = x[j]·cosθ − x[j+h]·sinθ,  y[j+h] = x[j+h]·cosθ + x[j]·sinθ.
+ * The backward is the transposed rotation (angle −θ). */
+#include <math.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+static void rope_rotate(float *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, float sign) {
+    int half = HS / 2;
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        float cos_t[512], sin_t[512];   /* HS <= 1024 */
+        for (int j = 0; j < half; j++) {
+            float angle = (float)pos[n] * inv_freq[j];
+            cos_t[j] = cosf(angle);
+            sin_t[j] = sign * sinf(angle);
+        }
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (n * n_heads + h) * HS;
+            for (int j = 0; j < half; j++) {
+                float a = v[j], b = v[j + half];
+                v[j] = a * cos_t[j] - b * sin_t[j];
+                v[j + half] = b * cos_t[j] + a * sin_t[j];
+            }
+        }
+    }
+}
+
+void rope_forward_cpu(float *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
+    rope_rotate(x, pos, inv_freq, N, n_heads, HS, 1.0f);
+}
+
+void rope_backward_cpu(float *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
+    rope_rotate(dx, pos, inv_freq, N, n_heads, HS, -1.0f);
+}

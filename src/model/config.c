@@ -1,0 +1,239 @@
+/* config.c — config.json parsing (both the pre-4.56 and the 5.x spellings) and the presets. */
+#include "model/config.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/error.h"
+
+/* ---- field readers: each error names the file and the field ---------------------------------- */
+
+static int get_int(const char *path, json_t *obj, const char *key, int required, int fallback, int *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required) return fl_input_error("%s: field '%s' is missing (expected an integer)", path, key);
+        *out = fallback;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000000)
+        return fl_input_error("%s: field '%s' must be a non-negative integer", path, key);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int get_number(const char *path, json_t *obj, const char *key, int required, double fallback, double *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        if (required) return fl_input_error("%s: field '%s' is missing (expected a number)", path, key);
+        *out = fallback;
+        return 0;
+    }
+    if (!json_is_number(v)) return fl_input_error("%s: field '%s' must be a number", path, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int get_bool(const char *path, json_t *obj, const char *key, int fallback, int *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) { *out = fallback; return 0; }
+    if (!json_is_boolean(v)) return fl_input_error("%s: field '%s' must be true or false", path, key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* bos/eos: an integer, a list of integers (first wins), or absent/null (-1). */
+static int get_token_id(const char *path, json_t *obj, const char *key, int *out) {
+    json_t *v = json_object_get(obj, key);
+    *out = -1;
+    if (json_is_array(v) && json_array_size(v) > 0) v = json_array_get(v, 0);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v)) return fl_input_error("%s: field '%s' must be an integer or a list of integers", path, key);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+/* RoPE: `rope_theta` + `rope_scaling` (transformers 4.x) or `rope_parameters` (5.x). */
+static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *params = json_object_get(root, "rope_parameters");
+    json_t *scaling = json_object_get(root, "rope_scaling");
+    const char *field = "rope_scaling";
+    if (params && !json_is_null(params)) {
+        if (!json_is_object(params)) return fl_input_error("%s: field 'rope_parameters' must be an object", path);
+        FL_TRY(get_number(path, params, "rope_theta", 0, 10000.0, &cfg->rope_theta));
+        scaling = params;
+        field = "rope_parameters";
+    } else {
+        FL_TRY(get_number(path, root, "rope_theta", 0, 10000.0, &cfg->rope_theta));
+    }
+    if (!(cfg->rope_theta > 0)) return fl_input_error("%s: field 'rope_theta' must be positive", path);
+    if (!scaling || json_is_null(scaling)) return 0;
+    if (!json_is_object(scaling)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
+    json_t *type = json_object_get(scaling, "rope_type");
+    if (!type) type = json_object_get(scaling, "type");
+    const char *kind = json_is_string(type) ? json_string_value(type) : "default";
+    if (!strcmp(kind, "default")) return 0;
+    if (strcmp(kind, "llama3") != 0)
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, llama3", path, field, kind);
+    cfg->rope_llama3 = 1;
+    FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_factor));
+    FL_TRY(get_number(path, scaling, "low_freq_factor", 1, 0, &cfg->rope_low_freq_factor));
+    FL_TRY(get_number(path, scaling, "high_freq_factor", 1, 0, &cfg->rope_high_freq_factor));
+    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 1, 0, &cfg->rope_original_max_position));
+    if (!(cfg->rope_factor > 0) || !(cfg->rope_high_freq_factor > cfg->rope_low_freq_factor) ||
+        !(cfg->rope_low_freq_factor > 0) || cfg->rope_original_max_position <= 0)
+        return fl_input_error("%s: field '%s': llama3 needs factor > 0, high_freq_factor > low_freq_factor > 0, "
+                              "original_max_position_embeddings > 0", path, field);
+    return 0;
+}
+
+static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
+    if (!json_is_object(root)) return fl_input_error("%s: top level must be a JSON object", path);
+    json_t *archs = json_object_get(root, "architectures");
+    json_t *model_type = json_object_get(root, "model_type");
+    const char *arch = NULL;
+    if (json_is_array(archs) && json_array_size(archs) > 0 && json_is_string(json_array_get(archs, 0)))
+        arch = json_string_value(json_array_get(archs, 0));
+    else if (archs && !json_is_null(archs))
+        return fl_input_error("%s: field 'architectures' must be a list of strings", path);
+    if (!arch && json_is_string(model_type)) {
+        const char *mt = json_string_value(model_type);
+        arch = !strcmp(mt, "llama") ? "LlamaForCausalLM" : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM" : mt;
+    }
+    if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
+    if (!strcmp(arch, "LlamaForCausalLM")) cfg->arch = FL_ARCH_LLAMA;
+    else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM)", path, arch);
+    cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
+
+    FL_TRY(get_int(path, root, "vocab_size", 1, 0, &cfg->vocab_size));
+    FL_TRY(get_int(path, root, "hidden_size", 1, 0, &cfg->hidden_size));
+    FL_TRY(get_int(path, root, "intermediate_size", 1, 0, &cfg->intermediate_size));
+    FL_TRY(get_int(path, root, "num_hidden_layers", 1, 0, &cfg->n_layers));
+    FL_TRY(get_int(path, root, "num_attention_heads", 1, 0, &cfg->n_heads));
+    FL_TRY(get_int(path, root, "num_key_value_heads", 0, cfg->n_heads, &cfg->n_kv_heads));
+    if (cfg->n_heads <= 0 || cfg->hidden_size <= 0 || cfg->vocab_size <= 0 || cfg->n_layers <= 0 || cfg->intermediate_size <= 0)
+        return fl_input_error("%s: vocab_size, hidden_size, intermediate_size, num_hidden_layers and num_attention_heads must be positive", path);
+    if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
+        return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
+    FL_TRY(get_int(path, root, "head_dim", 0, cfg->hidden_size / cfg->n_heads, &cfg->head_dim));
+    if (cfg->head_dim <= 0 || cfg->head_dim % 2)
+        return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number", path, cfg->head_dim);
+    FL_TRY(get_int(path, root, "max_position_embeddings", 0, 2048, &cfg->max_position_embeddings));
+    double eps = 0;
+    FL_TRY(get_number(path, root, "rms_norm_eps", 0, 1e-6, &eps));
+    cfg->rms_norm_eps = (float)eps;
+    FL_TRY(get_bool(path, root, "tie_word_embeddings", 1, &cfg->tie_word_embeddings));
+    FL_TRY(parse_rope(path, root, cfg));
+
+    int flag;
+    FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
+    if (flag) return fl_input_error("%s: field 'attention_bias' is true; only bias-free Llama attention is supported", path);
+    FL_TRY(get_bool(path, root, "mlp_bias", 0, &flag));
+    if (flag) return fl_input_error("%s: field 'mlp_bias' is true; only bias-free MLPs are supported", path);
+    json_t *act = json_object_get(root, "hidden_act");
+    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
+        return fl_input_error("%s: field 'hidden_act' must be \"silu\"", path);
+
+    json_t *dtype = json_object_get(root, "dtype");
+    if (!dtype || json_is_null(dtype)) dtype = json_object_get(root, "torch_dtype");
+    cfg->dtype = FL_BF16;
+    if (json_is_string(dtype)) {
+        const char *d = json_string_value(dtype);
+        cfg->dtype = !strcmp(d, "float32") ? FL_F32 : !strcmp(d, "float16") ? FL_F16 : FL_BF16;
+    }
+    FL_TRY(get_token_id(path, root, "bos_token_id", &cfg->bos_token_id));
+    FL_TRY(get_token_id(path, root, "eos_token_id", &cfg->eos_token_id));
+    return 0;
+}
+
+int fl_config_load(fl_model_config *cfg, const char *path) {
+    memset(cfg, 0, sizeof *cfg);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (jerr.line < 1) return fl_input_error("%s: cannot read: %s", path, jerr.text);
+        return fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    }
+    int status = parse_config(path, root, cfg);
+    json_decref(root);
+    snprintf(cfg->name, sizeof cfg->name, "%s", path);
+    return status;
+}
+
+/* ---- presets: the exact configs of the target models (../shared/docs/formats.md section 1) ---- */
+
+typedef struct {
+    const char *name;
+    fl_arch arch;
+    int V, C, FF, L, NH, NKV, HS, max_pos;
+    double theta;
+    float eps;
+    int tied, llama3;
+    int bos, eos;
+} preset;
+
+static const preset presets[] = {
+    {"qwen2.5-0.5b",   FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643},
+    {"qwen2.5-1.5b",   FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643},
+    {"qwen2.5-7b",     FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643},
+    {"smollm2-135m",   FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
+    {"smollm2-360m",   FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
+    {"smollm2-1.7b",   FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0},
+    {"tinyllama-1.1b", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2},
+    {"llama-3.2-1b",   FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001},
+};
+
+const char *fl_config_preset_names(void) {
+    return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b";
+}
+
+int fl_config_preset(fl_model_config *cfg, const char *name) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const preset *p = &presets[i];
+        if (strcasecmp(name, p->name) != 0) continue;
+        snprintf(cfg->name, sizeof cfg->name, "%s", p->name);
+        cfg->arch = p->arch;
+        cfg->vocab_size = p->V;
+        cfg->hidden_size = p->C;
+        cfg->intermediate_size = p->FF;
+        cfg->n_layers = p->L;
+        cfg->n_heads = p->NH;
+        cfg->n_kv_heads = p->NKV;
+        cfg->head_dim = p->HS;
+        cfg->max_position_embeddings = p->max_pos;
+        cfg->rope_theta = p->theta;
+        cfg->rms_norm_eps = p->eps;
+        cfg->tie_word_embeddings = p->tied;
+        cfg->qkv_bias = p->arch == FL_ARCH_QWEN2;
+        cfg->dtype = FL_BF16;
+        cfg->bos_token_id = p->bos;
+        cfg->eos_token_id = p->eos;
+        if (p->llama3) {
+            cfg->rope_llama3 = 1;
+            cfg->rope_factor = 32.0;
+            cfg->rope_low_freq_factor = 1.0;
+            cfg->rope_high_freq_factor = 4.0;
+            cfg->rope_original_max_position = 8192;
+        }
+        return 0;
+    }
+    return fl_input_error("unknown preset '%s' (presets: %s)", name, fl_config_preset_names());
+}
+
+int64_t fl_config_matmul_params(const fl_model_config *c) {
+    int64_t C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c), FF = c->intermediate_size;
+    int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * FF;
+    return c->n_layers * per_layer + (int64_t)c->vocab_size * C;
+}
+
+int64_t fl_config_total_params(const fl_model_config *c) {
+    int64_t C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c);
+    int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * (int64_t)c->intermediate_size + 2 * C;
+    if (c->qkv_bias) per_layer += QD + 2 * KVD;
+    int64_t embed = (int64_t)c->vocab_size * C * (c->tie_word_embeddings ? 1 : 2);
+    return c->n_layers * per_layer + embed + C;
+}

@@ -1,0 +1,56 @@
+/* config.h — the model configuration: what a Hugging Face config.json says, normalized, and the
+ * built-in presets with the exact configs of the target models.
+ *
+ * Dimension glossary used across fastlora: B batch, T sequence, C hidden, NH query heads, NKV
+ * key/value heads, HS head size, FF MLP width, V vocab, R LoRA rank, L layers. QD = NH*HS,
+ * KVD = NKV*HS. Not a weights loader (model/weights.h) and not the LoRA config (lora/lora.h).
+ */
+#ifndef FL_CONFIG_H
+#define FL_CONFIG_H
+
+#include <stdint.h>
+
+#include "common/dtype.h"
+
+typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2 } fl_arch;
+
+typedef struct {
+    char name[96];          /* preset name, or the folder path */
+    fl_arch arch;
+    int vocab_size;         /* V */
+    int hidden_size;        /* C */
+    int intermediate_size;  /* FF */
+    int n_layers;           /* L */
+    int n_heads;            /* NH */
+    int n_kv_heads;         /* NKV */
+    int head_dim;           /* HS */
+    int max_position_embeddings;
+    double rope_theta;
+    int rope_llama3;                 /* llama3 frequency scaling (Llama-3.x) */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max_position;
+    float rms_norm_eps;
+    int tie_word_embeddings;
+    int qkv_bias;            /* Qwen2: q/k/v projections carry a bias */
+    fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
+    int bos_token_id, eos_token_id;  /* -1 when absent */
+} fl_model_config;
+
+/* Parses `path` (a config.json). Errors name the file and the field. */
+int fl_config_load(fl_model_config *cfg, const char *path);
+
+/* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
+ * when unknown. */
+int fl_config_preset(fl_model_config *cfg, const char *name);
+/* A comma-separated list of preset names (static storage). */
+const char *fl_config_preset_names(void);
+
+/* Derived sizes. */
+static inline int fl_config_q_dim(const fl_model_config *c) { return c->n_heads * c->head_dim; }
+static inline int fl_config_kv_dim(const fl_model_config *c) { return c->n_kv_heads * c->head_dim; }
+/* Parameter counts: every weight a token passes through (embedding excluded, LM head included)
+ * and the total stored (embedding + untied head + layers + norms). */
+int64_t fl_config_matmul_params(const fl_model_config *c);
+int64_t fl_config_total_params(const fl_model_config *c);
+
+#endif

@@ -1,0 +1,46 @@
+/* weights.h — the frozen base weights of a Llama/Qwen2 model: loaded from a Hugging Face folder
+ * (model.safetensors or a sharded model.safetensors.index.json; BF16/F16/F32 tensors, checked
+ * against config.json) or filled with seeded random values for the presets.
+ *
+ * All tensors live in one allocation of the backend's memory, in f32 (the CPU reference keeps the
+ * base in f32; the tensor layout is HF's: nn.Linear weights are (out, in), row-major, y = x·Wᵀ).
+ * Frozen means frozen: nothing here has a gradient. Not the LoRA parameters (lora/lora.h).
+ */
+#ifndef FL_WEIGHTS_H
+#define FL_WEIGHTS_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+typedef struct {
+    float *attn_norm;   /* (C) */
+    float *q, *q_bias;  /* (QD, C), (QD) — bias only when cfg.qkv_bias, else NULL */
+    float *k, *k_bias;  /* (KVD, C), (KVD) */
+    float *v, *v_bias;  /* (KVD, C), (KVD) */
+    float *o;           /* (C, QD) */
+    float *mlp_norm;    /* (C) */
+    float *gate, *up;   /* (FF, C) */
+    float *down;        /* (C, FF) */
+} fl_layer_weights;
+
+typedef struct {
+    float *embed;       /* (V, C) */
+    float *lm_head;     /* (V, C); == embed when tie_word_embeddings */
+    float *final_norm;  /* (C) */
+    fl_layer_weights *layers; /* (L) host array of pointers into storage */
+    float *storage;     /* backend memory, one allocation */
+    size_t n_floats;
+    const fl_backend *be;
+} fl_base_weights;
+
+/* Loads `dir`/config.json and the safetensors weights. Errors (missing files or tensors, shapes
+ * that disagree with config.json, corrupt files) name the file and the tensor. */
+int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be);
+/* Seeded random weights for a preset config: linear weights ~ U(-a, a) with a = sqrt(3)·0.02,
+ * norms = 1, biases small. */
+void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be);
+void fl_weights_free(fl_base_weights *w);
+
+#endif

@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Build the HF/PEFT reference fixtures under tests/fixtures/hf/ from an independent implementation.
+
+Run from the repository root (needs torch, transformers, peft, safetensors, numpy; CPU only):
+
+    python3 tools/make_hf_fixtures.py            # writes tests/fixtures/hf/<name>/ for every model
+    python3 tools/make_hf_fixtures.py --out DIR  # write somewhere else (e.g. to diff against the committed copy)
+
+The C tests read only the committed files; this script is not run in CI.  Running it twice gives
+byte-identical files (fixed seeds, one CPU thread, PYTHONHASHSEED pinned by re-exec).
+
+For each model <name> it writes tests/fixtures/hf/<name>/:
+  model/                  HF model folder from model.save_pretrained(dir, safe_serialization=True):
+                          config.json (+ generation_config.json) and model.safetensors (F32; no lm_head.weight
+                          when tie_word_embeddings is true).
+  adapter/                PEFT adapter from peft_model.save_pretrained(dir): adapter_config.json,
+                          adapter_model.safetensors (F32 lora_A/lora_B; lora_A = PEFT's kaiming init,
+                          lora_B = random normal, NOT zero, so the adapter changes the logits), README.md (PEFT
+                          model card, not used).
+  expected.safetensors    (safetensors.torch.save_file; all tensors contiguous)
+      input_ids           I32 [B,T]
+      labels              I32 [B,T]  = input_ids with some positions -100 (row 0: first 3 tokens; row 1: a stretch
+                                      in the middle).  UNshifted: the loss uses target[t] = labels[t+1], last = -100
+                                      (transformers ForCausalLMLoss), mean over the non-ignored targets.
+      logits              F32 [B,T,V] PEFT model, adapter active, train mode, dropout 0, no attention_mask
+      loss                F32 [1]     model(input_ids, labels=labels).loss for the same forward
+      grad.<key>          F32         d loss / d <key> (one backward on a fresh model), for every <key> in
+                                      adapter_model.safetensors, e.g.
+                                      grad.base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight
+      step3.<key>         F32         the adapter tensor after 3 steps on this same batch; each step =
+                                      zero_grad; loss.backward(); clip_grad_norm_(lora params, max_grad_norm);
+                                      AdamW(lora params, lr, betas=(beta1,beta2), eps, weight_decay).step()
+      step3.loss          F32 [3]     loss at each of the 3 steps, before that step's update
+      step3.grad_norm     F32 [3]     total L2 grad norm (before clipping) at each step
+      __metadata__        lr, beta1, beta2, eps, weight_decay, max_grad_norm, steps, r, lora_alpha, use_rslora,
+                          target_modules (comma-separated), seed, plus a few informative extras.
+See tests/fixtures/hf/README.md for the conventions the C test relies on.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+import warnings
+
+# Pin hash seed so any set -> list conversion (PEFT's target_modules) has a stable order.
+if os.environ.get("PYTHONHASHSEED") != "0":
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+import torch  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+import transformers  # noqa: E402
+import peft  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
+from peft.utils import get_peft_model_state_dict  # noqa: E402
+
+ALL_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+# --------------------------------------------------------------------------------------------------
+# Model specs.  Dimensions are deliberately not powers of two where the architecture allows.
+# --------------------------------------------------------------------------------------------------
+SPECS = [
+    dict(
+        name="llama_gqa",
+        arch="llama",
+        seed=1234,
+        config=dict(
+            vocab_size=200, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,            # GQA, head_dim derived = 16
+            max_position_embeddings=128, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            tie_word_embeddings=False,                               # untied lm_head
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.1, max_grad_norm=1e3),
+        expect_clip=False,
+    ),
+    dict(
+        name="qwen2_bias_tied",
+        arch="qwen2",
+        seed=5678,
+        config=dict(
+            vocab_size=160, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+            num_attention_heads=6, num_key_value_heads=2,            # head_dim derived = 8
+            max_position_embeddings=128, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            tie_word_embeddings=True,
+            use_sliding_window=False,
+        ),
+        B=2, T=12,
+        lora=dict(r=8, lora_alpha=16, use_rslora=True, target_modules=["q_proj", "v_proj", "down_proj"]),
+        opt=dict(lr=5e-3, beta1=0.8, beta2=0.95, eps=1e-4, weight_decay=0.0, max_grad_norm=0.1),
+        expect_clip=True,
+    ),
+    dict(
+        name="llama3_rope",
+        arch="llama",
+        seed=91011,
+        config=dict(
+            vocab_size=128, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,   # explicit head_dim: q dim 64 != hidden 48
+            max_position_embeddings=256, rms_norm_eps=1e-5,
+            rope_parameters={
+                "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+            tie_word_embeddings=True,
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=16, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=2e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.01, max_grad_norm=1.0),
+        expect_clip=None,   # don't care
+    ),
+]
+
+STEPS = 3
+
+
+def build_base(spec):
+    """Random base model, float32, eager attention, deterministic weights."""
+    cfg_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if spec["arch"] == "llama" else (Qwen2Config, Qwen2ForCausalLM)
+    cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
+    torch.manual_seed(spec["seed"])
+    model = model_cls(cfg).to(torch.float32)
+    model.config._attn_implementation = "eager"  # the reference math in formats.md section 2
+    g = torch.Generator().manual_seed(spec["seed"] + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():   # named_parameters() dedups the tied lm_head
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            elif "embed_tokens" in name or "lm_head" in name:
+                p.copy_(0.2 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.08 * torch.randn(p.shape, generator=g))
+    model.eval()
+    return model
+
+
+def lora_config(spec):
+    lc = spec["lora"]
+    return LoraConfig(
+        r=lc["r"], lora_alpha=lc["lora_alpha"], use_rslora=lc["use_rslora"],
+        target_modules=list(lc["target_modules"]), lora_dropout=0.0, bias="none",
+        task_type="CAUSAL_LM", init_lora_weights=True,
+    )
+
+
+def peft_key(param_name):
+    """PEFT parameter name -> key in adapter_model.safetensors (adapter name 'default' stripped)."""
+    assert ".default." in param_name, param_name
+    return param_name.replace(".default.", ".")
+
+
+def lora_params(pm):
+    return [(peft_key(n), p) for n, p in pm.named_parameters() if "lora_" in n]
+
+
+def make_batch(spec):
+    g = torch.Generator().manual_seed(spec["seed"] + 2)
+    B, T, V = spec["B"], spec["T"], spec["config"]["vocab_size"]
+    ids = torch.randint(0, V, (B, T), generator=g, dtype=torch.int64)
+    labels = ids.clone()
+    labels[0, :3] = -100                    # prompt masking, row 0
+    labels[1, T // 4: T // 4 + 5] = -100    # a stretch in row 1
+    return ids, labels
+
+
+def load_trainable(model_dir, adapter_dir):
+    base = build_loaded_base(model_dir)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        pm = PeftModel.from_pretrained(base, adapter_dir, is_trainable=True)
+    bad = [str(x.message) for x in w if "missing" in str(x.message).lower() or "unexpected" in str(x.message).lower()]
+    assert not bad, bad
+    pm.train()
+    return pm
+
+
+def build_loaded_base(model_dir):
+    cfg = transformers.AutoConfig.from_pretrained(model_dir)
+    cls = LlamaForCausalLM if cfg.model_type == "llama" else Qwen2ForCausalLM
+    m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
+    return m
+
+
+def save_file_reproducible(tensors, path, meta):
+    """safetensors.torch.save_file, then rewrite the JSON header with __metadata__ keys sorted.
+
+    The safetensors writer keeps __metadata__ in a Rust HashMap, so its key order (and thus the file bytes)
+    changes from run to run.  Same content, same length, same data offsets; only the header order is fixed."""
+    save_file(tensors, path, metadata=meta)
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    hdr = json.loads(raw[8:8 + n])
+    md = hdr.pop("__metadata__")
+    canon = {"__metadata__": dict(sorted(md.items()))}
+    canon.update(hdr)
+    txt = json.dumps(canon, separators=(",", ":"), ensure_ascii=False).encode()
+    assert len(txt) <= n, (len(txt), n)
+    with open(path, "wb") as f:
+        f.write(raw[:8] + txt + b" " * (n - len(txt)) + raw[8 + n:])
+    with safe_open(path, "pt") as f:   # re-read check
+        assert f.metadata() == meta and sorted(f.keys()) == sorted(tensors)
+        for k in tensors:
+            assert torch.equal(f.get_tensor(k), tensors[k]), k
+
+
+def train_steps(model_dir, adapter_dir, ids, labels, o, max_grad_norm):
+    pm = load_trainable(model_dir, adapter_dir)
+    named = lora_params(pm)
+    params = [p for _, p in named]
+    optim = torch.optim.AdamW(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"],
+                              weight_decay=o["weight_decay"], foreach=False)
+    step_losses, step_norms = [], []
+    for _ in range(STEPS):
+        optim.zero_grad()
+        loss = pm(input_ids=ids, labels=labels).loss
+        loss.backward()
+        tn = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        step_losses.append(loss.item())
+        step_norms.append(tn.item())
+        optim.step()
+    return named, step_losses, step_norms
+
+
+def check_llama3_branches(spec, model):
+    rp = spec["config"]["rope_parameters"]
+    hd = spec["config"].get("head_dim") or spec["config"]["hidden_size"] // spec["config"]["num_attention_heads"]
+    inv = 1.0 / (rp["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    orig = rp["original_max_position_embeddings"]
+    low_wl, high_wl = orig / rp["low_freq_factor"], orig / rp["high_freq_factor"]
+    branches = []
+    for j, f in enumerate(inv.tolist()):
+        wl = 2 * math.pi / f
+        if wl < high_wl:
+            b = "unscaled"
+        elif wl > low_wl:
+            b = "scaled"
+        else:
+            b = "interpolated"
+        branches.append(b)
+        print(f"    rope j={j}: inv_freq={f:.6g} wavelen={wl:.4g} -> {b}")
+    assert {"unscaled", "scaled", "interpolated"} <= set(branches), branches
+    # margins: no wavelength within 10% of a boundary (so float rounding cannot flip a branch)
+    for f in inv.tolist():
+        wl = 2 * math.pi / f
+        for bnd in (low_wl, high_wl):
+            assert abs(wl - bnd) / bnd > 0.1, (wl, bnd)
+    # the formula of formats.md section 2, in float64, against the model's buffer
+    ref = []
+    for f in inv.double().tolist():
+        wl = 2 * math.pi / f
+        if wl < high_wl:
+            ref.append(f)
+        elif wl > low_wl:
+            ref.append(f / rp["factor"])
+        else:
+            sm = (orig / wl - rp["low_freq_factor"]) / (rp["high_freq_factor"] - rp["low_freq_factor"])
+            ref.append((1 - sm) * f / rp["factor"] + sm * f)
+    got = model.model.rotary_emb.inv_freq.double()
+    print(f"    model inv_freq = {[float('%.6g' % x) for x in got.tolist()]}")
+    assert torch.allclose(got, torch.tensor(ref, dtype=torch.float64), rtol=1e-6, atol=0), (got, ref)
+    return branches
+
+
+def write_fixture(spec, out_root):
+    name = spec["name"]
+    d = os.path.join(out_root, name)
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    model_dir, adapter_dir = os.path.join(d, "model"), os.path.join(d, "adapter")
+    print(f"== {name}")
+
+    # ---- base model + adapter with non-zero lora_B ----
+    base = build_base(spec)
+    base.save_pretrained(model_dir, safe_serialization=True)
+    torch.manual_seed(spec["seed"] + 3)        # lora_A: PEFT's kaiming-uniform init under this seed
+    pm = get_peft_model(base, lora_config(spec))
+    g = torch.Generator().manual_seed(spec["seed"] + 4)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.copy_(0.05 * torch.randn(p.shape, generator=g))
+    pm.save_pretrained(adapter_dir)
+
+    with safe_open(os.path.join(adapter_dir, "adapter_model.safetensors"), "pt") as f:
+        file_keys = sorted(f.keys())
+    sd_keys = sorted(get_peft_model_state_dict(pm).keys())
+    param_keys = sorted(k for k, _ in lora_params(pm))
+    assert file_keys == sd_keys == param_keys, (file_keys[:4], sd_keys[:4], param_keys[:4])
+    assert all(k.endswith(("lora_A.weight", "lora_B.weight")) for k in file_keys)
+
+    ids, labels = make_batch(spec)
+
+    # ---- reference forward on the in-memory model, adapter disabled and enabled ----
+    pm.train()
+    with torch.no_grad():
+        with pm.disable_adapter():
+            base_logits = pm(input_ids=ids).logits.clone()
+        mem_logits = pm(input_ids=ids).logits.clone()
+    adapter_delta = (mem_logits - base_logits).abs().max().item()
+    assert adapter_delta > 1e-2, f"adapter barely changes logits: {adapter_delta}"
+
+    # ---- everything below from the files on disk: proves the saved folders are the reference ----
+    pm = load_trainable(model_dir, adapter_dir)
+    assert [n for n, p in pm.named_parameters() if p.requires_grad] == [n for n, _ in pm.named_parameters() if "lora_" in n]
+    out = pm(input_ids=ids, labels=labels)
+    logits, loss = out.logits, out.loss
+    assert torch.equal(logits.detach(), mem_logits), "reloaded model differs from the in-memory one"
+    # independent check of the loss convention (shift inside, mean over non-ignored)
+    tgt = torch.nn.functional.pad(labels, (0, 1), value=-100)[:, 1:]
+    ref_loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
+    assert torch.allclose(ref_loss, loss, rtol=0, atol=1e-6), (ref_loss, loss)
+    loss.backward()
+    grads = {k: p.grad.detach().clone() for k, p in lora_params(pm)}
+    assert sorted(grads) == file_keys
+
+    # ---- 3 AdamW steps on a fresh copy ----
+    o = spec["opt"]
+    named, step_losses, step_norms = train_steps(model_dir, adapter_dir, ids, labels, o, o["max_grad_norm"])
+    clipped = [n > o["max_grad_norm"] for n in step_norms]
+    if spec["expect_clip"] is True:
+        assert all(clipped), (step_norms, o["max_grad_norm"])
+        # the clipping must visibly matter for the final adapter (Adam is nearly scale-invariant; eps makes it not)
+        noclip, _, _ = train_steps(model_dir, adapter_dir, ids, labels, o, float("inf"))
+        diff = max((p.detach() - q.detach()).abs().max().item() for (_, p), (_, q) in zip(named, noclip))
+        print(f"    step3 max|diff| clipped vs unclipped = {diff:.3g}")
+        assert diff > 1e-3, diff
+    elif spec["expect_clip"] is False:
+        assert not any(clipped), (step_norms, o["max_grad_norm"])
+    gn0 = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads.values()))
+    assert abs(gn0 - step_norms[0]) <= 1e-5 * gn0, (gn0, step_norms[0])
+
+    branches = None
+    if spec["config"]["rope_parameters"]["rope_type"] == "llama3":
+        branches = check_llama3_branches(spec, pm.base_model.model)
+
+    # ---- expected.safetensors ----
+    lc = spec["lora"]
+    tensors = {
+        "input_ids": ids.to(torch.int32).contiguous(),
+        "labels": labels.to(torch.int32).contiguous(),
+        "logits": logits.detach().float().contiguous(),
+        "loss": loss.detach().float().reshape(1).contiguous(),
+        "step3.loss": torch.tensor(step_losses, dtype=torch.float32),
+        "step3.grad_norm": torch.tensor(step_norms, dtype=torch.float32),
+    }
+    for k, g in grads.items():
+        tensors["grad." + k] = g.float().contiguous()
+    for k, p in named:
+        tensors["step3." + k] = p.detach().float().contiguous().clone()
+    scaling = lc["lora_alpha"] / (math.sqrt(lc["r"]) if lc["use_rslora"] else lc["r"])
+    meta = {
+        "lr": repr(o["lr"]), "beta1": repr(o["beta1"]), "beta2": repr(o["beta2"]), "eps": repr(o["eps"]),
+        "weight_decay": repr(o["weight_decay"]), "max_grad_norm": repr(o["max_grad_norm"]),
+        "steps": str(STEPS), "r": str(lc["r"]), "lora_alpha": str(lc["lora_alpha"]),
+        "use_rslora": "true" if lc["use_rslora"] else "false",
+        "target_modules": ",".join(lc["target_modules"]),
+        "seed": str(spec["seed"]),
+        # informative extras
+        "scaling": repr(scaling),
+        "clipped": ",".join("1" if c else "0" for c in clipped),
+        "generator": f"tools/make_hf_fixtures.py torch {torch.__version__.split('+')[0]} "
+                     f"transformers {transformers.__version__} peft {peft.__version__}",
+    }
+    save_file_reproducible(tensors, os.path.join(d, "expected.safetensors"), meta)
+
+    maxlogit = logits.detach().abs().max().item()
+    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
+    print(f"    loss={loss.item():.6f} max|logit|={maxlogit:.4f} adapter max|dlogit|={adapter_delta:.4f} "
+          f"scaling={scaling:.4f}")
+    print(f"    step losses={['%.6f' % x for x in step_losses]} grad norms={['%.6f' % x for x in step_norms]} "
+          f"max_grad_norm={o['max_grad_norm']} clipped={clipped}")
+    print(f"    {len(file_keys)} adapter tensors; folder size {size} bytes")
+    return dict(name=name, loss=loss.item(), max_logit=maxlogit, clipped=clipped, grad_norms=step_norms,
+                step_losses=step_losses, branches=branches, size=size)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join("tests", "fixtures", "hf"))
+    ap.add_argument("--only", default=None, help="comma-separated model names")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    os.makedirs(args.out, exist_ok=True)
+    only = set(args.only.split(",")) if args.only else None
+    results = [write_fixture(s, args.out) for s in SPECS if only is None or s["name"] in only]
+    print(json.dumps([{k: v for k, v in r.items()} for r in results], indent=None))
+
+
+if __name__ == "__main__":
+    main()
