@@ -82,7 +82,10 @@ def main():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = PeftModel.from_pretrained(base, args.adapter, is_trainable=False)
+        try:
+            model = PeftModel.from_pretrained(base, args.adapter, is_trainable=False)
+        except Exception as e:  # size mismatch, no matching target module, bad config ...
+            die(f"PeftModel.from_pretrained raised {type(e).__name__}: {e}")
     problems = []
     for w in caught:
         msg = str(w.message)

@@ -25,6 +25,7 @@ typedef struct fl_backend {
     void (*free)(void *ptr);
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes);   /* within backend memory */
     void (*zero)(void *ptr, size_t bytes);
     void (*synchronize)(void);
 

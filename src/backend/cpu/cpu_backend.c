@@ -8,6 +8,7 @@ static const fl_backend cpu_backend = {
     .free = cpu_free,
     .upload = cpu_copy,
     .download = cpu_copy,
+    .copy = cpu_copy,
     .zero = cpu_zero,
     .synchronize = cpu_synchronize,
     .embedding_forward = embedding_forward_cpu,

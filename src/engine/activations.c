@@ -1,0 +1,51 @@
+/* activations.c — one allocation for every saved activation and scratch buffer (see the table). */
+#include "engine/activations.h"
+
+#include <string.h>
+
+#define ALIGN_UP(x) (((x) + 63) / 64 * 64)
+
+#define DIMS                                                                                        \
+    size_t L = (size_t)cfg->n_layers, N = (size_t)B * T, C = (size_t)cfg->hidden_size;             \
+    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);                 \
+    size_t FF = (size_t)cfg->intermediate_size, R = (size_t)(rank > 0 ? rank : 1), NH = (size_t)cfg->n_heads; \
+    size_t W = C > QD ? C : QD;                                                                     \
+    W = W > FF ? W : FF;                                                                            \
+    (void)L; (void)N; (void)C; (void)QD; (void)KVD; (void)FF; (void)R; (void)NH; (void)W;
+
+size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T) {
+    DIMS
+    size_t total = 0;
+#define X(name, type, count) total += ALIGN_UP((count) * sizeof(type));
+    ACTIVATION_TABLE(X)
+#undef X
+    return total;
+}
+
+void fl_activations_init(fl_activations *a, const fl_model_config *cfg, int rank, int B, int T, const fl_backend *be) {
+    memset(a, 0, sizeof *a);
+    a->bytes = fl_activations_bytes(cfg, rank, B, T);
+    a->storage = be->alloc(a->bytes);
+    a->B = B;
+    a->T = T;
+    a->be = be;
+    DIMS
+    char *p = a->storage;
+#define X(name, type, count) a->name = (type *)p; p += ALIGN_UP((count) * sizeof(type));
+    ACTIVATION_TABLE(X)
+#undef X
+}
+
+void fl_activations_free(fl_activations *a) {
+    if (a->storage) a->be->free(a->storage);
+    memset(a, 0, sizeof *a);
+}
+
+void fl_activations_print_sizes(const fl_activations *a, const fl_model_config *cfg, int rank, FILE *out) {
+    int B = a->B, T = a->T;
+    DIMS
+    fprintf(out, "activations for B=%d T=%d: %.1f MiB\n", B, T, a->bytes / 1048576.0);
+#define X(name, type, count) fprintf(out, "  %-13s %9.1f MiB\n", #name, (count) * sizeof(type) / 1048576.0);
+    ACTIVATION_TABLE(X)
+#undef X
+}

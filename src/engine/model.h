@@ -1,0 +1,85 @@
+/* model.h — the LoRA-trained transformer: frozen base + LoRA parameters + gradients + AdamW state
+ * + activations, and its forward, backward and optimizer step, written once over fl_backend.
+ *
+ * Usage:
+ *   fl_model m;  fl_model_init_preset(&m, "smollm2-135m", 1, fl_backend_cpu(), &lora_cfg);
+ *   fl_step_stats s = fl_model_forward(&m, &batch, 0.0f);   // loss, counted tokens
+ *   fl_model_backward(&m);                                   // LoRA grads +=
+ *   fl_model_optimizer_step(&m, &adamw);                     // clip, AdamW, zero grads
+ * Not a trainer (data, schedules and checkpoints belong to train/); not a tokenizer.
+ */
+#ifndef FL_MODEL_H
+#define FL_MODEL_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "engine/activations.h"
+#include "lora/lora.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float max_grad_norm;  /* <= 0: no clipping */
+} fl_adamw_config;
+
+fl_adamw_config fl_adamw_config_default(void); /* lr 2e-4, betas (0.9, 0.999), eps 1e-8, wd 0, clip 1.0 */
+
+/* A batch on the host. targets are the next-token labels (already shifted; -100 ignored).
+ * pos and seg_start may be NULL: positions 0..T-1 and plain causal attention per row. */
+typedef struct {
+    int B, T;
+    const int32_t *ids;        /* (B, T) */
+    const int32_t *targets;    /* (B, T) */
+    const int32_t *pos;        /* (B, T) or NULL */
+    const int32_t *seg_start;  /* (B, T) or NULL: first key position (within the row) query t may see */
+} fl_batch;
+
+typedef struct {
+    double loss_sum;       /* Σ per-token cross-entropy over counted tokens */
+    size_t n_counted;      /* tokens with target != -100 */
+    double loss;           /* loss_sum / n_counted (0 when none) */
+} fl_step_stats;
+
+typedef struct {
+    fl_model_config cfg;
+    fl_lora_config lora_cfg;
+    const fl_backend *be;
+    fl_base_weights base;
+    fl_lora_buffer lora, grads, adam_m, adam_v;
+    float *inv_freq;          /* (HS/2) backend memory, RoPE frequencies (llama3-scaled when configured) */
+    fl_activations act;
+    int training;             /* dropout active */
+    int adam_step;            /* AdamW steps taken */
+    uint64_t micro_step;      /* forward passes taken (dropout stream) */
+    int have_forward;         /* a forward with saved activations precedes backward */
+} fl_model;
+
+/* Build a model from a HF folder, or from a preset with seeded random base weights. LoRA params
+ * get PEFT's init (B = 0). */
+int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc);
+int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc);
+void fl_model_free(fl_model *m);
+
+/* Forward over a batch, saving activations. grad_scale: the factor on d(loss_sum)/d(logits) seen by
+ * the backward — pass 1/(counted tokens of the whole accumulated batch); 0 means 1/n_counted of
+ * this batch (a plain mean). */
+fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale);
+/* Backward of the last forward: LoRA gradients accumulate (+=) into m->grads. */
+void fl_model_backward(fl_model *m);
+/* Global-norm clipping then AdamW over all LoRA params, then zero the gradients. Returns the
+ * pre-clip gradient norm. */
+double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt);
+void fl_model_zero_grads(fl_model *m);
+/* Logits (B, T, V) on the host for ids (forward only, no dropout). */
+void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
+
+/* RoPE inverse frequencies as transformers computes them (f32), llama3 scaling applied. */
+void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (HS/2) */);
+
+/* Training FLOPs per step for B*T tokens: 4·N_matmul per token (forward 2N, input gradients 2N) +
+ * causal attention + the LoRA terms. See docs/BENCHMARKS.md for the formula. */
+double fl_model_flops_per_step(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);
+
+#endif

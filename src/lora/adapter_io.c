@@ -1,0 +1,199 @@
+/* adapter_io.c — PEFT adapter read/write (see adapter_io.h and ../shared/docs/formats.md §4). */
+#include "lora/adapter_io.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "io/file_util.h"
+#include "io/safetensors.h"
+
+void fl_adapter_tensor_name(char *out, size_t cap, int layer, fl_proj p, char which) {
+    snprintf(out, cap, "base_model.model.model.layers.%d.%s.lora_%c.weight", layer, fl_proj_modules[p], which);
+}
+
+int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_model_config *cfg,
+                    const fl_lora_config *lc, const char *base_model_name) {
+    FL_TRY(fl_mkdir_p(dir));
+    const fl_backend *be = params->be;
+    /* adapter_config.json: the keys PEFT writes, sorted like its json.dumps(sort_keys=True) */
+    json_t *root = json_object();
+    json_t *targets = json_array();
+    for (int p = 0; p < FL_N_PROJ; p++)
+        if (lc->target_mask & (1u << p)) json_array_append_new(targets, json_string(fl_proj_names[p]));
+    json_object_set_new(root, "alpha_pattern", json_object());
+    json_object_set_new(root, "auto_mapping", json_null());
+    json_object_set_new(root, "base_model_name_or_path", base_model_name ? json_string(base_model_name) : json_null());
+    json_object_set_new(root, "bias", json_string("none"));
+    json_object_set_new(root, "fan_in_fan_out", json_false());
+    json_object_set_new(root, "inference_mode", json_true());
+    json_object_set_new(root, "init_lora_weights", json_true());
+    json_object_set_new(root, "layer_replication", json_null());
+    json_object_set_new(root, "layers_pattern", json_null());
+    json_object_set_new(root, "layers_to_transform", json_null());
+    json_object_set_new(root, "lora_alpha", json_real(lc->alpha));
+    json_object_set_new(root, "lora_bias", json_false());
+    json_object_set_new(root, "lora_dropout", json_real(lc->dropout));
+    json_object_set_new(root, "modules_to_save", json_null());
+    json_object_set_new(root, "peft_type", json_string("LORA"));
+    json_object_set_new(root, "r", json_integer(lc->rank));
+    json_object_set_new(root, "rank_pattern", json_object());
+    json_object_set_new(root, "revision", json_null());
+    json_object_set_new(root, "target_modules", targets);
+    json_object_set_new(root, "task_type", json_string("CAUSAL_LM"));
+    json_object_set_new(root, "use_dora", json_false());
+    json_object_set_new(root, "use_rslora", lc->use_rslora ? json_true() : json_false());
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
+    json_decref(root);
+    char *config_path = fl_path_join(dir, "adapter_config.json");
+    int status = fl_write_file_atomic(config_path, text, strlen(text));
+    free(config_path);
+    free(text);
+    if (status) return status;
+
+    /* adapter_model.safetensors: host copy of the flat buffer, one tensor per matrix */
+    float *host = fl_malloc(params->n * sizeof(float) + 1);
+    be->download(host, params->data, params->n * sizeof(float));
+    int n_tensors = 0;
+    fl_st_write_tensor *tensors = fl_calloc((size_t)cfg->n_layers * FL_N_PROJ * 2, sizeof *tensors);
+    char (*names)[128] = fl_calloc((size_t)cfg->n_layers * FL_N_PROJ * 2, 128);
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) {
+            if (!params->layers[l].a[p]) continue;
+            int in, out;
+            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            for (int which = 0; which < 2; which++) {
+                fl_st_write_tensor *t = &tensors[n_tensors];
+                fl_adapter_tensor_name(names[n_tensors], 128, l, (fl_proj)p, which ? 'B' : 'A');
+                t->name = names[n_tensors];
+                t->dtype = FL_F32;
+                t->ndim = 2;
+                t->shape[0] = which ? out : lc->rank;
+                t->shape[1] = which ? lc->rank : in;
+                const float *dev = which ? params->layers[l].b[p] : params->layers[l].a[p];
+                t->data = host + (dev - params->data);
+                n_tensors++;
+            }
+        }
+    const char *meta[] = {"format", "pt"};
+    char *weights_path = fl_path_join(dir, "adapter_model.safetensors");
+    status = fl_safetensors_write(weights_path, tensors, n_tensors, meta, 1);
+    free(weights_path);
+    free(names);
+    free(tensors);
+    free(host);
+    return status;
+}
+
+int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
+    char *path = fl_path_join(dir, "adapter_config.json");
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    int status = 0;
+    if (!root) {
+        status = jerr.line < 1 ? fl_input_error("%s: cannot read: %s", path, jerr.text)
+                               : fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+        free(path);
+        return status;
+    }
+    *lc = fl_lora_config_default();
+    json_t *v;
+    if (!json_is_string(v = json_object_get(root, "peft_type")) || strcmp(json_string_value(v), "LORA"))
+        status = fl_input_error("%s: field 'peft_type' must be \"LORA\"", path);
+    else if (!json_is_integer(v = json_object_get(root, "r")) || json_integer_value(v) <= 0 || json_integer_value(v) > 4096)
+        status = fl_input_error("%s: field 'r' must be a positive integer", path);
+    if (!status) lc->rank = (int)json_integer_value(v);
+    if (!status && (v = json_object_get(root, "lora_alpha")) && !json_is_null(v)) {
+        if (!json_is_number(v)) status = fl_input_error("%s: field 'lora_alpha' must be a number", path);
+        else lc->alpha = (float)json_number_value(v);
+    } else if (!status) {
+        lc->alpha = 8.0f; /* PEFT's default */
+    }
+    if (!status && (v = json_object_get(root, "lora_dropout")) && !json_is_null(v)) {
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) >= 1)
+            status = fl_input_error("%s: field 'lora_dropout' must be a number in [0, 1)", path);
+        else lc->dropout = (float)json_number_value(v);
+    }
+    if (!status && (v = json_object_get(root, "use_rslora")) && !json_is_null(v)) lc->use_rslora = json_is_true(v);
+    if (!status && json_is_true(json_object_get(root, "use_dora")))
+        status = fl_input_error("%s: field 'use_dora' is true; DoRA adapters are not supported", path);
+    if (!status && json_is_true(json_object_get(root, "lora_bias")))
+        status = fl_input_error("%s: field 'lora_bias' is true; LoRA biases are not supported", path);
+    const char *unsupported[] = {"rank_pattern", "alpha_pattern"};
+    for (int i = 0; i < 2 && !status; i++) {
+        v = json_object_get(root, unsupported[i]);
+        if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0))
+            status = fl_input_error("%s: field '%s' is not empty; per-module ranks/alphas are not supported", path, unsupported[i]);
+    }
+    if (!status) {
+        v = json_object_get(root, "layers_to_transform");
+        if (v && !json_is_null(v)) status = fl_input_error("%s: field 'layers_to_transform' is set; adapting a subset of layers is not supported", path);
+    }
+    if (!status) {
+        v = json_object_get(root, "target_modules");
+        lc->target_mask = 0;
+        if (!json_is_array(v)) {
+            status = fl_input_error("%s: field 'target_modules' must be a list of module names", path);
+        } else {
+            size_t i;
+            json_t *item;
+            json_array_foreach(v, i, item) {
+                const char *name = json_is_string(item) ? json_string_value(item) : "";
+                int found = -1;
+                for (int p = 0; p < FL_N_PROJ; p++)
+                    if (!strcmp(name, fl_proj_names[p])) found = p;
+                if (found < 0) {
+                    status = fl_input_error("%s: field 'target_modules' has '%s' (supported: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)", path, name);
+                    break;
+                }
+                lc->target_mask |= 1u << found;
+            }
+            if (!status && !lc->target_mask) status = fl_input_error("%s: field 'target_modules' is empty", path);
+        }
+    }
+    json_decref(root);
+    free(path);
+    return status;
+}
+
+int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_model_config *cfg,
+                            const fl_lora_config *lc) {
+    char *path = fl_path_join(dir, "adapter_model.safetensors");
+    fl_safetensors st;
+    int status = fl_safetensors_open(&st, path);
+    if (status) { free(path); return status; }
+    const fl_backend *be = params->be;
+    float *host = NULL;
+    for (int l = 0; l < cfg->n_layers && !status; l++)
+        for (int p = 0; p < FL_N_PROJ && !status; p++) {
+            if (!params->layers[l].a[p]) continue;
+            int in, out;
+            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            for (int which = 0; which < 2 && !status; which++) {
+                char name[128];
+                fl_adapter_tensor_name(name, sizeof name, l, (fl_proj)p, which ? 'B' : 'A');
+                const fl_st_tensor *t = fl_safetensors_find(&st, name);
+                int64_t rows = which ? out : lc->rank, cols = which ? lc->rank : in;
+                if (!t) { status = fl_input_error("%s: tensor '%s' is missing", path, name); break; }
+                if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
+                    status = fl_input_error("%s: tensor '%s' has the wrong shape (expected [%lld, %lld])", path, name,
+                                            (long long)rows, (long long)cols);
+                    break;
+                }
+                if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16) {
+                    status = fl_input_error("%s: tensor '%s' has dtype %s (expected F32, BF16 or F16)", path, name,
+                                            fl_dtype_name(t->dtype));
+                    break;
+                }
+                host = realloc(host, t->numel * sizeof(float));
+                fl_convert_to_f32(host, t->data, t->dtype, t->numel);
+                be->upload(which ? params->layers[l].b[p] : params->layers[l].a[p], host, t->numel * sizeof(float));
+            }
+        }
+    free(host);
+    fl_safetensors_close(&st);
+    free(path);
+    return status;
+}

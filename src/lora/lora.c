@@ -1,0 +1,108 @@
+/* lora.c — LoRA config parsing, the flat parameter layout and PEFT's initialization. */
+#include "lora/lora.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/rng.h"
+
+const char *const fl_proj_names[FL_N_PROJ] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+const char *const fl_proj_modules[FL_N_PROJ] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                                "mlp.down_proj"};
+
+fl_lora_config fl_lora_config_default(void) {
+    fl_lora_config lc = {.rank = 16, .alpha = 32.0f, .use_rslora = 0, .dropout = 0.0f,
+                         .target_mask = (1u << FL_N_PROJ) - 1, .seed = 1234};
+    return lc;
+}
+
+float fl_lora_scale(const fl_lora_config *lc) {
+    return lc->use_rslora ? lc->alpha / sqrtf((float)lc->rank) : lc->alpha / (float)lc->rank;
+}
+
+int fl_lora_parse_targets(const char *list, unsigned *mask) {
+    *mask = 0;
+    if (!strcmp(list, "all")) { *mask = (1u << FL_N_PROJ) - 1; return 0; }
+    char *copy = strdup(list), *save = NULL;
+    int status = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !status; tok = strtok_r(NULL, ",", &save)) {
+        int found = -1;
+        for (int p = 0; p < FL_N_PROJ; p++) {
+            size_t len = strlen(fl_proj_names[p]) - 5; /* without "_proj" */
+            if (!strcmp(tok, fl_proj_names[p]) || (strlen(tok) == len && !strncmp(tok, fl_proj_names[p], len))) found = p;
+        }
+        if (found < 0) status = fl_input_error("--targets: unknown projection '%s' (expected q,k,v,o,gate,up,down)", tok);
+        else *mask |= 1u << found;
+    }
+    free(copy);
+    if (!status && !*mask) status = fl_input_error("--targets: no projection given (expected q,k,v,o,gate,up,down)");
+    return status;
+}
+
+void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out) {
+    int C = cfg->hidden_size, QD = fl_config_q_dim(cfg), KVD = fl_config_kv_dim(cfg), FF = cfg->intermediate_size;
+    switch (p) {
+    case FL_PROJ_Q: *in = C; *out = QD; break;
+    case FL_PROJ_K: case FL_PROJ_V: *in = C; *out = KVD; break;
+    case FL_PROJ_O: *in = QD; *out = C; break;
+    case FL_PROJ_GATE: case FL_PROJ_UP: *in = C; *out = FF; break;
+    default: *in = FF; *out = C; break;
+    }
+}
+
+size_t fl_lora_param_count(const fl_model_config *cfg, const fl_lora_config *lc) {
+    size_t per_layer = 0;
+    for (int p = 0; p < FL_N_PROJ; p++) {
+        if (!(lc->target_mask & (1u << p))) continue;
+        int in, out;
+        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+        per_layer += (size_t)lc->rank * (size_t)(in + out);
+    }
+    return per_layer * (size_t)cfg->n_layers;
+}
+
+void fl_lora_buffer_init(fl_lora_buffer *buf, const fl_model_config *cfg, const fl_lora_config *lc, const fl_backend *be) {
+    memset(buf, 0, sizeof *buf);
+    buf->be = be;
+    buf->n = fl_lora_param_count(cfg, lc);
+    buf->data = be->alloc(buf->n * sizeof(float));
+    buf->n_layers = cfg->n_layers;
+    buf->layers = fl_calloc((size_t)cfg->n_layers, sizeof(fl_lora_layer));
+    size_t offset = 0;
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) {
+            if (!(lc->target_mask & (1u << p))) continue;
+            int in, out;
+            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            buf->layers[l].a[p] = buf->data + offset;
+            offset += (size_t)lc->rank * in;
+            buf->layers[l].b[p] = buf->data + offset;
+            offset += (size_t)out * lc->rank;
+        }
+}
+
+void fl_lora_buffer_free(fl_lora_buffer *buf) {
+    if (buf->data) buf->be->free(buf->data);
+    free(buf->layers);
+    memset(buf, 0, sizeof *buf);
+}
+
+void fl_lora_init_peft(fl_lora_buffer *params, const fl_model_config *cfg, const fl_lora_config *lc) {
+    const fl_backend *be = params->be;
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) {
+            if (!params->layers[l].a[p]) continue;
+            int in, out;
+            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            size_t n_a = (size_t)lc->rank * in;
+            float *host = fl_malloc(n_a * sizeof(float));
+            float bound = 1.0f / sqrtf((float)in);
+            fl_rng_fill_uniform(host, n_a, fl_rng_stream(lc->seed, 0x10a, (uint64_t)l, (uint64_t)p), -bound, bound);
+            be->upload(params->layers[l].a[p], host, n_a * sizeof(float));
+            be->zero(params->layers[l].b[p], (size_t)out * lc->rank * sizeof(float));
+            free(host);
+        }
+}

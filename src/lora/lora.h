@@ -1,0 +1,62 @@
+/* lora.h — LoRA configuration and parameters, PEFT-compatible.
+ *
+ * For an adapted projection with frozen W (OC, IC): y = x·Wᵀ + s · (drop(x)·lora_aᵀ)·lora_bᵀ,
+ * lora_a (R, IC), lora_b (OC, R), s = alpha/R (or alpha/√R with rsLoRA). PEFT's init: lora_a ~
+ * kaiming_uniform(a=√5) = U(−1/√IC, 1/√IC), lora_b = 0. Every lora_a/lora_b of the model lives in
+ * one flat f32 buffer in a fixed order (layer, then q,k,v,o,gate,up,down, A before B), so the
+ * gradients, both AdamW moments and the optimizer's single launch share that layout. Not the
+ * adapter file format (lora/adapter_io.h).
+ */
+#ifndef FL_LORA_H
+#define FL_LORA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+typedef enum { FL_PROJ_Q = 0, FL_PROJ_K, FL_PROJ_V, FL_PROJ_O, FL_PROJ_GATE, FL_PROJ_UP, FL_PROJ_DOWN, FL_N_PROJ } fl_proj;
+
+extern const char *const fl_proj_names[FL_N_PROJ];   /* "q_proj", ..., "down_proj" */
+extern const char *const fl_proj_modules[FL_N_PROJ]; /* "self_attn.q_proj", ..., "mlp.down_proj" */
+
+typedef struct {
+    int rank;              /* R */
+    float alpha;
+    int use_rslora;
+    float dropout;         /* p, applied to x before lora_a */
+    unsigned target_mask;  /* bit p set: projection p is adapted */
+    uint64_t seed;
+} fl_lora_config;
+
+/* Defaults: r 16, alpha 32, no rsLoRA, dropout 0, all seven projections. */
+fl_lora_config fl_lora_config_default(void);
+float fl_lora_scale(const fl_lora_config *lc);
+/* Parses "q,k,v,o,gate,up,down" (also the *_proj spellings, or "all"). */
+int fl_lora_parse_targets(const char *list, unsigned *mask);
+/* Input and output widths of projection p. */
+void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out);
+
+typedef struct {
+    float *a[FL_N_PROJ];  /* (R, IC) or NULL when not adapted */
+    float *b[FL_N_PROJ];  /* (OC, R) */
+} fl_lora_layer;
+
+/* A flat buffer of all LoRA matrices in backend memory, with per-layer views. */
+typedef struct {
+    float *data;
+    size_t n;              /* total floats */
+    int n_layers;
+    fl_lora_layer *layers; /* host array of views into data */
+    const fl_backend *be;
+} fl_lora_buffer;
+
+size_t fl_lora_param_count(const fl_model_config *cfg, const fl_lora_config *lc);
+/* Allocates a zeroed buffer with the layout above. */
+void fl_lora_buffer_init(fl_lora_buffer *buf, const fl_model_config *cfg, const fl_lora_config *lc, const fl_backend *be);
+void fl_lora_buffer_free(fl_lora_buffer *buf);
+/* PEFT's default init: A ~ U(−1/√IC, 1/√IC) from the config's seed, B = 0. */
+void fl_lora_init_peft(fl_lora_buffer *params, const fl_model_config *cfg, const fl_lora_config *lc);
+
+#endif
