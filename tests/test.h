@@ -1,6 +1,6 @@
 /* test.h — the test harness: a few macros, tests self-register, one runner prints the summary.
  *
- * A test is `TEST(name) { ... }` in any tests/*.c file; CHECK* macros record a failure with
+ * A test is `TEST(name) { ... }` in any .c file under tests/; CHECK* macros record a failure with
  * file:line and continue, so one run shows every broken check. SKIP("why") ends a test as skipped
  * (used when ../shared or an optional tool is absent). The runner (tests/main.c) prints one line
  * per test and closes with `N passed, N failed, N skipped`. Not a framework: no fixtures, no forks.

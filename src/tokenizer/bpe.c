@@ -242,10 +242,11 @@ static void merge_all(fl_tokenizer *tok, size_t n) {
     }
 }
 
-void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const uint32_t *map, fl_token_ids *out) {
+void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const uint32_t *map, uint32_t base,
+                        fl_token_ids *out) {
     if (len == 0) return;
     const fl_pipeline *p = &tok->pipe;
-    uint32_t wstart = map ? map[0] : 0, wend = map ? map[len] : 0;
+    uint32_t wstart = map ? map[0] : base, wend = map ? map[len] : base + (uint32_t)len;
     int cacheable = len <= CACHE_MAX_WORD && !out->want_offsets;
     uint64_t h = 0;
     if (cacheable) {
@@ -277,7 +278,7 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const u
     merge_all(tok, n);
     size_t first = out->n;
     for (size_t i = 0; i < n; i = s->next[i] >= 0 ? (size_t)s->next[i] : n) {
-        uint32_t a = map ? map[s->start[i]] : 0, b = map ? map[s->end[i]] : 0;
+        uint32_t a = map ? map[s->start[i]] : base + s->start[i], b = map ? map[s->end[i]] : base + s->end[i];
         fl_token_ids_push(out, s->id[i], a, b);
     }
     if (cacheable) cache_put(&tok->cache, word, len, h, out->ids + first, out->n - first);

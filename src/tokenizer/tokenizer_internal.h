@@ -157,12 +157,16 @@ struct fl_tokenizer {
     fl_word_cache cache;
     fl_bpe_scratch bpe;
     char *norm_buf; size_t norm_cap;     // normalized segment
-    uint32_t *norm_map; size_t norm_map_cap; // (norm bytes + 1,) original offset of each normalized byte
+    uint32_t *norm_map;                  // (norm_cap + 1,) original offset of each normalized byte
+    char *nfc_buf; size_t nfc_cap;       // NFC output (before Prepend/Replace)
+    uint32_t *nfc_map;                   // (nfc_cap + 1,)
+    uint32_t *cp_buf, *cp_off; size_t cp_cap; // NFC work: code points and their source offsets
 };
 
 /* bpe.c: encodes one pre-token (bytes [0, len) of `word`) with the model; appends ids and, when
- * out->want_offsets, byte ranges mapped through `map` (normalized -> original offsets). */
-void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const uint32_t *map,
+ * out->want_offsets, original byte ranges: map[i] for normalized byte i (map has len + 1 entries),
+ * or base + i when map is NULL (the normalizer changed nothing). */
+void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const uint32_t *map, uint32_t base,
                         fl_token_ids *out);
 void fl_bpe_scratch_free(fl_bpe_scratch *s);
 void fl_token_ids_push(fl_token_ids *out, int32_t id, uint32_t start, uint32_t end);
@@ -175,9 +179,12 @@ typedef void (*fl_piece_fn)(void *ctx, size_t start, size_t end);
 void fl_pretokenize(const fl_pipeline *p, const char *text, size_t len, fl_piece_fn fn, void *ctx);
 extern const char fl_gpt2_pattern[];
 
-/* normalize.c: normalizes text[0, len) into tok->norm_buf (NUL-terminated; returns its length),
- * filling tok->norm_map with the original offset (base + ...) of each normalized byte. */
-size_t fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, bool first_segment);
+/* normalize.c: normalizes one segment text[0, len) that starts at original offset `base`. Returns
+ * the normalized text (text itself when nothing changes, else tok->norm_buf) and its length;
+ * *map is NULL (identity: offset base + i) or tok->norm_map, the original offset of each
+ * normalized byte, with one more entry for the end. */
+const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, size_t *out_len,
+                         const uint32_t **map);
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
 int fl_utf8_len(const unsigned char *s, size_t avail);
 size_t fl_utf8_validate(const char *s, size_t len); // offset of the first invalid byte, or len

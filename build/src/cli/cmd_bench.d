@@ -1,0 +1,1 @@
+build/src/cli/cmd_bench.o: src/cli/cmd_bench.c

@@ -1,0 +1,151 @@
+/* test_hf_fixtures.c — the model against Hugging Face transformers + PEFT.
+ *
+ * Fixtures (tests/fixtures/hf/<name>/, made by tools/make_hf_fixtures.py; layout in its README):
+ * real HF model folders and PEFT adapters with non-zero B, and the logits, loss, every LoRA
+ * gradient and the adapter after 3 clipped AdamW steps as computed by torch in f32.
+ *
+ * Tolerances: both sides are f32 with different summation orders (BLAS blocking, our attention
+ * loop), so agreement is ~1e-6 relative per op, compounding through 2 layers to ~1e-5. We check
+ * logits to 1e-4 absolute (values up to ~8), the loss to 1e-5 relative, gradients to 1e-4 of the
+ * tensor's largest entry, and the 3-step adapter to 1e-4 absolute (Adam's update is ~lr·sign(g),
+ * so a gradient that agrees to 1e-5 relative moves the parameter identically to ~lr·1e-4). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "common/error.h"
+#include "engine/model.h"
+#include "io/safetensors.h"
+#include "lora/adapter_io.h"
+#include "test.h"
+
+#define FIXTURE_DIR "tests/fixtures/hf/"
+
+typedef struct {
+    fl_model model;
+    fl_safetensors expected;
+    fl_batch batch;
+    int32_t *targets;
+} fixture;
+
+static int fixture_open(fixture *f, const char *name) {
+    char model_dir[256], adapter_dir[256], expected_path[256];
+    snprintf(model_dir, sizeof model_dir, FIXTURE_DIR "%s/model", name);
+    snprintf(adapter_dir, sizeof adapter_dir, FIXTURE_DIR "%s/adapter", name);
+    snprintf(expected_path, sizeof expected_path, FIXTURE_DIR "%s/expected.safetensors", name);
+    fl_lora_config lc;
+    memset(f, 0, sizeof *f);
+    if (fl_adapter_load_config(adapter_dir, &lc) || fl_model_init_dir(&f->model, model_dir, fl_backend_cpu(), &lc) ||
+        fl_adapter_load_weights(adapter_dir, &f->model.lora, &f->model.cfg, &lc) ||
+        fl_safetensors_open(&f->expected, expected_path)) {
+        fl_test_fail(__FILE__, __LINE__, "fixture %s: %s", name, fl_last_error());
+        return 1;
+    }
+    const fl_st_tensor *ids = fl_safetensors_find(&f->expected, "input_ids");
+    const fl_st_tensor *labels = fl_safetensors_find(&f->expected, "labels");
+    int B = (int)ids->shape[0], T = (int)ids->shape[1];
+    /* transformers' ForCausalLMLoss: target[t] = labels[t+1], the last position ignored */
+    f->targets = malloc(sizeof(int32_t) * (size_t)B * T);
+    const int32_t *lab = labels->data;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) f->targets[b * T + t] = t + 1 < T ? lab[b * T + t + 1] : -100;
+    f->batch = (fl_batch){.B = B, .T = T, .ids = ids->data, .targets = f->targets};
+    return 0;
+}
+
+static void fixture_close(fixture *f) {
+    fl_model_free(&f->model);
+    fl_safetensors_close(&f->expected);
+    free(f->targets);
+}
+
+static double max_abs(const float *x, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
+    return m;
+}
+
+/* Compares every LoRA tensor of `buf` with the expected tensors named prefix + PEFT key. */
+static void compare_lora(fixture *f, const fl_lora_buffer *buf, const char *prefix, double rel_of_max, double atol) {
+    const fl_model_config *cfg = &f->model.cfg;
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) {
+            if (!buf->layers[l].a[p]) continue;
+            for (int which = 0; which < 2; which++) {
+                char key[160], name[200];
+                fl_adapter_tensor_name(key, sizeof key, l, (fl_proj)p, which ? 'B' : 'A');
+                snprintf(name, sizeof name, "%s%s", prefix, key);
+                const fl_st_tensor *t = fl_safetensors_find(&f->expected, name);
+                CHECK_MSG(t != NULL, "expected tensor %s missing", name);
+                if (!t) continue;
+                const float *got = which ? buf->layers[l].b[p] : buf->layers[l].a[p];
+                const float *want = t->data;
+                double tol = atol + rel_of_max * max_abs(want, t->numel), worst = 0;
+                size_t worst_i = 0;
+                for (size_t i = 0; i < t->numel; i++)
+                    if (fabs(got[i] - want[i]) > worst) { worst = fabs(got[i] - want[i]); worst_i = i; }
+                CHECK_MSG(worst <= tol, "%s[%zu]: %.8g vs %.8g (|diff| %.3g > tol %.3g)", name, worst_i, got[worst_i],
+                          want[worst_i], worst, tol);
+            }
+        }
+}
+
+static void check_logits(const char *name) {
+    fixture f;
+    if (fixture_open(&f, name)) return;
+    const fl_st_tensor *want = fl_safetensors_find(&f.expected, "logits");
+    float *logits = malloc(want->nbytes);
+    fl_model_logits(&f.model, f.batch.ids, f.batch.B, f.batch.T, logits);
+    const float *w = want->data;
+    double worst = 0;
+    for (size_t i = 0; i < want->numel; i++) worst = fabs(logits[i] - w[i]) > worst ? fabs(logits[i] - w[i]) : worst;
+    CHECK_MSG(worst <= 1e-4, "%s: max |logit diff| %.3g > 1e-4", name, worst);
+    free(logits);
+    fixture_close(&f);
+}
+
+static void check_loss_and_grads(const char *name) {
+    fixture f;
+    if (fixture_open(&f, name)) return;
+    fl_step_stats st = fl_model_forward(&f.model, &f.batch, 0.0f);
+    fl_model_backward(&f.model);
+    const float *want_loss = fl_safetensors_find(&f.expected, "loss")->data;
+    CHECK_CLOSE(st.loss, want_loss[0], 0.0, 1e-5);
+    compare_lora(&f, &f.model.grads, "grad.", 1e-4, 1e-7);
+    fixture_close(&f);
+}
+
+static float meta_float(const fixture *f, const char *key) {
+    const char *v = fl_safetensors_metadata(&f->expected, key);
+    CHECK_MSG(v != NULL, "metadata %s missing", key);
+    return v ? strtof(v, NULL) : 0.0f;
+}
+
+static void check_three_steps(const char *name) {
+    fixture f;
+    if (fixture_open(&f, name)) return;
+    fl_adamw_config opt = {.lr = meta_float(&f, "lr"), .beta1 = meta_float(&f, "beta1"), .beta2 = meta_float(&f, "beta2"),
+                           .eps = meta_float(&f, "eps"), .weight_decay = meta_float(&f, "weight_decay"),
+                           .max_grad_norm = meta_float(&f, "max_grad_norm")};
+    const float *want_loss = fl_safetensors_find(&f.expected, "step3.loss")->data;
+    const float *want_norm = fl_safetensors_find(&f.expected, "step3.grad_norm")->data;
+    for (int step = 0; step < 3; step++) {
+        fl_step_stats st = fl_model_forward(&f.model, &f.batch, 0.0f);
+        fl_model_backward(&f.model);
+        double norm = fl_model_optimizer_step(&f.model, &opt);
+        CHECK_CLOSE(st.loss, want_loss[step], 0.0, 2e-5);
+        CHECK_CLOSE(norm, want_norm[step], 0.0, 1e-4);
+    }
+    compare_lora(&f, &f.model.lora, "step3.", 0.0, 1e-4);
+    fixture_close(&f);
+}
+
+TEST(hf_llama_gqa_logits) { check_logits("llama_gqa"); }
+TEST(hf_llama_gqa_loss_and_grads) { check_loss_and_grads("llama_gqa"); }
+TEST(hf_llama_gqa_three_adamw_steps) { check_three_steps("llama_gqa"); }
+TEST(hf_qwen2_bias_tied_logits) { check_logits("qwen2_bias_tied"); }
+TEST(hf_qwen2_bias_tied_loss_and_grads) { check_loss_and_grads("qwen2_bias_tied"); }
+TEST(hf_qwen2_bias_tied_three_clipped_steps) { check_three_steps("qwen2_bias_tied"); }
+TEST(hf_llama3_rope_logits) { check_logits("llama3_rope"); }
+TEST(hf_llama3_rope_loss_and_grads) { check_loss_and_grads("llama3_rope"); }
+TEST(hf_llama3_rope_three_clipped_steps) { check_three_steps("llama3_rope"); }
