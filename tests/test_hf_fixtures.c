@@ -36,7 +36,7 @@ static int fixture_open(fixture *f, const char *name) {
     fl_lora_config lc;
     memset(f, 0, sizeof *f);
     if (fl_adapter_load_config(adapter_dir, &lc) || fl_model_init_dir(&f->model, model_dir, fl_backend_cpu(), &lc) ||
-        fl_adapter_load_weights(adapter_dir, &f->model.lora, &f->model.cfg, &lc) ||
+        fl_model_load_adapter(&f->model, adapter_dir) ||
         fl_safetensors_open(&f->expected, expected_path)) {
         fl_test_fail(__FILE__, __LINE__, "fixture %s: %s", name, fl_last_error());
         return 1;

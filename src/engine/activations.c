@@ -13,10 +13,14 @@
     W = W > FF ? W : FF;                                                                            \
     (void)L; (void)N; (void)C; (void)QD; (void)KVD; (void)FF; (void)R; (void)NH; (void)W;
 
-size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T) {
+#define ELEM_SIZE_ACT act_size
+#define ELEM_SIZE_F32 sizeof(float)
+#define ELEM_SIZE_I32 sizeof(int32_t)
+
+size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T, size_t act_size) {
     DIMS
     size_t total = 0;
-#define X(name, type, count) total += ALIGN_UP((count) * sizeof(type));
+#define X(name, kind, count) total += ALIGN_UP((count) * ELEM_SIZE_##kind);
     ACTIVATION_TABLE(X)
 #undef X
     return total;
@@ -24,14 +28,15 @@ size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T) 
 
 void fl_activations_init(fl_activations *a, const fl_model_config *cfg, int rank, int B, int T, const fl_backend *be) {
     memset(a, 0, sizeof *a);
-    a->bytes = fl_activations_bytes(cfg, rank, B, T);
+    size_t act_size = be->act_size;
+    a->bytes = fl_activations_bytes(cfg, rank, B, T, act_size);
     a->storage = be->alloc(a->bytes);
     a->B = B;
     a->T = T;
     a->be = be;
     DIMS
     char *p = a->storage;
-#define X(name, type, count) a->name = (type *)p; p += ALIGN_UP((count) * sizeof(type));
+#define X(name, kind, count) a->name = (FL_ACT_FIELD_##kind *)p; p += ALIGN_UP((count) * ELEM_SIZE_##kind);
     ACTIVATION_TABLE(X)
 #undef X
 }
@@ -43,9 +48,10 @@ void fl_activations_free(fl_activations *a) {
 
 void fl_activations_print_sizes(const fl_activations *a, const fl_model_config *cfg, int rank, FILE *out) {
     int B = a->B, T = a->T;
+    size_t act_size = a->be->act_size;
     DIMS
     fprintf(out, "activations for B=%d T=%d: %.1f MiB\n", B, T, a->bytes / 1048576.0);
-#define X(name, type, count) fprintf(out, "  %-13s %9.1f MiB\n", #name, (count) * sizeof(type) / 1048576.0);
+#define X(name, kind, count) fprintf(out, "  %-13s %9.1f MiB\n", #name, (count) * ELEM_SIZE_##kind / 1048576.0);
     ACTIVATION_TABLE(X)
 #undef X
 }

@@ -13,44 +13,49 @@
 #include "lora/lora.h"
 #include "model/config.h"
 
-/* X(name, type, element count) with L, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope. */
+/* X(name, kind, element count) with L, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope.
+ * kind: ACT (the backend's act type, backend.h), F32 or I32. */
 #define ACTIVATION_TABLE(X)                                                                        \
-    X(residual,     float,   (size_t)(L + 1) * N * C)   /* (L+1, N, C) input of each layer, last = final */ \
-    X(x_attn,       float,   (size_t)L * N * C)         /* (L, N, C) attention RMSNorm output */         \
-    X(rstd_attn,    float,   (size_t)L * N)             /* (L, N) */                                      \
-    X(q,            float,   (size_t)L * N * QD)        /* (L, N, NH, HS) after RoPE */                   \
-    X(k,            float,   (size_t)L * N * KVD)       /* (L, N, NKV, HS) after RoPE */                  \
-    X(v,            float,   (size_t)L * N * KVD)       /* (L, N, NKV, HS) */                             \
-    X(att,          float,   (size_t)L * N * QD)        /* (L, N, NH, HS) attention output */             \
-    X(lse,          float,   (size_t)L * N * NH)        /* (L, B, NH, T) softmax log-sum-exp */          \
-    X(residual_mid, float,   (size_t)L * N * C)         /* (L, N, C) after the attention residual add */  \
-    X(x_mlp,        float,   (size_t)L * N * C)         /* (L, N, C) MLP RMSNorm output */               \
-    X(rstd_mlp,     float,   (size_t)L * N)             /* (L, N) */                                      \
-    X(gate,         float,   (size_t)L * N * FF)        /* (L, N, FF) */                                  \
-    X(up,           float,   (size_t)L * N * FF)        /* (L, N, FF) */                                  \
-    X(lora_xa,      float,   (size_t)L * FL_N_PROJ * N * R) /* (L, 7, N, R) drop(x)·lora_aᵀ */          \
-    X(x_final,      float,   (size_t)N * C)             /* (N, C) final RMSNorm output */                \
-    X(rstd_final,   float,   (size_t)N)                 /* (N) */                                         \
-    X(dx_final,     float,   (size_t)N * C)             /* (N, C) gradient from the LM head */           \
-    X(dresidual,    float,   (size_t)N * C)             /* (N, C) backward: residual-stream gradient */  \
-    X(dx,           float,   (size_t)N * C)             /* (N, C) backward: gradient into a norm */      \
-    X(dwide,        float,   (size_t)N * W)             /* (N, W) backward: d att or d act */            \
-    X(dq,           float,   (size_t)N * QD)            /* (N, QD) */                                     \
-    X(dk,           float,   (size_t)N * KVD)           /* (N, KVD) */                                    \
-    X(dv,           float,   (size_t)N * KVD)           /* (N, KVD) */                                    \
-    X(dgate,        float,   (size_t)N * FF)            /* (N, FF) */                                     \
-    X(dup,          float,   (size_t)N * FF)            /* (N, FF) */                                     \
-    X(wide,         float,   (size_t)N * W)             /* (N, W) forward: SwiGLU output / backward recompute */ \
-    X(dropped,      float,   (size_t)N * W)             /* (N, W) dropout(x) for LoRA (when p > 0) */     \
-    X(lora_tmp,     float,   (size_t)N * W)             /* (N, W) LoRA input gradient under dropout */   \
-    X(dlora_xa,     float,   (size_t)N * R)             /* (N, R) */                                      \
-    X(ids,          int32_t, (size_t)N)                 /* (B, T) token ids */                           \
-    X(targets,      int32_t, (size_t)N)                 /* (B, T) next-token labels, -100 = ignored */   \
-    X(pos,          int32_t, (size_t)N)                 /* (B, T) RoPE positions */                      \
-    X(seg_start,    int32_t, (size_t)N)                 /* (B, T) first visible key of each query */
+    X(residual,     ACT,     (size_t)(L + 1) * N * C)   /* (L+1, N, C) input of each layer, last = final */ \
+    X(x_attn,       ACT,     (size_t)L * N * C)         /* (L, N, C) attention RMSNorm output */         \
+    X(rstd_attn,    F32,     (size_t)L * N)             /* (L, N) */                                      \
+    X(q,            ACT,     (size_t)L * N * QD)        /* (L, N, NH, HS) after RoPE */                   \
+    X(k,            ACT,     (size_t)L * N * KVD)       /* (L, N, NKV, HS) after RoPE */                  \
+    X(v,            ACT,     (size_t)L * N * KVD)       /* (L, N, NKV, HS) */                             \
+    X(att,          ACT,     (size_t)L * N * QD)        /* (L, N, NH, HS) attention output */             \
+    X(lse,          F32,     (size_t)L * N * NH)        /* (L, B, NH, T) softmax log-sum-exp */          \
+    X(residual_mid, ACT,     (size_t)L * N * C)         /* (L, N, C) after the attention residual add */  \
+    X(x_mlp,        ACT,     (size_t)L * N * C)         /* (L, N, C) MLP RMSNorm output */               \
+    X(rstd_mlp,     F32,     (size_t)L * N)             /* (L, N) */                                      \
+    X(gate,         ACT,     (size_t)L * N * FF)        /* (L, N, FF) */                                  \
+    X(up,           ACT,     (size_t)L * N * FF)        /* (L, N, FF) */                                  \
+    X(lora_xa,      ACT,     (size_t)L * FL_N_PROJ * N * R) /* (L, 7, N, R) drop(x)·lora_aᵀ */          \
+    X(x_final,      ACT,     (size_t)N * C)             /* (N, C) final RMSNorm output */                \
+    X(rstd_final,   F32,     (size_t)N)                 /* (N) */                                         \
+    X(dx_final,     ACT,     (size_t)N * C)             /* (N, C) gradient from the LM head */           \
+    X(dresidual,    ACT,     (size_t)N * C)             /* (N, C) backward: residual-stream gradient */  \
+    X(dx,           ACT,     (size_t)N * C)             /* (N, C) backward: gradient into a norm */      \
+    X(dwide,        ACT,     (size_t)N * W)             /* (N, W) backward: d att or d act */            \
+    X(dq,           ACT,     (size_t)N * QD)            /* (N, QD) */                                     \
+    X(dk,           ACT,     (size_t)N * KVD)           /* (N, KVD) */                                    \
+    X(dv,           ACT,     (size_t)N * KVD)           /* (N, KVD) */                                    \
+    X(dgate,        ACT,     (size_t)N * FF)            /* (N, FF) */                                     \
+    X(dup,          ACT,     (size_t)N * FF)            /* (N, FF) */                                     \
+    X(wide,         ACT,     (size_t)N * W)             /* (N, W) forward: SwiGLU output / backward recompute */ \
+    X(dropped,      ACT,     (size_t)N * W)             /* (N, W) dropout(x) for LoRA (when p > 0) */     \
+    X(lora_tmp,     ACT,     (size_t)N * W)             /* (N, W) LoRA input gradient under dropout */   \
+    X(dlora_xa,     ACT,     (size_t)N * R)             /* (N, R) */                                      \
+    X(ids,          I32,     (size_t)N)                 /* (B, T) token ids */                           \
+    X(targets,      I32,     (size_t)N)                 /* (B, T) next-token labels, -100 = ignored */   \
+    X(pos,          I32,     (size_t)N)                 /* (B, T) RoPE positions */                      \
+    X(seg_start,    I32,     (size_t)N)                 /* (B, T) first visible key of each query */
+
+#define FL_ACT_FIELD_ACT void
+#define FL_ACT_FIELD_F32 float
+#define FL_ACT_FIELD_I32 int32_t
 
 typedef struct {
-#define X(name, type, count) type *name;
+#define X(name, kind, count) FL_ACT_FIELD_##kind *name;
     ACTIVATION_TABLE(X)
 #undef X
     void *storage;
@@ -61,8 +66,8 @@ typedef struct {
 
 void fl_activations_init(fl_activations *a, const fl_model_config *cfg, int rank, int B, int T, const fl_backend *be);
 void fl_activations_free(fl_activations *a);
-/* Bytes fl_activations_init would allocate. */
-size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T);
+/* Bytes fl_activations_init would allocate for a backend whose act type has act_size bytes. */
+size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T, size_t act_size);
 void fl_activations_print_sizes(const fl_activations *a, const fl_model_config *cfg, int rank, FILE *out);
 
 #endif

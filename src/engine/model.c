@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/rng.h"
+#include "lora/adapter_io.h"
 
 fl_adamw_config fl_adamw_config_default(void) {
     fl_adamw_config c = {.lr = 2e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f,
@@ -53,6 +54,8 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     fl_lora_buffer_init(&m->adam_m, &m->cfg, lc, be);
     fl_lora_buffer_init(&m->adam_v, &m->cfg, lc, be);
     fl_lora_init_peft(&m->lora, &m->cfg, lc);
+    m->lora_act = be->act_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->act_size);
+    fl_model_sync_lora(m);
     int half = m->cfg.head_dim / 2;
     float *host = fl_malloc(sizeof(float) * (size_t)half);
     fl_rope_inv_freq(&m->cfg, host);
@@ -79,7 +82,16 @@ int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const f
     return 0;
 }
 
+void fl_model_sync_lora(fl_model *m) { m->be->cast_to_act(m->lora_act, m->lora.data, m->lora.n); }
+
+int fl_model_load_adapter(fl_model *m, const char *adapter_dir) {
+    FL_TRY(fl_adapter_load_weights(adapter_dir, &m->lora, &m->cfg, &m->lora_cfg));
+    fl_model_sync_lora(m);
+    return 0;
+}
+
 void fl_model_free(fl_model *m) {
+    if (m->lora_act && m->lora_act != (void *)m->lora.data) m->be->free(m->lora_act);
     fl_weights_free(&m->base);
     fl_lora_buffer_free(&m->lora);
     fl_lora_buffer_free(&m->grads);
@@ -98,9 +110,19 @@ static void ensure_activations(fl_model *m, int B, int T) {
 
 /* ---- one projection: base + LoRA ------------------------------------------------------------- */
 
-static float *lora_xa_of(fl_model *m, int l, fl_proj p) {
+/* Element `index` of an act buffer. */
+static inline void *act_at(const fl_model *m, void *base, size_t index) {
+    return (char *)base + index * m->be->act_size;
+}
+
+/* The act-typed compute copy of a LoRA matrix, from its f32 master view. */
+static inline const void *lora_compute(const fl_model *m, const float *master) {
+    return act_at(m, m->lora_act, (size_t)(master - m->lora.data));
+}
+
+static void *lora_xa_of(fl_model *m, int l, fl_proj p) {
     size_t N = (size_t)m->act.B * m->act.T;
-    return m->act.lora_xa + ((size_t)l * FL_N_PROJ + p) * N * (size_t)m->lora_cfg.rank;
+    return act_at(m, m->act.lora_xa, ((size_t)l * FL_N_PROJ + p) * N * (size_t)m->lora_cfg.rank);
 }
 
 static uint64_t dropout_stream(const fl_model *m, int l, fl_proj p) {
@@ -110,31 +132,31 @@ static uint64_t dropout_stream(const fl_model *m, int l, fl_proj p) {
 static int dropout_active(const fl_model *m) { return m->training && m->lora_cfg.dropout > 0.0f; }
 
 /* out (N, OC) = beta·out + inp·Wᵀ + bias + s·(drop(inp)·Aᵀ)·Bᵀ */
-static void linear_forward(fl_model *m, float *out, const float *inp, const float *weight, const float *bias, float beta,
+static void linear_forward(fl_model *m, void *out, const void *inp, const void *weight, const void *bias, float beta,
                            int l, fl_proj p, size_t N, int IC, int OC) {
     const fl_backend *be = m->be;
     be->matmul_forward(out, inp, weight, bias, 1.0f, beta, N, IC, OC);
-    const float *lora_a = m->lora.layers[l].a[p], *lora_b = m->lora.layers[l].b[p];
-    if (!lora_a) return;
+    if (!m->lora.layers[l].a[p]) return;
+    const void *lora_a = lora_compute(m, m->lora.layers[l].a[p]), *lora_b = lora_compute(m, m->lora.layers[l].b[p]);
     int R = m->lora_cfg.rank;
-    const float *x = inp;
+    const void *x = inp;
     if (dropout_active(m)) {
         be->dropout(m->act.dropped, inp, m->lora_cfg.dropout, dropout_stream(m, l, p), N * (size_t)IC);
         x = m->act.dropped;
     }
-    float *xa = lora_xa_of(m, l, p);
+    void *xa = lora_xa_of(m, l, p);
     be->matmul_forward(xa, x, lora_a, NULL, 1.0f, 0.0f, N, IC, R);
     be->matmul_forward(out, xa, lora_b, NULL, fl_lora_scale(&m->lora_cfg), 1.0f, N, R, OC);
 }
 
 /* dinp (N, IC) = beta·dinp + dout·W + s·(dout·B)·A (masked by dropout); LoRA grads +=.
  * dinp may be NULL when the input gradient is not needed (layer 0's q/k/v). */
-static void linear_backward(fl_model *m, float *dinp, float beta, const float *dout, const float *inp,
-                            const float *weight, int l, fl_proj p, size_t N, int IC, int OC) {
+static void linear_backward(fl_model *m, void *dinp, float beta, const void *dout, const void *inp,
+                            const void *weight, int l, fl_proj p, size_t N, int IC, int OC) {
     const fl_backend *be = m->be;
     if (dinp) be->matmul_backward_input(dinp, dout, weight, 1.0f, beta, N, IC, OC);
-    const float *lora_a = m->lora.layers[l].a[p], *lora_b = m->lora.layers[l].b[p];
-    if (!lora_a) return;
+    if (!m->lora.layers[l].a[p]) return;
+    const void *lora_a = lora_compute(m, m->lora.layers[l].a[p]), *lora_b = lora_compute(m, m->lora.layers[l].b[p]);
     int R = m->lora_cfg.rank;
     float s = fl_lora_scale(&m->lora_cfg);
     float *dlora_a = m->grads.layers[l].a[p], *dlora_b = m->grads.layers[l].b[p];
@@ -142,7 +164,7 @@ static void linear_backward(fl_model *m, float *dinp, float beta, const float *d
     be->matmul_backward_weight(dlora_b, dout, lora_xa_of(m, l, p), s, N, R, OC);
     /* dxa (N, R) = dout · lora_b */
     be->matmul_backward_input(m->act.dlora_xa, dout, lora_b, 1.0f, 0.0f, N, R, OC);
-    const float *x = inp;
+    const void *x = inp;
     if (dropout_active(m)) {
         be->dropout(m->act.dropped, inp, m->lora_cfg.dropout, dropout_stream(m, l, p), N * (size_t)IC);
         x = m->act.dropped;
@@ -193,11 +215,12 @@ static void forward_layers(fl_model *m, int B, int T) {
     be->embedding_forward(a->residual, a->ids, m->base.embed, N, C);
     for (int l = 0; l < c->n_layers; l++) {
         const fl_layer_weights *w = &m->base.layers[l];
-        float *h = a->residual + (size_t)l * N * C, *h_next = a->residual + (size_t)(l + 1) * N * C;
-        float *x_attn = a->x_attn + (size_t)l * N * C, *x_mlp = a->x_mlp + (size_t)l * N * C;
-        float *q = a->q + (size_t)l * N * QD, *k = a->k + (size_t)l * N * KVD, *v = a->v + (size_t)l * N * KVD;
-        float *att = a->att + (size_t)l * N * QD, *h_mid = a->residual_mid + (size_t)l * N * C;
-        float *gate = a->gate + (size_t)l * N * FF, *up = a->up + (size_t)l * N * FF;
+        void *h = act_at(m, a->residual, (size_t)l * N * C), *h_next = act_at(m, a->residual, (size_t)(l + 1) * N * C);
+        void *x_attn = act_at(m, a->x_attn, (size_t)l * N * C), *x_mlp = act_at(m, a->x_mlp, (size_t)l * N * C);
+        void *q = act_at(m, a->q, (size_t)l * N * QD), *k = act_at(m, a->k, (size_t)l * N * KVD);
+        void *v = act_at(m, a->v, (size_t)l * N * KVD), *att = act_at(m, a->att, (size_t)l * N * QD);
+        void *h_mid = act_at(m, a->residual_mid, (size_t)l * N * C);
+        void *gate = act_at(m, a->gate, (size_t)l * N * FF), *up = act_at(m, a->up, (size_t)l * N * FF);
 
         be->rmsnorm_forward(x_attn, a->rstd_attn + (size_t)l * N, h, w->attn_norm, c->rms_norm_eps, N, C);
         linear_forward(m, q, x_attn, w->q, w->q_bias, 0.0f, l, FL_PROJ_Q, N, C, QD);
@@ -206,17 +229,17 @@ static void forward_layers(fl_model *m, int B, int T) {
         be->rope_forward(q, a->pos, m->inv_freq, N, NH, HS);
         be->rope_forward(k, a->pos, m->inv_freq, N, NKV, HS);
         be->attention_forward(att, a->lse + (size_t)l * N * NH, q, k, v, a->seg_start, B, T, NH, NKV, HS);
-        be->copy(h_mid, h, N * C * sizeof(float));
+        be->copy(h_mid, h, N * C * m->be->act_size);
         linear_forward(m, h_mid, att, w->o, NULL, 1.0f, l, FL_PROJ_O, N, QD, C);
 
         be->rmsnorm_forward(x_mlp, a->rstd_mlp + (size_t)l * N, h_mid, w->mlp_norm, c->rms_norm_eps, N, C);
         linear_forward(m, gate, x_mlp, w->gate, NULL, 0.0f, l, FL_PROJ_GATE, N, C, FF);
         linear_forward(m, up, x_mlp, w->up, NULL, 0.0f, l, FL_PROJ_UP, N, C, FF);
         be->swiglu_forward(a->wide, gate, up, N * FF);
-        be->copy(h_next, h_mid, N * C * sizeof(float));
+        be->copy(h_next, h_mid, N * C * m->be->act_size);
         linear_forward(m, h_next, a->wide, w->down, NULL, 1.0f, l, FL_PROJ_DOWN, N, FF, C);
     }
-    be->rmsnorm_forward(a->x_final, a->rstd_final, a->residual + (size_t)c->n_layers * N * C, m->base.final_norm,
+    be->rmsnorm_forward(a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
                         c->rms_norm_eps, N, C);
 }
 
@@ -273,16 +296,17 @@ void fl_model_backward(fl_model *m) {
     int C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c), FF = c->intermediate_size;
     int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim;
 
-    be->zero(a->dresidual, N * C * sizeof(float));
-    be->rmsnorm_backward(a->dresidual, a->dx_final, a->residual + (size_t)c->n_layers * N * C, m->base.final_norm,
+    be->zero(a->dresidual, N * C * be->act_size);
+    be->rmsnorm_backward(a->dresidual, a->dx_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
                          a->rstd_final, N, C);
     for (int l = c->n_layers - 1; l >= 0; l--) {
         const fl_layer_weights *w = &m->base.layers[l];
-        float *h = a->residual + (size_t)l * N * C;
-        float *x_attn = a->x_attn + (size_t)l * N * C, *x_mlp = a->x_mlp + (size_t)l * N * C;
-        float *q = a->q + (size_t)l * N * QD, *k = a->k + (size_t)l * N * KVD, *v = a->v + (size_t)l * N * KVD;
-        float *att = a->att + (size_t)l * N * QD, *h_mid = a->residual_mid + (size_t)l * N * C;
-        float *gate = a->gate + (size_t)l * N * FF, *up = a->up + (size_t)l * N * FF;
+        void *h = act_at(m, a->residual, (size_t)l * N * C);
+        void *x_attn = act_at(m, a->x_attn, (size_t)l * N * C), *x_mlp = act_at(m, a->x_mlp, (size_t)l * N * C);
+        void *q = act_at(m, a->q, (size_t)l * N * QD), *k = act_at(m, a->k, (size_t)l * N * KVD);
+        void *v = act_at(m, a->v, (size_t)l * N * KVD), *att = act_at(m, a->att, (size_t)l * N * QD);
+        void *h_mid = act_at(m, a->residual_mid, (size_t)l * N * C);
+        void *gate = act_at(m, a->gate, (size_t)l * N * FF), *up = act_at(m, a->up, (size_t)l * N * FF);
 
         /* MLP: h_next = h_mid + down(swiglu(gate(x_mlp), up(x_mlp))) */
         be->swiglu_forward(a->wide, gate, up, N * FF); /* recompute the down input */
@@ -299,7 +323,7 @@ void fl_model_backward(fl_model *m) {
         be->rope_backward(a->dq, a->pos, m->inv_freq, N, NH, HS);
         be->rope_backward(a->dk, a->pos, m->inv_freq, N, NKV, HS);
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */
-        float *dx = l > 0 ? a->dx : NULL;
+        void *dx = l > 0 ? a->dx : NULL;
         linear_backward(m, dx, 0.0f, a->dq, x_attn, w->q, l, FL_PROJ_Q, N, C, QD);
         linear_backward(m, dx, 1.0f, a->dk, x_attn, w->k, l, FL_PROJ_K, N, C, KVD);
         linear_backward(m, dx, 1.0f, a->dv, x_attn, w->v, l, FL_PROJ_V, N, C, KVD);
@@ -322,7 +346,8 @@ double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
         grad_scale = coef < 1.0 ? (float)coef : 1.0f;
     }
     m->adam_step++;
-    be->adamw_update(m->lora.data, m->adam_m.data, m->adam_v.data, m->grads.data, opt->lr, opt->beta1, opt->beta2,
+    void *lora_act = m->lora_act == (void *)m->lora.data ? NULL : m->lora_act;
+    be->adamw_update(m->lora.data, lora_act, m->adam_m.data, m->adam_v.data, m->grads.data, opt->lr, opt->beta1, opt->beta2,
                      opt->eps, opt->weight_decay, grad_scale, m->adam_step, m->lora.n);
     fl_model_zero_grads(m);
     return norm;

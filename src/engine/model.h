@@ -47,7 +47,8 @@ typedef struct {
     fl_lora_config lora_cfg;
     const fl_backend *be;
     fl_base_weights base;
-    fl_lora_buffer lora, grads, adam_m, adam_v;
+    fl_lora_buffer lora, grads, adam_m, adam_v;   /* f32: master weights, gradients, AdamW moments */
+    void *lora_act;           /* act-typed compute copy of lora.data (== lora.data when act is f32) */
     float *inv_freq;          /* (HS/2) backend memory, RoPE frequencies (llama3-scaled when configured) */
     fl_activations act;
     int training;             /* dropout active */
@@ -61,6 +62,10 @@ typedef struct {
 int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc);
 int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc);
 void fl_model_free(fl_model *m);
+/* Loads a PEFT adapter's weights into the LoRA parameters (its config must match m->lora_cfg). */
+int fl_model_load_adapter(fl_model *m, const char *adapter_dir);
+/* After writing m->lora.data directly: refresh the act-typed compute copy. */
+void fl_model_sync_lora(fl_model *m);
 
 /* Forward over a batch, saving activations. grad_scale: the factor on d(loss_sum)/d(logits) seen by
  * the backward — pass 1/(counted tokens of the whole accumulated batch); 0 means 1/n_counted of

@@ -58,7 +58,7 @@ typedef struct {
     char name[128];
     int64_t rows, cols;   /* cols == 1 and is_vector for 1-D tensors */
     int is_vector;
-    float *dst;
+    void *dst;          /* backend memory */
     init_kind init;
 } tensor_slot;
 
@@ -73,7 +73,7 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
     /* first pass: names, shapes, offsets (stored in dst as an offset) */
     #define ADD(nm, r, c, vec, ini) do { snprintf(slots[n].name, sizeof slots[n].name, "%s", nm); \
         slots[n].rows = (r); slots[n].cols = (c); slots[n].is_vector = (vec); slots[n].init = (ini); \
-        slots[n].dst = (float *)(uintptr_t)total; total += (size_t)(r) * (size_t)(c); n++; } while (0)
+        slots[n].dst = (void *)(uintptr_t)total; total += (size_t)(r) * (size_t)(c); n++; } while (0)
     ADD("model.embed_tokens.weight", V, C, 0, INIT_LINEAR);
     if (!cfg->tie_word_embeddings) ADD("lm_head.weight", V, C, 0, INIT_LINEAR);
     ADD("model.norm.weight", C, 1, 1, INIT_NORM);
@@ -87,9 +87,9 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
         }
     #undef ADD
     w->be = be;
-    w->n_floats = total;
-    w->storage = be->alloc(total * sizeof(float));
-    for (int i = 0; i < n; i++) slots[i].dst = w->storage + (size_t)(uintptr_t)slots[i].dst;
+    w->n_elements = total;
+    w->storage = be->alloc(total * be->act_size);
+    for (int i = 0; i < n; i++) slots[i].dst = (char *)w->storage + (size_t)(uintptr_t)slots[i].dst * be->act_size;
     /* second pass: wire the named pointers */
     int i = 0;
     w->embed = slots[i++].dst;
@@ -100,7 +100,7 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
         for (size_t t = 0; t < N_LAYER_TENSORS; t++) {
             const layer_tensor *lt = &layer_tensor_table[t];
             if (lt->is_bias && !cfg->qkv_bias) continue;
-            *(float **)((char *)&w->layers[l] + lt->offset) = slots[i++].dst;
+            *(void **)((char *)&w->layers[l] + lt->offset) = slots[i++].dst;
         }
     *n_out = n;
     return slots;
@@ -126,7 +126,7 @@ void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint
         if (slots[i].init == INIT_NORM) fl_rng_fill_uniform(host, count, stream, 0.9f, 1.1f);
         else if (slots[i].init == INIT_BIAS) fl_rng_fill_uniform(host, count, stream, -0.02f, 0.02f);
         else fl_rng_fill_uniform(host, count, stream, -bound, bound);
-        be->upload(slots[i].dst, host, count * sizeof(float));
+        be->upload_act(slots[i].dst, host, count);
     }
     free(host);
     free(slots);
@@ -215,7 +215,7 @@ static int load_slot(const shard_set *s, const tensor_slot *slot, const char *di
         return fl_input_error("%s: tensor '%s' has dtype %s (expected BF16, F16 or F32)", file, slot->name,
                               fl_dtype_name(t->dtype));
     fl_convert_to_f32(host, t->data, t->dtype, t->numel);
-    be->upload(slot->dst, host, t->numel * sizeof(float));
+    be->upload_act(slot->dst, host, t->numel);
     return 0;
 }
 

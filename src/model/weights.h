@@ -2,8 +2,8 @@
  * (model.safetensors or a sharded model.safetensors.index.json; BF16/F16/F32 tensors, checked
  * against config.json) or filled with seeded random values for the presets.
  *
- * All tensors live in one allocation of the backend's memory, in f32 (the CPU reference keeps the
- * base in f32; the tensor layout is HF's: nn.Linear weights are (out, in), row-major, y = x·Wᵀ).
+ * All tensors live in one allocation of the backend's memory in its act type (backend.h: f32 on
+ * the CPU, bf16 on CUDA), in HF's layout: nn.Linear weights are (out, in), row-major, y = x·Wᵀ.
  * Frozen means frozen: nothing here has a gradient. Not the LoRA parameters (lora/lora.h).
  */
 #ifndef FL_WEIGHTS_H
@@ -15,23 +15,23 @@
 #include "model/config.h"
 
 typedef struct {
-    float *attn_norm;   /* (C) */
-    float *q, *q_bias;  /* (QD, C), (QD) — bias only when cfg.qkv_bias, else NULL */
-    float *k, *k_bias;  /* (KVD, C), (KVD) */
-    float *v, *v_bias;  /* (KVD, C), (KVD) */
-    float *o;           /* (C, QD) */
-    float *mlp_norm;    /* (C) */
-    float *gate, *up;   /* (FF, C) */
-    float *down;        /* (C, FF) */
+    void *attn_norm;   /* (C) */
+    void *q, *q_bias;  /* (QD, C), (QD) — bias only when cfg.qkv_bias, else NULL */
+    void *k, *k_bias;  /* (KVD, C), (KVD) */
+    void *v, *v_bias;  /* (KVD, C), (KVD) */
+    void *o;           /* (C, QD) */
+    void *mlp_norm;    /* (C) */
+    void *gate, *up;   /* (FF, C) */
+    void *down;        /* (C, FF) */
 } fl_layer_weights;
 
 typedef struct {
-    float *embed;       /* (V, C) */
-    float *lm_head;     /* (V, C); == embed when tie_word_embeddings */
-    float *final_norm;  /* (C) */
+    void *embed;       /* (V, C) */
+    void *lm_head;     /* (V, C); == embed when tie_word_embeddings */
+    void *final_norm;  /* (C) */
     fl_layer_weights *layers; /* (L) host array of pointers into storage */
-    float *storage;     /* backend memory, one allocation */
-    size_t n_floats;
+    void *storage;      /* backend memory, one allocation */
+    size_t n_elements;  /* of act_size bytes each */
     const fl_backend *be;
 } fl_base_weights;
 

@@ -23,8 +23,8 @@
 /* ============================== id list ============================== */
 
 void fl_token_ids_push(fl_token_ids *out, int32_t id, uint32_t start, uint32_t end) {
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 256;
+    if (out->n == out->cap || (out->want_offsets && !out->offsets)) {
+        size_t cap = out->n == out->cap ? (out->cap ? out->cap * 2 : 256) : out->cap;
         int32_t *ids = fl_malloc(cap * sizeof *ids);
         if (out->n) memcpy(ids, out->ids, out->n * sizeof *ids);
         free(out->ids);

@@ -4,7 +4,8 @@
  *   s_tj = q_t·k_j / sqrt(HS) for seg_start[t] <= j <= t;  p = softmax_j(s);  out_t = Σ_j p_tj v_j
  *   backward: D_t = dout_t·out_t, dp_tj = dout_t·v_j, ds_tj = p_tj (dp_tj − D_t),
  *             dq_t = Σ_j ds_tj k_j / sqrt(HS), dk_j += ds_tj q_t / sqrt(HS), dv_j += p_tj dout_t.
- * Query head h reads key/value head h / (NH/NKV), never a materialized copy. */
+ * Query head h reads key/value head h / (NH/NKV), never a materialized copy. Query t of row b
+ * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,10 @@ static inline float dot(const float *a, const float *b, int n) {
     return s;
 }
 
-void attention_forward_cpu(float *out, float *lse, const float *q, const float *k, const float *v,
+void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
                            const int32_t *seg_start, int B, int T, int NH, int NKV, int HS) {
+    float *out = out_;
+    const float *q = q_, *k = k_, *v = v_;
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)HS);
     #pragma omp parallel
@@ -31,7 +34,7 @@ void attention_forward_cpu(float *out, float *lse, const float *q, const float *
                 for (int t = 0; t < T; t++) {
                     int kvh = h / group;
                     size_t row = (size_t)b * T + t;
-                    int j0 = seg_start ? seg_start[row] : 0;
+                    int j0 = seg_start[row];
                     const float *qt = q + (row * NH + h) * HS;
                     float max = -INFINITY;
                     for (int j = j0; j <= t; j++) {
@@ -54,9 +57,11 @@ void attention_forward_cpu(float *out, float *lse, const float *q, const float *
     }
 }
 
-void attention_backward_cpu(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
-                            const float *q, const float *k, const float *v, const int32_t *seg_start, int B, int T,
+void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, const void *out_, const float *lse,
+                            const void *q_, const void *k_, const void *v_, const int32_t *seg_start, int B, int T,
                             int NH, int NKV, int HS) {
+    float *dq = dq_, *dk = dk_, *dv = dv_;
+    const float *dout = dout_, *out = out_, *q = q_, *k = k_, *v = v_;
     int group = NH / NKV;
     float scale = 1.0f / sqrtf((float)HS);
     /* One task per (batch, kv head): it owns dk/dv of that head, so no two threads write the same row. */
@@ -71,7 +76,7 @@ void attention_backward_cpu(float *dq, float *dk, float *dv, const float *dout, 
             for (int h = kvh * group; h < (kvh + 1) * group; h++)
                 for (int t = 0; t < T; t++) {
                     size_t row = (size_t)b * T + t;
-                    int j0 = seg_start ? seg_start[row] : 0;
+                    int j0 = seg_start[row];
                     const float *qt = q + (row * NH + h) * HS, *dot_ = dout + (row * NH + h) * HS;
                     float *dqt = dq + (row * NH + h) * HS;
                     float D = dot(dot_, out + (row * NH + h) * HS, HS);

@@ -4,6 +4,7 @@
 
 static const fl_backend cpu_backend = {
     .name = "cpu",
+    .act_size = sizeof(float),
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,
@@ -11,6 +12,9 @@ static const fl_backend cpu_backend = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .synchronize = cpu_synchronize,
+    .upload_act = cpu_upload_act,
+    .download_act = cpu_download_act,
+    .cast_to_act = cpu_cast_to_act,
     .embedding_forward = embedding_forward_cpu,
     .rmsnorm_forward = rmsnorm_forward_cpu,
     .rmsnorm_backward = rmsnorm_backward_cpu,

@@ -11,8 +11,10 @@
 #include "backend/cpu/cpu_ops.h"
 #include "common/error.h"
 
-double lm_head_loss_cpu(float *dinp, float *logits_out, const float *inp, const int32_t *targets, const float *weight,
+double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const int32_t *targets, const void *weight,
                         float grad_scale, size_t N, int C, int V, size_t *n_counted) {
+    float *dinp = dinp_;
+    const float *inp = inp_;
     size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
     if (chunk < 16) chunk = 16;
     if (chunk > N) chunk = N;

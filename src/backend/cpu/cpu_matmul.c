@@ -4,8 +4,10 @@
 
 #include "backend/cpu/cpu_ops.h"
 
-void matmul_forward_cpu(float *out, const float *inp, const float *weight, const float *bias, float alpha, float beta,
+void matmul_forward_cpu(void *out_, const void *inp, const void *weight, const void *bias_, float alpha, float beta,
                         size_t N, int IC, int OC) {
+    float *out = out_;
+    const float *bias = bias_;
     if (bias) {
         /* out = alpha·inp·Wᵀ + bias + beta·out: fold the bias in first so one GEMM pass does the rest. */
         #pragma omp parallel for schedule(static)
@@ -16,12 +18,12 @@ void matmul_forward_cpu(float *out, const float *inp, const float *weight, const
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, OC, IC, alpha, inp, IC, weight, IC, beta, out, OC);
 }
 
-void matmul_backward_input_cpu(float *dinp, const float *dout, const float *weight, float alpha, float beta, size_t N,
+void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
                                int IC, int OC) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, IC, OC, alpha, dout, OC, weight, IC, beta, dinp, IC);
 }
 
-void matmul_backward_weight_cpu(float *dweight, const float *dout, const float *inp, float alpha, size_t N, int IC,
+void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
                                 int OC) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N, alpha, dout, OC, inp, IC, 1.0f, dweight, IC);
 }

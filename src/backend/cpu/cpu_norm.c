@@ -6,13 +6,17 @@
 
 #include "backend/cpu/cpu_ops.h"
 
-void embedding_forward_cpu(float *out, const int32_t *ids, const float *table, size_t N, int C) {
+void embedding_forward_cpu(void *out_, const int32_t *ids, const void *table_, size_t N, int C) {
+    float *out = out_;
+    const float *table = table_;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         for (int c = 0; c < C; c++) out[n * C + c] = table[(size_t)ids[n] * C + c];
 }
 
-void rmsnorm_forward_cpu(float *out, float *rstd, const float *inp, const float *weight, float eps, size_t N, int C) {
+void rmsnorm_forward_cpu(void *out_, float *rstd, const void *inp_, const void *weight_, float eps, size_t N, int C) {
+    float *out = out_;
+    const float *inp = inp_, *weight = weight_;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         const float *x = inp + n * C;
@@ -25,8 +29,10 @@ void rmsnorm_forward_cpu(float *out, float *rstd, const float *inp, const float 
     }
 }
 
-void rmsnorm_backward_cpu(float *dinp, const float *dout, const float *inp, const float *weight, const float *rstd,
+void rmsnorm_backward_cpu(void *dinp_, const void *dout_, const void *inp_, const void *weight_, const float *rstd,
                           size_t N, int C) {
+    float *dinp = dinp_;
+    const float *dout = dout_, *inp = inp_, *weight = weight_;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         const float *x = inp + n * C, *dy = dout + n * C;

@@ -27,10 +27,10 @@ static void rope_rotate(float *x, const int32_t *pos, const float *inv_freq, siz
     }
 }
 
-void rope_forward_cpu(float *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
+void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
     rope_rotate(x, pos, inv_freq, N, n_heads, HS, 1.0f);
 }
 
-void rope_backward_cpu(float *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
+void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
     rope_rotate(dx, pos, inv_freq, N, n_heads, HS, -1.0f);
 }
