@@ -97,5 +97,7 @@ typedef struct fl_backend {
 
 /* The CPU reference backend (OpenMP + BLAS). */
 const fl_backend *fl_backend_cpu(void);
+/* "cpu", "cuda" or "auto" (backend/select.c); errors say which flag would help. */
+int fl_backend_select(const char *device, const fl_backend **out);
 
 #endif

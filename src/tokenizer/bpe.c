@@ -178,6 +178,7 @@ static size_t initial_symbols(fl_tokenizer *tok, const char *word, size_t len) {
     if (p->byte_level) {
         for (size_t i = 0; i < len; i++) {
             s->id[n] = p->byte_ids[(unsigned char)word[i]];
+            if (s->id[n] < 0) continue; // byte missing from the vocabulary: dropped, as HF does
             s->start[n] = (uint32_t)i;
             s->end[n] = (uint32_t)i + 1;
             n++;
@@ -269,7 +270,7 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const u
     }
     if (len == 1 && p->byte_level) {
         int32_t id = p->byte_ids[(unsigned char)word[0]];
-        fl_token_ids_push(out, id, wstart, wend);
+        if (id >= 0) fl_token_ids_push(out, id, wstart, wend);
         return;
     }
     fl_bpe_scratch *s = &tok->bpe;

@@ -1,0 +1,161 @@
+/* test_tokenizer.c — parity of the C tokenizer with Hugging Face on the committed fixtures
+ * (tests/fixtures/tokenizer/<model>.jsonl, written by tools/make_tokenizer_fixtures.py):
+ * every id of every hard string and prose page, with and without special tokens, every decode.
+ * The tokenizer files come from ../shared/models (SKIP when absent). */
+#include "test.h"
+
+#include "tokenizer/tokenizer.h"
+#include "common/error.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static fl_tokenizer *load_shared(const char *model) {
+    const char *shared = fl_test_shared_dir();
+    if (!shared) return NULL;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/models/%s", shared, model);
+    fl_tokenizer *tok = NULL;
+    if (fl_tokenizer_load(&tok, dir)) {
+        fl_test_fail(__FILE__, __LINE__, "load %s: %s", dir, fl_last_error());
+        return NULL;
+    }
+    return tok;
+}
+
+static int ids_equal(const fl_token_ids *got, json_t *want) {
+    if (got->n != json_array_size(want)) return 0;
+    for (size_t i = 0; i < got->n; i++)
+        if (got->ids[i] != json_integer_value(json_array_get(want, i))) return 0;
+    return 1;
+}
+
+static void print_ids_diff(const char *what, const char *text, const fl_token_ids *got, json_t *want) {
+    printf("    %s mismatch on \"%.60s\": got %zu ids, want %zu\n      got :", what, text, got->n, json_array_size(want));
+    size_t i = 0;
+    while (i < got->n && i < json_array_size(want) && got->ids[i] == json_integer_value(json_array_get(want, i))) i++;
+    size_t from = i > 3 ? i - 3 : 0;
+    for (size_t k = from; k < got->n && k < from + 10; k++) printf(" %d", got->ids[k]);
+    printf("\n      want:");
+    for (size_t k = from; k < json_array_size(want) && k < from + 10; k++) printf(" %lld", (long long)json_integer_value(json_array_get(want, k)));
+    printf("   (first difference at %zu)\n", i);
+}
+
+/* Checks every fixture line of `model`; returns the number of strings checked. */
+static void check_parity(const char *model) {
+    fl_tokenizer *tok = load_shared(model);
+    if (!tok) { if (!fl_test_shared_dir()) SKIP("../shared not found"); return; }
+    char path[512];
+    snprintf(path, sizeof path, "tests/fixtures/tokenizer/%s.jsonl", model);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    if (!f) { fl_tokenizer_free(tok); return; }
+    char *line = NULL;
+    size_t cap = 0;
+    int n_text = 0, n_decode = 0, bad = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_error_t err;
+        json_t *row = json_loads(line, JSON_ALLOW_NUL, &err);
+        CHECK_MSG(row != NULL, "%s: bad fixture line: %s", path, err.text);
+        if (!row) continue;
+        json_t *text = json_object_get(row, "text");
+        if (text) {
+            const char *s = json_string_value(text);
+            size_t len = json_string_length(text);
+            fl_token_ids ids = {0}, plain = {0};
+            CHECK_EQ_INT(fl_tokenizer_encode(tok, s, len, FL_ENCODE_ADD_SPECIAL, &ids), 0);
+            CHECK_EQ_INT(fl_tokenizer_encode(tok, s, len, 0, &plain), 0);
+            if (!ids_equal(&ids, json_object_get(row, "ids"))) {
+                if (bad++ < 8) print_ids_diff("ids", s, &ids, json_object_get(row, "ids"));
+            } else if (!ids_equal(&plain, json_object_get(row, "ids_plain"))) {
+                if (bad++ < 8) print_ids_diff("ids_plain", s, &plain, json_object_get(row, "ids_plain"));
+            }
+            char *dec;
+            size_t dl;
+            CHECK_EQ_INT(fl_tokenizer_decode(tok, ids.ids, ids.n, 0, &dec, &dl), 0);
+            const char *want = json_string_value(json_object_get(row, "decoded"));
+            if (dl != json_string_length(json_object_get(row, "decoded")) || memcmp(dec, want, dl)) {
+                if (bad++ < 8) printf("    decode mismatch on \"%.60s\":\n      got : \"%.80s\"\n      want: \"%.80s\"\n", s, dec, want);
+            }
+            free(dec);
+            fl_token_ids_free(&ids);
+            fl_token_ids_free(&plain);
+            n_text++;
+        } else {
+            json_t *arr = json_object_get(row, "decode_ids");
+            int skip = json_is_true(json_object_get(row, "skip_special"));
+            size_t n = json_array_size(arr);
+            int32_t *ids = malloc((n + 1) * sizeof *ids);
+            for (size_t i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, i));
+            char *dec;
+            size_t dl;
+            CHECK_EQ_INT(fl_tokenizer_decode(tok, ids, n, skip, &dec, &dl), 0);
+            const char *want = json_string_value(json_object_get(row, "decoded"));
+            if (dl != json_string_length(json_object_get(row, "decoded")) || memcmp(dec, want, dl)) {
+                if (bad++ < 8) printf("    decode_ids mismatch: got \"%.80s\" want \"%.80s\"\n", dec, want);
+            }
+            free(dec);
+            free(ids);
+            n_decode++;
+        }
+        json_decref(row);
+    }
+    free(line);
+    fclose(f);
+    printf("    %s: %d strings, %d decode cases, %d mismatches\n", model, n_text, n_decode, bad);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(n_text > 50);
+    fl_tokenizer_free(tok);
+}
+
+TEST(tokenizer_parity_smollm2) { check_parity("SmolLM2-135M-Instruct"); }
+TEST(tokenizer_parity_qwen25) { check_parity("Qwen2.5-0.5B"); }
+TEST(tokenizer_parity_tinyllama) { check_parity("TinyLlama-1.1B-Chat-v1.0"); }
+TEST(tokenizer_parity_llama3) { check_parity("Llama-3.2-1B"); }
+
+/* Special ids and the post-processor, from the table in formats.md section 5. */
+TEST(tokenizer_special_ids) {
+    struct { const char *model; int bos, eos, vocab; const char *tok; int id; } cases[] = {
+        {"Qwen2.5-0.5B", -1, 151643, 151665, "<|im_end|>", 151645},
+        {"SmolLM2-135M-Instruct", 1, 2, 49152, "<|endoftext|>", 0},
+        {"TinyLlama-1.1B-Chat-v1.0", 1, 2, 32000, "<0x0A>", 13},
+        {"Llama-3.2-1B", 128000, 128001, 128256, "<|eot_id|>", 128009},
+    };
+    if (!fl_test_shared_dir()) SKIP("../shared not found");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fl_tokenizer *tok = load_shared(cases[i].model);
+        if (!tok) continue;
+        CHECK_EQ_INT(fl_tokenizer_bos_id(tok), cases[i].bos);
+        CHECK_EQ_INT(fl_tokenizer_eos_id(tok), cases[i].eos);
+        CHECK_EQ_INT(fl_tokenizer_vocab_size(tok), cases[i].vocab);
+        CHECK_EQ_INT(fl_tokenizer_token_to_id(tok, cases[i].tok), cases[i].id);
+        fl_tokenizer_free(tok);
+    }
+}
+
+/* Round trip: decode(encode(text)) == text for valid UTF-8 (byte-level models, and TinyLlama
+ * whose decoder strips exactly the prepended space). */
+TEST(tokenizer_round_trip) {
+    const char *models[] = {"Qwen2.5-0.5B", "SmolLM2-135M-Instruct", "Llama-3.2-1B", "TinyLlama-1.1B-Chat-v1.0"};
+    const char *texts[] = {"plain text", "  two leading spaces\r\n", "😀 emoji, 中文, e\xCC\x81", "tab\tnew\nline",
+                           "x<|im_end|>y"};
+    if (!fl_test_shared_dir()) SKIP("../shared not found");
+    for (size_t m = 0; m < 4; m++) {
+        fl_tokenizer *tok = load_shared(models[m]);
+        if (!tok) continue;
+        for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+            fl_token_ids ids = {0};
+            CHECK_EQ_INT(fl_tokenizer_encode(tok, texts[t], strlen(texts[t]), FL_ENCODE_SPLIT_SPECIAL, &ids), 0);
+            char *dec;
+            size_t dl;
+            CHECK_EQ_INT(fl_tokenizer_decode(tok, ids.ids, ids.n, 0, &dec, &dl), 0);
+            int nfc_changes = m == 0 && strstr(texts[t], "e\xCC\x81"); // Qwen normalizes to NFC
+            if (!nfc_changes) CHECK_MSG(!strcmp(dec, texts[t]), "%s: \"%s\" -> \"%s\"", models[m], texts[t], dec);
+            free(dec);
+            fl_token_ids_free(&ids);
+        }
+        fl_tokenizer_free(tok);
+    }
+}
