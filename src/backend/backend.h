@@ -4,12 +4,17 @@
  * functions, so a backend is one struct of function pointers. The CPU backend (backend/cpu/) is
  * the readable reference; a CUDA backend mirrors it op for op, same names, same argument order.
  *
- * Two kinds of buffers:
- *   - "act" buffers hold activations, frozen weights and the compute copy of the LoRA matrices in
- *     the backend's own element type: f32 on the CPU, bf16 on CUDA (act_size bytes each). They are
- *     `void *` here; each backend casts to its type.
+ * Three kinds of buffers:
+ *   - "act" buffers hold activations, their gradients, and the small frozen vectors (RMSNorm
+ *     weights, q/k/v biases) in the backend's activation type (act_size bytes each): f32 on the
+ *     CPU, bf16 on CUDA.
+ *   - "weight" buffers hold the frozen matrices (projections, embedding, LM head) and the compute
+ *     copy of the LoRA matrices in the backend's weight type (weight_size bytes each): f32 for the
+ *     CPU reference, bf16 for the fast CPU backend and for CUDA. Every matmul reads its `weight`
+ *     argument in this type and its activations in the act type.
  *   - f32 buffers (`float *`) always hold f32: LoRA master weights, their gradients, AdamW moments,
  *     RMSNorm rstd, attention log-sum-exp, RoPE frequencies, logits returned to the host.
+ * Act and weight buffers are `void *`; each backend casts to its types.
  *
  * Conventions for every op:
  *   - argument order: outputs, then inputs, then (frozen) weights, then scalars and dims;
@@ -25,7 +30,8 @@
 
 typedef struct fl_backend {
     const char *name;
-    size_t act_size;   /* bytes per element of act buffers */
+    size_t act_size;      /* bytes per element of act buffers */
+    size_t weight_size;   /* bytes per element of weight buffers */
 
     /* ---- memory ---- */
     void *(*alloc)(size_t bytes);   /* zero-filled; aborts with a clear message when out of memory */
@@ -35,24 +41,26 @@ typedef struct fl_backend {
     void (*copy)(void *dst, const void *src, size_t bytes);   /* within backend memory */
     void (*zero)(void *ptr, size_t bytes);
     void (*synchronize)(void);
-    /* n host f32 values -> act buffer (converted), and back */
+    /* n host f32 values -> act / weight buffer (converted), and act back to host f32 */
     void (*upload_act)(void *dst, const float *host_src, size_t n);
+    void (*upload_weight)(void *dst, const float *host_src, size_t n);
     void (*download_act)(float *host_dst, const void *src, size_t n);
-    /* n f32 values in backend memory -> act buffer (the LoRA compute copy); a plain copy on the CPU */
-    void (*cast_to_act)(void *dst, const float *src, size_t n);
+    /* n f32 values in backend memory -> weight buffer (the LoRA compute copy) */
+    void (*cast_to_weight)(void *dst, const float *src, size_t n);
 
     /* ---- layers ---- */
-    /* out (N, C) = table[ids] ; table (V, C) */
+    /* out (N, C) = table[ids] ; table (V, C) weight-typed */
     void (*embedding_forward)(void *out, const int32_t *ids, const void *table, size_t N, int C);
     /* out (N, C) = weight * x * rstd, rstd (N) = 1/sqrt(mean(x²) + eps) */
     void (*rmsnorm_forward)(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C);
     /* dinp (N, C) += d(rmsnorm)/dinp · dout  (weight frozen) */
     void (*rmsnorm_backward)(void *dinp, const void *dout, const void *inp, const void *weight, const float *rstd,
                              size_t N, int C);
-    /* out (N, OC) = alpha · inp (N, IC) · weightᵀ (OC, IC) + bias (OC, may be NULL) + beta · out */
+    /* out (N, OC) = alpha · inp (N, IC) · weightᵀ (OC, IC, weight-typed) + bias (OC, act, may be NULL)
+     *              + beta · out */
     void (*matmul_forward)(void *out, const void *inp, const void *weight, const void *bias, float alpha, float beta,
                            size_t N, int IC, int OC);
-    /* dinp (N, IC) = alpha · dout (N, OC) · weight (OC, IC) + beta · dinp */
+    /* dinp (N, IC) = alpha · dout (N, OC) · weight (OC, IC, weight-typed) + beta · dinp */
     void (*matmul_backward_input)(void *dinp, const void *dout, const void *weight, float alpha, float beta,
                                   size_t N, int IC, int OC);
     /* dweight (OC, IC) f32 += alpha · doutᵀ (OC, N) · inp (N, IC) — used for LoRA matrices only */
@@ -81,21 +89,22 @@ typedef struct fl_backend {
     /* acc (N) += x (N) */
     void (*add_inplace)(void *acc, const void *x, size_t N);
     /* The LM head and cross-entropy, fused and chunked over tokens so the (N, V) logits never exist
-     * at once: per chunk, logits = inp · weightᵀ, loss over tokens whose target != -100, and
+     * at once: per chunk, logits = inp · weightᵀ (weight (V, C) weight-typed), loss over tokens whose
+     * target != -100, and
      * dinp (N, C) = grad_scale · (softmax - onehot) · weight (dinp NULL: forward only). Returns the
      * sum of the per-token losses and sets *n_counted. `logits_out` (N, V) f32, when not NULL,
      * receives the logits (tests, generation). */
     double (*lm_head_loss)(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
                            float grad_scale, size_t N, int C, int V, size_t *n_counted);
     /* AdamW (decoupled decay, bias correction, step >= 1) over n f32 params; grads are multiplied
-     * by grad_scale first (clipping). params_act (may be NULL) receives the updated act-typed copy. */
-    void (*adamw_update)(float *params, void *params_act, float *m, float *v, const float *grads, float lr, float beta1,
+     * by grad_scale first (clipping). params_w (may be NULL) receives the updated weight-typed copy. */
+    void (*adamw_update)(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
                          float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n);
     /* Σ x² in double over an f32 buffer (global-norm clipping). */
     double (*sum_squares)(const float *x, size_t n);
 } fl_backend;
 
-/* The CPU reference backend (OpenMP + BLAS). */
+/* The CPU reference backend (OpenMP + BLAS, f32 everywhere). */
 const fl_backend *fl_backend_cpu(void);
 /* "cpu", "cuda" or "auto" (backend/select.c); errors say which flag would help. */
 int fl_backend_select(const char *device, const fl_backend **out);

@@ -154,7 +154,7 @@ int cmd_bench(int argc, char **argv) {
     fl_adamw_config opt = fl_adamw_config_default();
     double flops = fl_model_flops_per_step(cfg, &lc, B, T);
     size_t lora_params = fl_lora_param_count(cfg, &lc);
-    size_t planned = m.base.n_elements * be->act_size + lora_params * 4 * sizeof(float) +
+    size_t planned = m.base.bytes + lora_params * 4 * sizeof(float) +
                      fl_activations_bytes(cfg, lc.rank, B, T, be->act_size);
     char device[256];
     cpu_name(device, sizeof device);

@@ -5,5 +5,6 @@
 #define FL_COMMANDS_H
 
 int cmd_bench(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ typedef struct {
 
 static const command commands[] = {
     {"bench", cmd_bench, "LoRA training throughput on a fixed batch (train tok/s, ms/step, memory)"},
+    {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer (--text, --file, --decode, --chat)"},
 };
 
 static void usage(FILE *out) {

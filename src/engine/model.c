@@ -54,7 +54,7 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     fl_lora_buffer_init(&m->adam_m, &m->cfg, lc, be);
     fl_lora_buffer_init(&m->adam_v, &m->cfg, lc, be);
     fl_lora_init_peft(&m->lora, &m->cfg, lc);
-    m->lora_act = be->act_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->act_size);
+    m->lora_w = be->weight_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->weight_size);
     fl_model_sync_lora(m);
     int half = m->cfg.head_dim / 2;
     float *host = fl_malloc(sizeof(float) * (size_t)half);
@@ -82,7 +82,7 @@ int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const f
     return 0;
 }
 
-void fl_model_sync_lora(fl_model *m) { m->be->cast_to_act(m->lora_act, m->lora.data, m->lora.n); }
+void fl_model_sync_lora(fl_model *m) { m->be->cast_to_weight(m->lora_w, m->lora.data, m->lora.n); }
 
 int fl_model_load_adapter(fl_model *m, const char *adapter_dir) {
     FL_TRY(fl_adapter_load_weights(adapter_dir, &m->lora, &m->cfg, &m->lora_cfg));
@@ -91,7 +91,7 @@ int fl_model_load_adapter(fl_model *m, const char *adapter_dir) {
 }
 
 void fl_model_free(fl_model *m) {
-    if (m->lora_act && m->lora_act != (void *)m->lora.data) m->be->free(m->lora_act);
+    if (m->lora_w && m->lora_w != (void *)m->lora.data) m->be->free(m->lora_w);
     fl_weights_free(&m->base);
     fl_lora_buffer_free(&m->lora);
     fl_lora_buffer_free(&m->grads);
@@ -115,9 +115,9 @@ static inline void *act_at(const fl_model *m, void *base, size_t index) {
     return (char *)base + index * m->be->act_size;
 }
 
-/* The act-typed compute copy of a LoRA matrix, from its f32 master view. */
+/* The weight-typed compute copy of a LoRA matrix, from its f32 master view. */
 static inline const void *lora_compute(const fl_model *m, const float *master) {
-    return act_at(m, m->lora_act, (size_t)(master - m->lora.data));
+    return (const char *)m->lora_w + (size_t)(master - m->lora.data) * m->be->weight_size;
 }
 
 static void *lora_xa_of(fl_model *m, int l, fl_proj p) {
@@ -346,8 +346,8 @@ double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
         grad_scale = coef < 1.0 ? (float)coef : 1.0f;
     }
     m->adam_step++;
-    void *lora_act = m->lora_act == (void *)m->lora.data ? NULL : m->lora_act;
-    be->adamw_update(m->lora.data, lora_act, m->adam_m.data, m->adam_v.data, m->grads.data, opt->lr, opt->beta1, opt->beta2,
+    void *lora_w = m->lora_w == (void *)m->lora.data ? NULL : m->lora_w;
+    be->adamw_update(m->lora.data, lora_w, m->adam_m.data, m->adam_v.data, m->grads.data, opt->lr, opt->beta1, opt->beta2,
                      opt->eps, opt->weight_decay, grad_scale, m->adam_step, m->lora.n);
     fl_model_zero_grads(m);
     return norm;

@@ -48,7 +48,7 @@ typedef struct {
     const fl_backend *be;
     fl_base_weights base;
     fl_lora_buffer lora, grads, adam_m, adam_v;   /* f32: master weights, gradients, AdamW moments */
-    void *lora_act;           /* act-typed compute copy of lora.data (== lora.data when act is f32) */
+    void *lora_w;             /* weight-typed compute copy of lora.data (== lora.data when weights are f32) */
     float *inv_freq;          /* (HS/2) backend memory, RoPE frequencies (llama3-scaled when configured) */
     fl_activations act;
     int training;             /* dropout active */
@@ -64,7 +64,7 @@ int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const f
 void fl_model_free(fl_model *m);
 /* Loads a PEFT adapter's weights into the LoRA parameters (its config must match m->lora_cfg). */
 int fl_model_load_adapter(fl_model *m, const char *adapter_dir);
-/* After writing m->lora.data directly: refresh the act-typed compute copy. */
+/* After writing m->lora.data directly: refresh the weight-typed compute copy. */
 void fl_model_sync_lora(fl_model *m);
 
 /* Forward over a batch, saving activations. grad_scale: the factor on d(loss_sum)/d(logits) seen by

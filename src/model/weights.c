@@ -70,10 +70,12 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
     int n = 0;
     size_t total = 0;
     int64_t V = cfg->vocab_size, C = cfg->hidden_size;
-    /* first pass: names, shapes, offsets (stored in dst as an offset) */
+    /* first pass: names, shapes, byte offsets (stored in dst as an offset); matrices are
+     * weight-typed, vectors act-typed, each start 64-byte aligned */
     #define ADD(nm, r, c, vec, ini) do { snprintf(slots[n].name, sizeof slots[n].name, "%s", nm); \
         slots[n].rows = (r); slots[n].cols = (c); slots[n].is_vector = (vec); slots[n].init = (ini); \
-        slots[n].dst = (void *)(uintptr_t)total; total += (size_t)(r) * (size_t)(c); n++; } while (0)
+        slots[n].dst = (void *)(uintptr_t)total; \
+        total += ((size_t)(r) * (size_t)(c) * ((vec) ? be->act_size : be->weight_size) + 63) / 64 * 64; n++; } while (0)
     ADD("model.embed_tokens.weight", V, C, 0, INIT_LINEAR);
     if (!cfg->tie_word_embeddings) ADD("lm_head.weight", V, C, 0, INIT_LINEAR);
     ADD("model.norm.weight", C, 1, 1, INIT_NORM);
@@ -87,9 +89,9 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
         }
     #undef ADD
     w->be = be;
-    w->n_elements = total;
-    w->storage = be->alloc(total * be->act_size);
-    for (int i = 0; i < n; i++) slots[i].dst = (char *)w->storage + (size_t)(uintptr_t)slots[i].dst * be->act_size;
+    w->bytes = total;
+    w->storage = be->alloc(total);
+    for (int i = 0; i < n; i++) slots[i].dst = (char *)w->storage + (size_t)(uintptr_t)slots[i].dst;
     /* second pass: wire the named pointers */
     int i = 0;
     w->embed = slots[i++].dst;
@@ -126,7 +128,7 @@ void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint
         if (slots[i].init == INIT_NORM) fl_rng_fill_uniform(host, count, stream, 0.9f, 1.1f);
         else if (slots[i].init == INIT_BIAS) fl_rng_fill_uniform(host, count, stream, -0.02f, 0.02f);
         else fl_rng_fill_uniform(host, count, stream, -bound, bound);
-        be->upload_act(slots[i].dst, host, count);
+        (slots[i].is_vector ? be->upload_act : be->upload_weight)(slots[i].dst, host, count);
     }
     free(host);
     free(slots);
@@ -215,7 +217,7 @@ static int load_slot(const shard_set *s, const tensor_slot *slot, const char *di
         return fl_input_error("%s: tensor '%s' has dtype %s (expected BF16, F16 or F32)", file, slot->name,
                               fl_dtype_name(t->dtype));
     fl_convert_to_f32(host, t->data, t->dtype, t->numel);
-    be->upload_act(slot->dst, host, t->numel);
+    (slot->is_vector ? be->upload_act : be->upload_weight)(slot->dst, host, t->numel);
     return 0;
 }
 

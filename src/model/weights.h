@@ -2,8 +2,9 @@
  * (model.safetensors or a sharded model.safetensors.index.json; BF16/F16/F32 tensors, checked
  * against config.json) or filled with seeded random values for the presets.
  *
- * All tensors live in one allocation of the backend's memory in its act type (backend.h: f32 on
- * the CPU, bf16 on CUDA), in HF's layout: nn.Linear weights are (out, in), row-major, y = x·Wᵀ.
+ * All tensors live in one allocation of the backend's memory — the matrices in its weight type,
+ * the norm weights and biases in its act type (backend.h) — in HF's layout: nn.Linear weights are
+ * (out, in), row-major, y = x·Wᵀ.
  * Frozen means frozen: nothing here has a gradient. Not the LoRA parameters (lora/lora.h).
  */
 #ifndef FL_WEIGHTS_H
@@ -31,7 +32,7 @@ typedef struct {
     void *final_norm;  /* (C) */
     fl_layer_weights *layers; /* (L) host array of pointers into storage */
     void *storage;      /* backend memory, one allocation */
-    size_t n_elements;  /* of act_size bytes each */
+    size_t bytes;
     const fl_backend *be;
 } fl_base_weights;
 

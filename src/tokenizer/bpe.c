@@ -187,9 +187,10 @@ static size_t initial_symbols(fl_tokenizer *tok, const char *word, size_t len) {
     }
     size_t i = 0;
     while (i < len) {
-        int cl = fl_utf8_len((const unsigned char *)word + i, len - i);
+        unsigned char c0 = (unsigned char)word[i];
+        int cl = c0 < 0x80 ? 1 : fl_utf8_len((const unsigned char *)word + i, len - i);
         if (cl <= 0) cl = 1; // input was validated; defensive
-        int32_t id = fl_vocab_find(&tok->vocab, word + i, (size_t)cl);
+        int32_t id = c0 < 0x80 ? p->ascii_ids[c0] : fl_vocab_find(&tok->vocab, word + i, (size_t)cl);
         if (id >= 0) {
             s->id[n] = id; s->start[n] = (uint32_t)i; s->end[n] = (uint32_t)(i + cl); n++;
         } else if (p->byte_fallback) {

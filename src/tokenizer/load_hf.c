@@ -148,6 +148,10 @@ static int add_pre_step(fl_tokenizer *tok, int kind, const char *pattern, const 
 /* After the vocabulary is loaded: ids of the 256 single bytes (byte-level) or <0xNN> tokens. */
 static int setup_byte_ids(fl_tokenizer *tok, const char *file) {
     fl_pipeline *p = &tok->pipe;
+    for (int c = 0; c < 128; c++) {
+        char ch = (char)c;
+        p->ascii_ids[c] = fl_vocab_find(&tok->vocab, &ch, 1);
+    }
     for (int b = 0; b < 256; b++) p->byte_ids[b] = -1;
     if (p->byte_level) {
         // a byte without a token (SmolLM2 lacks a few control bytes) is dropped on encode, as in HF

@@ -44,8 +44,12 @@ uint64_t fl_tok_hash(const char *bytes, size_t len);
 
 /* ---- merges: (left, right) -> (rank, merged) ------------------------------------------------- */
 typedef struct {
-    uint64_t *keys;       // (cap,) left << 32 | right, or UINT64_MAX when empty
-    int32_t *rank, *merged;
+    uint64_t key;         // left << 32 | right, or UINT64_MAX when empty
+    int32_t rank, merged;
+} fl_merge_entry;         // one 16-byte slot: a probe touches one cache line
+
+typedef struct {
+    fl_merge_entry *slots; // (cap,)
     size_t cap, count;
 } fl_merges;
 
@@ -58,9 +62,9 @@ static inline int fl_merges_find(const fl_merges *m, int32_t left, int32_t right
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
     size_t mask = m->cap - 1, i = (size_t)(h >> 20) & mask;
     for (;;) {
-        uint64_t k = m->keys[i];
-        if (k == key) { *rank = m->rank[i]; *merged = m->merged[i]; return 1; }
-        if (k == UINT64_MAX) return 0;
+        const fl_merge_entry *e = &m->slots[i];
+        if (e->key == key) { *rank = e->rank; *merged = e->merged; return 1; }
+        if (e->key == UINT64_MAX) return 0;
         i = (i + 1) & mask;
     }
 }
@@ -109,6 +113,7 @@ typedef struct {
     bool fuse_unk;
     int32_t unk_id;      // -1 when none
     int32_t byte_ids[256]; // byte_fallback: id of <0xNN>; byte_level: id of the single-byte token
+    int32_t ascii_ids[128]; // SentencePiece style: vocab id of each ASCII character, -1 if none
     // normalizer
     bool nfc;
     char *prepend;       // Prepend("▁") or NULL

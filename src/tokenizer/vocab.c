@@ -127,29 +127,23 @@ void fl_merges_init(fl_merges *m, size_t expected) {
     while (cap < expected * 2) cap *= 2;
     m->cap = cap;
     m->count = 0;
-    m->keys = fl_malloc(cap * sizeof *m->keys);
-    m->rank = fl_malloc(cap * sizeof *m->rank);
-    m->merged = fl_malloc(cap * sizeof *m->merged);
-    memset(m->keys, 0xFF, cap * sizeof *m->keys);
+    m->slots = fl_malloc(cap * sizeof *m->slots);
+    for (size_t i = 0; i < cap; i++) m->slots[i].key = UINT64_MAX;
 }
 
 void fl_merges_free(fl_merges *m) {
-    free(m->keys);
-    free(m->rank);
-    free(m->merged);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
 static void merges_insert(fl_merges *m, uint64_t key, int32_t rank, int32_t merged) {
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
     size_t mask = m->cap - 1, i = (size_t)(h >> 20) & mask;
-    while (m->keys[i] != UINT64_MAX) {
-        if (m->keys[i] == key) return; // first (lowest) rank wins
+    while (m->slots[i].key != UINT64_MAX) {
+        if (m->slots[i].key == key) return; // first (lowest) rank wins
         i = (i + 1) & mask;
     }
-    m->keys[i] = key;
-    m->rank[i] = rank;
-    m->merged[i] = merged;
+    m->slots[i] = (fl_merge_entry){key, rank, merged};
     m->count++;
 }
 
@@ -158,7 +152,7 @@ void fl_merges_add(fl_merges *m, int32_t left, int32_t right, int32_t rank, int3
         fl_merges old = *m;
         fl_merges_init(m, old.cap);
         for (size_t i = 0; i < old.cap; i++)
-            if (old.keys[i] != UINT64_MAX) merges_insert(m, old.keys[i], old.rank[i], old.merged[i]);
+            if (old.slots[i].key != UINT64_MAX) merges_insert(m, old.slots[i].key, old.slots[i].rank, old.slots[i].merged);
         fl_merges_free(&old);
     }
     merges_insert(m, ((uint64_t)(uint32_t)left << 32) | (uint32_t)right, rank, merged);

@@ -15,8 +15,15 @@
 
 static inline float dot(const float *a, const float *b, int n) {
     float s = 0.0f;
+    #pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+/* y += a·x */
+static inline void axpy(float *restrict y, float a, const float *restrict x, int n) {
+    #pragma omp simd
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
@@ -43,14 +50,13 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                         if (s > max) max = s;
                     }
                     float sum = 0.0f;
+                    #pragma omp simd reduction(+ : sum)
                     for (int j = j0; j <= t; j++) sum += (scores[j] = expf(scores[j] - max));
                     float *ot = out + (row * NH + h) * HS;
                     memset(ot, 0, sizeof(float) * (size_t)HS);
-                    for (int j = j0; j <= t; j++) {
-                        const float *vj = v + (((size_t)b * T + j) * NKV + kvh) * HS;
-                        float p = scores[j] / sum;
-                        for (int d = 0; d < HS; d++) ot[d] += p * vj[d];
-                    }
+                    float inv_sum = 1.0f / sum;
+                    for (int j = j0; j <= t; j++)
+                        axpy(ot, scores[j] * inv_sum, v + (((size_t)b * T + j) * NKV + kvh) * HS, HS);
                     lse[((size_t)b * NH + h) * T + t] = max + logf(sum);
                 }
         free(scores);
@@ -87,12 +93,9 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                         const float *kj = k + kv_off, *vj = v + kv_off;
                         float p = expf(dot(qt, kj, HS) * scale - L);
                         float ds = p * (dot(dot_, vj, HS) - D) * scale;
-                        float *dkj = dk + kv_off, *dvj = dv + kv_off;
-                        for (int d = 0; d < HS; d++) {
-                            dqt[d] += ds * kj[d];
-                            dkj[d] += ds * qt[d];
-                            dvj[d] += p * dot_[d];
-                        }
+                        axpy(dqt, ds, kj, HS);
+                        axpy(dk + kv_off, ds, qt, HS);
+                        axpy(dv + kv_off, p, dot_, HS);
                     }
                 }
         }

@@ -8,7 +8,7 @@
 void swiglu_forward_cpu(void *out_, const void *gate_, const void *up_, size_t N) {
     float *out = out_;
     const float *gate = gate_, *up = up_;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < N; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + expf(-g)) * up[i];
@@ -18,7 +18,7 @@ void swiglu_forward_cpu(void *out_, const void *gate_, const void *up_, size_t N
 void swiglu_backward_cpu(void *dgate_, void *dup_, const void *dout_, const void *gate_, const void *up_, size_t N) {
     float *dgate = dgate_, *dup = dup_;
     const float *dout = dout_, *gate = gate_, *up = up_;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < N; i++) {
         float g = gate[i], sig = 1.0f / (1.0f + expf(-g));
         float d = dout[i];

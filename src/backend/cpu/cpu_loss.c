@@ -3,7 +3,8 @@
  * For a chunk of rows: logits (rows, V) = inp · weightᵀ (one GEMM); per row with target != -100,
  * loss = logsumexp(logits) − logits[target] and, in place, dlogits = grad_scale·(softmax − onehot)
  * (zero for ignored rows); then dinp (rows, C) = dlogits · weight (one GEMM). The chunk is sized so
- * the logits stay within ~32 MiB whatever the vocabulary. */
+ * the logits stay within ~32 MiB whatever the vocabulary. The chunk buffer is the backend's own
+ * workspace, kept between calls (one step runs at a time; not reentrant). */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +19,13 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
     size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
     if (chunk < 16) chunk = 16;
     if (chunk > N) chunk = N;
-    float *logits = fl_malloc(sizeof(float) * chunk * (size_t)V);
+    static float *logits;
+    static size_t logits_cap;
+    if (chunk * (size_t)V > logits_cap) {
+        free(logits);
+        logits_cap = chunk * (size_t)V;
+        logits = fl_malloc(sizeof(float) * logits_cap);
+    }
     double loss_sum = 0.0;
     size_t counted = 0;
     for (size_t n0 = 0; n0 < N; n0 += chunk) {
@@ -37,14 +44,16 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
             }
             float max = -INFINITY;
             for (int i = 0; i < V; i++) max = row[i] > max ? row[i] : max;
-            double sum = 0.0;
+            float sum = 0.0f; /* f32 partial sums in 16 lanes: relative error ~1e-7·sqrt(V/16) */
+            #pragma omp simd reduction(+ : sum)
             for (int i = 0; i < V; i++) sum += expf(row[i] - max);
             double lse = max + log(sum);
             loss_sum += lse - row[target];
             counted++;
             if (dinp) {
-                float inv = (float)(1.0 / sum);
-                for (int i = 0; i < V; i++) row[i] = grad_scale * expf(row[i] - max) * inv;
+                float scale = grad_scale / sum;
+                #pragma omp simd
+                for (int i = 0; i < V; i++) row[i] = scale * expf(row[i] - max);
                 row[target] -= grad_scale;
             }
         }
@@ -52,7 +61,6 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, C, V, 1.0f, logits, V, weight, C, 0.0f,
                         dinp + n0 * C, C);
     }
-    free(logits);
     *n_counted = counted;
     return loss_sum;
 }

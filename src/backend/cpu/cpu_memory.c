@@ -18,4 +18,4 @@ void cpu_zero(void *ptr, size_t bytes) { memset(ptr, 0, bytes); }
 void cpu_synchronize(void) {}
 void cpu_upload_act(void *dst, const float *host_src, size_t n) { memcpy(dst, host_src, n * sizeof(float)); }
 void cpu_download_act(float *host_dst, const void *src, size_t n) { memcpy(host_dst, src, n * sizeof(float)); }
-void cpu_cast_to_act(void *dst, const float *src, size_t n) { if (dst != src) memcpy(dst, src, n * sizeof(float)); }
+void cpu_cast_to_weight(void *dst, const float *src, size_t n) { if (dst != src) memcpy(dst, src, n * sizeof(float)); }

@@ -16,7 +16,7 @@ void cpu_synchronize(void);
 
 void cpu_upload_act(void *dst, const float *host_src, size_t n);
 void cpu_download_act(float *host_dst, const void *src, size_t n);
-void cpu_cast_to_act(void *dst, const float *src, size_t n);
+void cpu_cast_to_weight(void *dst, const float *src, size_t n);
 
 void embedding_forward_cpu(void *out, const int32_t *ids, const void *table, size_t N, int C);
 void rmsnorm_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C);
@@ -41,7 +41,7 @@ void dropout_cpu(void *out, const void *inp, float p, uint64_t stream, size_t N)
 void add_inplace_cpu(void *acc, const void *x, size_t N);
 double lm_head_loss_cpu(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
                         float grad_scale, size_t N, int C, int V, size_t *n_counted);
-void adamw_update_cpu(float *params, void *params_act, float *m, float *v, const float *grads, float lr, float beta1,
+void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
                       float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n);
 double sum_squares_cpu(const float *x, size_t n);
 

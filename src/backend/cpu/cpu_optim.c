@@ -4,7 +4,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 
-void adamw_update_cpu(float *params, void *params_act, float *m, float *v, const float *grads, float lr, float beta1,
+void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
                       float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n) {
     double bias1 = 1.0 - pow(beta1, step), bias2 = 1.0 - pow(beta2, step);
     float step_size = (float)(lr / bias1), bias2_sqrt = (float)sqrt(bias2);
@@ -16,7 +16,7 @@ void adamw_update_cpu(float *params, void *params_act, float *m, float *v, const
         v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
         params[i] = p - step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
     }
-    if (params_act && params_act != params) cpu_cast_to_act(params_act, params, n);
+    if (params_w && params_w != params) cpu_cast_to_weight(params_w, params, n);
 }
 
 double sum_squares_cpu(const float *x, size_t n) {

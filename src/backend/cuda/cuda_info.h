@@ -1,0 +1,47 @@
+/* cuda_info.h — what plain C (the CLI's bench, the tests) may ask the CUDA backend beyond the
+ * interface of backend.h: device name, memory counters, a measured matmul rate. Declared in every
+ * build; defined only when the build has CUDA (FL_HAVE_CUDA), so callers guard their use with
+ * #ifdef FL_HAVE_CUDA.
+ *
+ * Usage (bench):
+ *   #ifdef FL_HAVE_CUDA
+ *   if (be == fl_backend_cuda()) printf("%s, peak %.1f GiB\n", fl_cuda_device_name(), fl_cuda_peak_bytes() / 1073741824.0);
+ *   #endif
+ */
+#ifndef FL_CUDA_INFO_H
+#define FL_CUDA_INFO_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CUDA backend, or NULL when no device/driver is usable (the binary then runs on the CPU). */
+const fl_backend *fl_backend_cuda(void);
+
+/* "NVIDIA H200" etc.; "" before fl_backend_cuda() succeeded. */
+const char *fl_cuda_device_name(void);
+/* Compute capability as major*10+minor (90 for Hopper), 0 when none. */
+int fl_cuda_compute_capability(void);
+/* Bytes held by the backend's allocations (alloc() plus its scratch arena) now and at the peak. */
+size_t fl_cuda_live_bytes(void);
+size_t fl_cuda_peak_bytes(void);
+void fl_cuda_reset_peak(void);
+/* Device memory free and total, as cudaMemGetInfo reports (includes other processes). */
+void fl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
+/* Measured bf16 GEMM rate (TFLOP/s) of out (m, n) = a (m, k) · b (n, k)ᵀ through the backend's
+ * cuBLASLt path on random data, median of `iters` timed runs after warm-up. */
+double fl_cuda_measure_matmul_tflops(int m, int n, int k, int iters);
+/* Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written). */
+double fl_cuda_measure_copy_gbs(size_t bytes, int iters);
+/* Which attention kernels run: "mma" (tensor cores) or "simple"; set by FL_CUDA_ATTN. */
+const char *fl_cuda_attention_variant(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

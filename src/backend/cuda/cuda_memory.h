@@ -1,0 +1,19 @@
+/* cuda_memory.h — the memory entries of the CUDA backend's interface (cuda_memory.cu); bound into
+ * the fl_backend struct by cuda_backend.cu. Contracts as in backend.h. */
+#ifndef FL_CUDA_MEMORY_H
+#define FL_CUDA_MEMORY_H
+
+#include <stddef.h>
+
+void *cuda_alloc(size_t bytes);
+void cuda_free(void *ptr);
+void cuda_upload(void *dst, const void *host_src, size_t bytes);
+void cuda_download(void *host_dst, const void *src, size_t bytes);
+void cuda_copy(void *dst, const void *src, size_t bytes);
+void cuda_zero(void *ptr, size_t bytes);
+void cuda_synchronize(void);
+void cuda_upload_act(void *dst, const float *host_src, size_t n);
+void cuda_download_act(float *host_dst, const void *src, size_t n);
+void cuda_cast_to_act(void *dst, const float *src, size_t n);
+
+#endif

@@ -1,0 +1,82 @@
+/* cuda_plan.h — the host-side arithmetic of the CUDA backend, in plain C so it compiles and is
+ * tested in every build (tests/test_cuda_plan.c), GPU or not: launch configurations, the LM-head
+ * chunk size, the attention tiling, and the memory plan (bytes per category) of a training run.
+ *
+ * Nothing here touches the GPU or includes a CUDA header; the .cu files call these functions so
+ * the numbers the tests check are the numbers the kernels launch with. Shapes use the glossary of
+ * model/config.h, N = B*T.
+ */
+#ifndef FL_CUDA_PLAN_H
+#define FL_CUDA_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lora/lora.h"
+#include "model/config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise / per-row launch shapes ---- */
+
+/* Blocks for a grid-stride loop over n items, `per_thread` items each, `threads` per block, capped
+ * at max_blocks (>= 1 whenever n > 0; 0 for n == 0). */
+unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blocks);
+
+/* ---- LM head ---- */
+
+/* Default bytes for one chunk of bf16 logits (the only (rows, V) buffer that exists). */
+#define FL_CUDA_LM_HEAD_BUDGET ((size_t)256 << 20)
+/* Rows per LM-head chunk: the largest multiple of 64 (or all N when N is smaller) whose bf16
+ * logits (rows x V x 2 bytes) fit in budget_bytes; at least min(N, 64) rows. */
+size_t fl_cuda_lm_head_chunk_rows(size_t N, int V, size_t budget_bytes);
+/* Scratch bytes the LM head needs for that chunking: bf16 logits chunk + per-row f32 losses. */
+size_t fl_cuda_lm_head_scratch_bytes(size_t N, int V, size_t budget_bytes);
+
+/* ---- attention tiling (cuda_attention*.cu) ---- */
+
+#define FL_ATTN_BQ 64            /* query rows per block (4 warps x 16 rows in the mma kernels) */
+#define FL_ATTN_BK 64            /* keys per tile */
+#define FL_ATTN_SIMPLE_WARPS 8   /* simple kernels: one warp per query row / key row */
+
+typedef struct {
+    unsigned grid_x, grid_y, grid_z;   /* launch grid */
+    unsigned threads;                  /* per block */
+    size_t smem_bytes;                 /* dynamic shared memory per block */
+} fl_cuda_launch;
+
+/* 1 when the mma (tensor-core) attention supports this head size (64 or 128). */
+int fl_cuda_attn_mma_supported(int HS);
+/* Forward, mma kernel: grid (ceil(T/BQ), NH, B), 128 threads, Q tile + 2 K/V stages in smem. */
+fl_cuda_launch fl_cuda_attn_forward_launch(int B, int T, int NH, int HS);
+/* Simple kernels (any HS multiple of 32 up to 256): forward one warp per query row; backward
+ * dq pass one warp per query row, dk/dv pass one warp per key row. */
+fl_cuda_launch fl_cuda_attn_simple_launch(int B, int T, int heads, int HS);
+
+/* ---- memory plan ---- */
+
+typedef struct {
+    size_t weights;       /* frozen base, bf16 */
+    size_t lora;          /* f32 masters + bf16 compute copy */
+    size_t grads;         /* f32 */
+    size_t optimizer;     /* AdamW m and v, f32 */
+    size_t activations;   /* engine/activations.h table at act_size 2 */
+    size_t scratch;       /* LM-head chunk, cuBLASLt workspace, reductions, staging */
+    size_t total;
+} fl_cuda_memory_plan;
+
+#define FL_CUDA_WORKSPACE_BYTES ((size_t)32 << 20)   /* cuBLASLt workspace (Hopper wants 32 MiB) */
+#define FL_CUDA_STAGING_FLOATS ((size_t)16 << 20)    /* f32 host<->bf16 conversion staging, 64 MiB */
+
+/* The bytes a training run of `cfg` with LoRA `lc` at B x T allocates on the GPU. */
+fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);
+/* Frozen base elements (embedding, untied LM head, layers, norms, biases), as weights.c lays them out. */
+size_t fl_cuda_base_elements(const fl_model_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
