@@ -191,12 +191,12 @@ int fl_bench_record_from_json(fl_bench_record *r, const json_t *o, const char *f
     return 0;
 }
 
-int fl_bench_record_parse_line(fl_bench_record *r, const char *text, const char *file, int line) {
-    const char *p = text;
-    while (*p && isspace((unsigned char)*p)) p++;
-    if (!*p) return -1;
+int fl_bench_record_parse_line(fl_bench_record *r, const char *text, size_t len, const char *file, int line) {
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)text[i])) i++;
+    if (i == len) return -1;
     json_error_t err;
-    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
     if (!o)
         return fl_input_error("%s:%d: record: expected one JSON object per line (%s, column %d)", file, line, err.text,
                               err.column);
@@ -234,10 +234,11 @@ int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *er
     size_t cap = 0;
     int line = 0, bad = 0;
     char first_error[512] = "";
-    while (getline(&text, &cap, f) >= 0) {
+    ssize_t len;
+    while ((len = getline(&text, &cap, f)) >= 0) {
         line++;
         fl_bench_record r;
-        int status = fl_bench_record_parse_line(&r, text, path, line);
+        int status = fl_bench_record_parse_line(&r, text, (size_t)len, path, line);
         if (status < 0) continue;
         if (status) {
             if (!bad) snprintf(first_error, sizeof first_error, "%s", fl_last_error());

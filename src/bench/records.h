@@ -61,8 +61,9 @@ json_t *fl_bench_record_to_json(const fl_bench_record *r);
  * "file:line: field: expected ..., got ..." (fl_last_error()). */
 int fl_bench_record_from_json(fl_bench_record *r, const json_t *obj, const char *file, int line);
 
-/* Parses one line of a results file (blank lines are not records: returns -1 and leaves r alone). */
-int fl_bench_record_parse_line(fl_bench_record *r, const char *text, const char *file, int line);
+/* Parses one line (len bytes) of a results file; blank lines are not records: returns -1 and
+ * leaves r alone. */
+int fl_bench_record_parse_line(fl_bench_record *r, const char *text, size_t len, const char *file, int line);
 
 /* Reads a whole results file, appending its records to list. Every bad line is reported on
  * `errors` (one "file:line: field: expected ..." line each, may be NULL); returns FL_ERR_INPUT if

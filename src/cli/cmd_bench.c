@@ -1,27 +1,49 @@
 /* cmd_bench.c — `fastlora bench`: LoRA training throughput on a fixed batch.
  *
- * The definition (docs/BENCHMARKS.md): batch B x T of token ids drawn from a seeded RNG over the
- * vocabulary, every token trained (targets are the next ids of the same random stream), LoRA rank
- * R on the chosen projections, AdamW on the LoRA parameters; `warmup` steps untimed, then the
- * median of `steps` timed steps, each forward + backward + optimizer step with the device
- * synchronized. Prints train tok/s, ms/step, FLOPs and achieved TFLOP/s, and peak memory.
+ * The definition (docs/BENCHMARKS.md, first section; printed with every result): batch B x T of
+ * token ids drawn from a seeded RNG over the vocabulary, every token trained (targets are the next
+ * ids of the same random stream), LoRA rank R / alpha on the chosen projections (default all
+ * seven), frozen base in the backend's dtype (f32 on the CPU, bf16 on CUDA), AdamW on the LoRA
+ * parameters; `warmup` steps untimed, then the median of `steps` timed steps, each forward +
+ * backward + optimizer step with the device synchronized; train tok/s = B·T / median step time.
+ *
+ * Prints train tok/s (median, min–max), ms/step, the FLOP count and MFU (GPU: of the card's dense
+ * bf16 peak from data/gpus.csv; CPU: of a measured sgemm rate, labelled as such), peak memory, the
+ * device as the driver reports it, and the published board's figure and our ratio where it has
+ * this weights x device. --sweep tries batch sizes / sequence lengths, skipping those whose
+ * predicted memory does not fit, and names the fastest. --json appends one record per run
+ * (bench/records.h). Ctrl-C stops after the current step and prints what was measured.
  * Not the trainer: no data, no checkpoints. */
+#include <cblas.h>
 #include <jansson.h>
+#include <limits.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "bench/records.h"
+#include "bench/reference.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/rng.h"
 #include "engine/model.h"
+#include "plan/gpu_catalog.h"
+#ifdef FL_HAVE_CUDA
+#include "backend/cuda/cuda_info.h"
+#endif
 
 void openblas_set_num_threads(int num_threads);
+
+#define DEFINITION_VERSION "fastlora-bench-1"
+
+/* ---- small system helpers -------------------------------------------------------------------- */
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -34,22 +56,48 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A "Key:   value kB" line of a /proc file, in bytes; 0 when absent. */
+static size_t proc_kb_field(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[256];
+    size_t bytes = 0, klen = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, klen) && line[klen] == ':') {
+            bytes = (size_t)strtoull(line + klen + 1, NULL, 10) * 1024;
+            break;
+        }
+    fclose(f);
+    return bytes;
+}
+
+/* Peak resident memory since the last reset_peak_rss() (VmHWM; getrusage when /proc lacks it). */
 static size_t peak_rss_bytes(void) {
+    size_t hwm = proc_kb_field("/proc/self/status", "VmHWM");
+    if (hwm) return hwm;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (size_t)ru.ru_maxrss * 1024;
 }
 
-static void cpu_name(char *out, size_t cap) {
-    snprintf(out, cap, "cpu");
-    FILE *f = fopen("/proc/cpuinfo", "r");
+/* Linux resets VmHWM to the current RSS when "5" is written to clear_refs. */
+static void reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return;
+    fputs("5", f);
+    fclose(f);
+}
+
+static void first_line_after_colon(const char *path, const char *key, char *out, size_t cap) {
+    FILE *f = fopen(path, "r");
     if (!f) return;
     char line[512];
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
+        if (strncmp(line, key, strlen(key)) != 0) continue;
         char *colon = strchr(line, ':');
         if (!colon) break;
-        colon += 2;
+        colon++;
+        while (*colon == ' ' || *colon == '\t') colon++;
         colon[strcspn(colon, "\n")] = 0;
         snprintf(out, cap, "%s", colon);
         break;
@@ -57,33 +105,333 @@ static void cpu_name(char *out, size_t cap) {
     fclose(f);
 }
 
-typedef struct {
-    const char *model_dir, *preset, *targets, *json_path, *device;
-    int batch, seq, rank, steps, warmup, threads, seed, rslora;
-    float alpha, dropout;
-} bench_options;
-
-static int append_json_record(const char *path, json_t *record) {
-    char *line = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        free(line);
-        return fl_input_error("%s: cannot open for appending", path);
-    }
-    fprintf(f, "%s\n", line);
-    int bad = fclose(f) != 0;
-    free(line);
-    return bad ? fl_input_error("%s: write failed", path) : 0;
+/* First line of a command's standard output, trailing newline removed; "" on failure. */
+static void command_output(const char *cmd, char *out, size_t cap) {
+    out[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    if (!fgets(out, (int)cap, p)) out[0] = 0;
+    out[strcspn(out, "\n")] = 0;
+    if (pclose(p) != 0) out[0] = 0;
 }
 
+/* fastlora's version: `git describe` of the checkout this binary was built in (<repo>/build/fastlora),
+ * else the FL_VERSION the build baked in, else "unknown". */
+static void fastlora_version(char *out, size_t cap) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    out[0] = 0;
+    if (n > 0) {
+        exe[n] = 0;
+        for (int up = 0; up < 2; up++) {
+            char *slash = strrchr(exe, '/');
+            if (slash) *slash = 0;
+        }
+        if (!strchr(exe, '\'')) {
+            char cmd[PATH_MAX + 128];
+            snprintf(cmd, sizeof cmd, "git -C '%s' describe --always --dirty --tags 2>/dev/null", exe);
+            command_output(cmd, out, cap);
+        }
+    }
+#ifdef FL_VERSION
+    if (!out[0]) snprintf(out, cap, "%s", FL_VERSION);
+#endif
+    if (!out[0]) snprintf(out, cap, "unknown");
+}
+
+/* "12G", "800M", "1.5G", or a plain number of MiB -> bytes; 0 on a bad value. */
+static double parse_mem(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0)) return 0;
+    double unit = 1048576.0;
+    if (*end == 'G' || *end == 'g') unit = 1073741824.0, end++;
+    else if (*end == 'M' || *end == 'm') unit = 1048576.0, end++;
+    else if (*end == 'T' || *end == 't') unit = 1099511627776.0, end++;
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    return *end ? 0 : v * unit;
+}
+
+/* ---- the CPU's reference rate: a measured sgemm ---------------------------------------------- */
+
+/* Best of 3 timed OpenBLAS sgemm (n x n x n) after one warm-up, in TFLOP/s, on the current thread
+ * count: the CPU has no vendor "dense peak" we could quote, so MFU on the CPU is measured against this. */
+static double measure_sgemm_tflops(int n) {
+    float *a = fl_malloc(sizeof(float) * (size_t)n * n), *b = fl_malloc(sizeof(float) * (size_t)n * n),
+          *c = fl_malloc(sizeof(float) * (size_t)n * n);
+    for (size_t i = 0; i < (size_t)n * n; i++) {
+        a[i] = (float)((i * 7 % 13) - 6) * 0.01f;
+        b[i] = (float)((i * 5 % 11) - 5) * 0.01f;
+    }
+    double best = 1e30;
+    for (int rep = 0; rep < 4; rep++) {
+        double t0 = now_seconds();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double dt = now_seconds() - t0;
+        if (rep > 0 && dt < best) best = dt;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * n * (double)n * n / best / 1e12;
+}
+
+/* ---- Ctrl-C ---------------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+    static const char msg[] = "\nfastlora bench: interrupted; finishing the current step (Ctrl-C again to abort)\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+}
+
+/* ---- options and the sweep -------------------------------------------------------------------- */
+
+typedef struct {
+    const char *model_dir, *preset, *targets, *json_path, *device, *mem_limit, *weights, *reference_path;
+    int batch, seq, rank, steps, warmup, threads, seed, rslora, no_sgemm;
+    float alpha, dropout;
+    char sweep_spec[512];
+    int sweep_batch[32], n_sweep_batch, sweep_seq[32], n_sweep_seq;
+} bench_options;
+
+/* Parses "1,2,4" into values (each >= min); returns the count, -1 on a bad list. */
+static int parse_int_list(const char *s, int *values, int cap, int min) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < min || v > 1 << 24 || n == cap || (*end && *end != ',')) return -1;
+        values[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return n ? n : -1;
+}
+
+/* "batch=1,2,4 seq=256,512" (words may also come separately) into the option's lists. */
+static int parse_sweep_word(bench_options *o, const char *word) {
+    if (!strncmp(word, "batch=", 6)) {
+        o->n_sweep_batch = parse_int_list(word + 6, o->sweep_batch, 32, 1);
+        return o->n_sweep_batch < 0;
+    }
+    if (!strncmp(word, "seq=", 4)) {
+        o->n_sweep_seq = parse_int_list(word + 4, o->sweep_seq, 32, 2);
+        return o->n_sweep_seq < 0;
+    }
+    return 1;
+}
+
+/* ---- one measured point ----------------------------------------------------------------------- */
+
+typedef struct {
+    int B, T;
+    int fits;               /* predicted memory within the limit */
+    double predicted_bytes; /* model + LoRA state + activations */
+    int n_timed;            /* timed steps measured */
+    int interrupted;
+    double median, fastest, slowest; /* seconds */
+    double *step_s;         /* (n_timed) in the order measured */
+    double tok_s, tok_s_min, tok_s_max;
+    double peak_bytes, final_loss, flops;
+} bench_point;
+
+typedef struct {
+    bench_options *o;
+    fl_model *m;
+    const fl_backend *be;
+    int is_cuda, threads;
+    char device[192], dtype[16], version[96], weights[128], driver[64], cuda_version[32];
+    double peak_tflops;       /* MFU denominator; 0 when unknown */
+    char peak_source[256];    /* what the denominator is */
+    double reference_tok_s;   /* published figure for weights x device, < 0 none */
+    char reference_file[512];
+} bench_context;
+
+static void print_definition(const bench_context *c, int B, int T) {
+    const bench_options *o = c->o;
+    printf("  definition (%s, docs/BENCHMARKS.md): LoRA on a fixed batch of %d x %d token ids drawn from a seeded RNG\n"
+           "    over the vocabulary, every token trained; rank %d, alpha %g, on %s; frozen base in %s; AdamW on the\n"
+           "    LoRA parameters; %d warm-up step%s excluded, median of %d timed steps (device synchronized);\n"
+           "    train tok/s = %d x %d / median step time.\n",
+           DEFINITION_VERSION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, o->targets, c->dtype, o->warmup,
+           o->warmup == 1 ? "" : "s", o->steps, B, T);
+}
+
+/* Runs warm-up + timed steps at (B, T). Stops early (n_timed < steps) on Ctrl-C. */
+static void run_point(bench_context *c, bench_point *p) {
+    const bench_options *o = c->o;
+    fl_model *m = c->m;
+    const fl_backend *be = c->be;
+    int B = p->B, T = p->T, V = m->cfg.vocab_size;
+    size_t N = (size_t)B * T;
+    /* the fixed batch: T+1 ids per row from one seeded stream; every position is trained */
+    int32_t *ids = fl_malloc(sizeof(int32_t) * N), *targets = fl_malloc(sizeof(int32_t) * N);
+    uint64_t stream = fl_rng_stream((uint64_t)o->seed, 0xba7c, 0, 0);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t <= T; t++) {
+            int32_t id = (int32_t)(fl_hash64(stream ^ ((uint64_t)b * (T + 1) + t)) % (uint64_t)V);
+            if (t < T) ids[(size_t)b * T + t] = id;
+            if (t > 0) targets[(size_t)b * T + t - 1] = id;
+        }
+    fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = targets};
+    fl_adamw_config opt = fl_adamw_config_default();
+    p->flops = fl_model_flops_per_step(&m->cfg, &m->lora_cfg, B, T);
+    p->step_s = fl_calloc((size_t)o->steps, sizeof(double));
+    reset_peak_rss();
+#ifdef FL_HAVE_CUDA
+    if (c->is_cuda) fl_cuda_reset_peak();
+#endif
+    if (o->warmup) printf("  warming up (%d untimed step%s)...\n", o->warmup, o->warmup == 1 ? "" : "s");
+    fflush(stdout);
+    int total = o->warmup + o->steps;
+    for (int s = 0; s < total && !interrupted; s++) {
+        be->synchronize();
+        double t0 = now_seconds();
+        fl_step_stats st = fl_model_forward(m, &batch, 0.0f);
+        fl_model_backward(m);
+        fl_model_optimizer_step(m, &opt);
+        be->synchronize();
+        double dt = now_seconds() - t0;
+        p->final_loss = st.loss;
+        int warm = s < o->warmup;
+        if (!warm) p->step_s[p->n_timed++] = dt;
+        printf("  %s %d/%d: %.1f ms (%.1f tok/s), loss %.4f\n", warm ? "warm-up" : "step", warm ? s + 1 : s - o->warmup + 1,
+               warm ? o->warmup : o->steps, dt * 1e3, N / dt, st.loss);
+        fflush(stdout);
+    }
+    p->interrupted = p->n_timed < o->steps;
+    if (p->n_timed > 0) {
+        double *sorted = fl_malloc(sizeof(double) * (size_t)p->n_timed);
+        memcpy(sorted, p->step_s, sizeof(double) * (size_t)p->n_timed);
+        qsort(sorted, (size_t)p->n_timed, sizeof(double), cmp_double);
+        int n = p->n_timed;
+        p->median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        p->fastest = sorted[0];
+        p->slowest = sorted[n - 1];
+        p->tok_s = N / p->median;
+        p->tok_s_min = N / p->slowest;
+        p->tok_s_max = N / p->fastest;
+        free(sorted);
+    }
+    p->peak_bytes = (double)peak_rss_bytes();
+#ifdef FL_HAVE_CUDA
+    if (c->is_cuda) p->peak_bytes = (double)fl_cuda_peak_bytes();
+#endif
+    free(ids);
+    free(targets);
+}
+
+static void print_result(const bench_context *c, const bench_point *p) {
+    const fl_model_config *cfg = &c->m->cfg;
+    size_t N = (size_t)p->B * p->T;
+    if (p->n_timed == 0) {
+        printf("\nresult: interrupted before any timed step; nothing measured at %d x %d\n", p->B, p->T);
+        return;
+    }
+    printf("\nresult%s: %s, %d x %d on %s\n", p->interrupted ? " (INTERRUPTED, partial)" : "", c->weights, p->B, p->T,
+           c->device);
+    printf("  train tok/s %.1f (median of %d timed step%s; min %.1f, max %.1f), %.1f ms/step\n", p->tok_s, p->n_timed,
+           p->n_timed == 1 ? "" : "s", p->tok_s_min, p->tok_s_max, p->median * 1e3);
+    double dense = 4.0 * (double)fl_config_matmul_params(cfg) * (double)N;
+    double attention = 6.0 * p->T * (double)cfg->n_heads * cfg->head_dim * cfg->n_layers * (double)N;
+    double lora = p->flops - dense - attention;
+    double achieved = p->flops / p->median / 1e12;
+    printf("  FLOPs/step %.4g = 4 x %.2fM matmul params x %zu tokens (%.4g) + causal attention 6·T·NH·HS·L per token "
+           "(%.4g) + LoRA 6·R·(IC+OC) per adapted projection per token (%.4g)\n",
+           p->flops, fl_config_matmul_params(cfg) / 1e6, N, dense, attention, lora);
+    if (c->peak_tflops > 0)
+        printf("  achieved %.3f TFLOP/s; MFU %.1f%% %s\n", achieved, 100.0 * achieved / c->peak_tflops, c->peak_source);
+    else
+        printf("  achieved %.3f TFLOP/s; MFU unknown (%s)\n", achieved, c->peak_source);
+    printf("  peak memory: %.1f MiB %s (predicted %.1f MiB)\n", p->peak_bytes / 1048576.0,
+           c->is_cuda ? "allocated on the device" : "resident (VmHWM)", p->predicted_bytes / 1048576.0);
+    if (c->reference_tok_s > 0)
+        printf("  reference board: %.1f tok/s for %s on %s; ours / published = %.2fx (%s)\n", c->reference_tok_s,
+               c->weights, c->device, p->tok_s / c->reference_tok_s, c->reference_file);
+    else
+        printf("  reference board: no published figure for %s on %s\n", c->weights, c->device);
+    print_definition(c, p->B, p->T);
+    fflush(stdout);
+}
+
+static json_t *point_record(const bench_context *c, const bench_point *p) {
+    const bench_options *o = c->o;
+    const fl_model *m = c->m;
+    fl_bench_record r;
+    fl_bench_record_clear(&r);
+    snprintf(r.tool, sizeof r.tool, "fastlora");
+    snprintf(r.version, sizeof r.version, "%s", c->version);
+    snprintf(r.weights, sizeof r.weights, "%s", c->weights);
+    snprintf(r.device, sizeof r.device, "%s", c->device);
+    snprintf(r.device_kind, sizeof r.device_kind, "%s", c->is_cuda ? "cuda" : "cpu");
+    snprintf(r.dtype, sizeof r.dtype, "%s", c->dtype);
+    time_t now = time(NULL);
+    strftime(r.date, sizeof r.date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    r.batch = p->B;
+    r.seq = p->T;
+    r.rank = m->lora_cfg.rank;
+    r.threads = c->is_cuda ? 0 : c->threads;
+    r.steps = p->n_timed;
+    r.warmup = o->warmup;
+    r.train_tok_s = p->tok_s;
+    r.train_tok_s_min = p->tok_s_min;
+    r.train_tok_s_max = p->tok_s_max;
+    r.ms_per_step = p->median * 1e3;
+    r.peak_mem_bytes = p->peak_bytes;
+    double achieved = p->flops / p->median / 1e12;
+    if (c->peak_tflops > 0) r.mfu = achieved / c->peak_tflops;
+    r.interrupted = p->interrupted;
+    json_t *j = fl_bench_record_to_json(&r);
+    /* extras: enough to rerun it and to check the figures */
+    json_object_set_new(j, "definition", json_string(DEFINITION_VERSION));
+    json_object_set_new(j, "model", json_string(o->preset ? o->preset : o->model_dir));
+    json_object_set_new(j, "init", json_string(o->preset ? "random" : "loaded"));
+    json_object_set_new(j, "backend", json_string(c->be->name));
+    json_object_set_new(j, "alpha", json_real(m->lora_cfg.alpha));
+    json_t *targets = json_array();
+    for (int k = 0; k < FL_N_PROJ; k++)
+        if (m->lora_cfg.target_mask & (1u << k)) json_array_append_new(targets, json_string(fl_proj_names[k]));
+    json_object_set_new(j, "targets", targets);
+    json_object_set_new(j, "seed", json_integer(o->seed));
+    json_object_set_new(j, "flops_per_step", json_real(p->flops));
+    json_object_set_new(j, "achieved_tflops", json_real(achieved));
+    json_object_set_new(j, "mfu_peak_tflops", c->peak_tflops > 0 ? json_real(c->peak_tflops) : json_null());
+    json_object_set_new(j, "mfu_peak", json_string(c->peak_source));
+    json_object_set_new(j, "predicted_mem_bytes", json_integer((json_int_t)p->predicted_bytes));
+    json_object_set_new(j, "final_loss", json_real(p->final_loss));
+    json_t *steps = json_array();
+    for (int k = 0; k < p->n_timed; k++) json_array_append_new(steps, json_real(p->step_s[k] * 1e3));
+    json_object_set_new(j, "step_ms", steps);
+    json_object_set_new(j, "reference_tok_s", c->reference_tok_s > 0 ? json_real(c->reference_tok_s) : json_null());
+    json_object_set_new(j, "reference_ratio",
+                        c->reference_tok_s > 0 ? json_real(p->tok_s / c->reference_tok_s) : json_null());
+    if (o->sweep_spec[0]) json_object_set_new(j, "sweep", json_string(o->sweep_spec));
+    json_t *versions = json_object();
+    json_object_set_new(versions, "fastlora", json_string(c->version));
+    if (c->driver[0]) json_object_set_new(versions, "nvidia_driver", json_string(c->driver));
+    if (c->cuda_version[0]) json_object_set_new(versions, "cuda", json_string(c->cuda_version));
+    json_object_set_new(j, "versions", versions);
+    struct utsname u;
+    if (uname(&u) == 0) json_object_set_new(j, "os", json_sprintf("%s %s %s", u.sysname, u.release, u.machine));
+    return j;
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
 int cmd_bench(int argc, char **argv) {
-    bench_options o = {.preset = NULL, .targets = "q,k,v,o,gate,up,down", .device = "auto", .batch = 4, .seq = 256,
+    bench_options o = {.preset = NULL, .targets = "q,k,v,o,gate,up,down", .device = "auto", .batch = 4, .seq = 2048,
                        .rank = 16, .steps = 5, .warmup = 2, .threads = 0, .seed = 1234, .alpha = 32.0f};
+    const char *sweep_words = NULL; /* help only: the words after --sweep are taken out before parsing */
     const fl_option options[] = {
         {"model", FL_OPT_STRING, &o.model_dir, "Hugging Face model folder (config.json + safetensors)"},
         {"preset", FL_OPT_STRING, &o.preset, "built-in config with seeded random weights (default smollm2-135m)"},
+        {"weights", FL_OPT_STRING, &o.weights, "name of the weights for the board (default: from preset/folder)"},
         {"batch", FL_OPT_INT, &o.batch, "batch size B (default 4)"},
-        {"seq", FL_OPT_INT, &o.seq, "sequence length T (default 256)"},
+        {"seq", FL_OPT_INT, &o.seq, "sequence length T (default 2048)"},
         {"rank", FL_OPT_INT, &o.rank, "LoRA rank R (default 16)"},
         {"alpha", FL_OPT_FLOAT, &o.alpha, "LoRA alpha (default 32)"},
         {"rslora", FL_OPT_FLAG, &o.rslora, "scale by alpha/sqrt(R) instead of alpha/R"},
@@ -94,11 +442,47 @@ int cmd_bench(int argc, char **argv) {
         {"threads", FL_OPT_INT, &o.threads, "CPU threads (default: all cores)"},
         {"seed", FL_OPT_INT, &o.seed, "seed for weights, LoRA init and token ids (default 1234)"},
         {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)"},
-        {"json", FL_OPT_STRING, &o.json_path, "append the result as one JSON line to this file"},
+        {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest"},
+        {"mem-limit", FL_OPT_STRING, &o.mem_limit, "memory a setting may use, e.g. 8G (default: available RAM / device memory)"},
+        {"no-sgemm", FL_OPT_FLAG, &o.no_sgemm, "CPU: skip measuring the sgemm rate (no MFU)"},
+        {"reference-file", FL_OPT_STRING, &o.reference_path, "published board CSV (default data/reference-board.csv)"},
+        {"json", FL_OPT_STRING, &o.json_path, "append each result as one JSON line to this file"},
     };
-    int rc = fl_args_parse(argc, argv, options, (int)(sizeof options / sizeof options[0]),
-                           "usage: fastlora bench [--model DIR | --preset NAME] [--batch B --seq T --rank R ...]");
+    const int n_options = (int)(sizeof options / sizeof options[0]);
+    /* `--sweep batch=1,2 seq=256,512`: the words after --sweep that look like key=list belong to it */
+    char **args = fl_malloc(sizeof(char *) * (size_t)(argc + 1));
+    int n_args = 0, sweep_given = 0, bad_sweep = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--sweep") != 0) {
+            args[n_args++] = argv[i];
+            continue;
+        }
+        sweep_given = 1;
+        int words = 0;
+        while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+            const char *w = argv[++i];
+            /* one argument may hold several words: "batch=1,2 seq=256" */
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", w);
+            for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+                bad_sweep |= parse_sweep_word(&o, tok);
+                size_t len = strlen(o.sweep_spec);
+                snprintf(o.sweep_spec + len, sizeof o.sweep_spec - len, "%s%s", len ? " " : "", tok);
+                words++;
+            }
+        }
+        if (!words) bad_sweep = 1;
+    }
+    int rc = fl_args_parse(n_args, args, options, n_options,
+                           "usage: fastlora bench [--model DIR | --preset NAME] [--batch B --seq T --rank R ...]\n"
+                           "       fastlora bench --preset NAME --sweep batch=1,2,4,8 seq=256,512 [--json FILE]");
+    free(args);
     if (rc) return rc < 0 ? 0 : rc;
+    if (bad_sweep) {
+        fprintf(stderr, "fastlora: bench: --sweep expects words like batch=1,2,4,8 and seq=256,512 (batch >= 1, "
+                        "seq >= 2, at most 32 values each)\n");
+        return 2;
+    }
     if (o.model_dir && o.preset) { fprintf(stderr, "fastlora: bench: give --model or --preset, not both\n"); return 2; }
     if (!o.model_dir && !o.preset) o.preset = "smollm2-135m";
     if (o.batch < 1 || o.seq < 2 || o.rank < 1 || o.steps < 1 || o.warmup < 0 || o.threads < 0 || !(o.alpha > 0) ||
@@ -107,16 +491,32 @@ int cmd_bench(int argc, char **argv) {
                         "--alpha > 0, 0 <= --dropout < 1\n");
         return 2;
     }
+    double mem_limit = 0;
+    if (o.mem_limit && !(mem_limit = parse_mem(o.mem_limit))) {
+        fprintf(stderr, "fastlora: bench: --mem-limit expects a size like 8G, 512M or a number of MiB, got '%s'\n",
+                o.mem_limit);
+        return 2;
+    }
+    if (!sweep_given) o.sweep_spec[0] = 0;
+    if (!o.n_sweep_batch) { o.sweep_batch[0] = o.batch; o.n_sweep_batch = 1; }
+    if (!o.n_sweep_seq) { o.sweep_seq[0] = o.seq; o.n_sweep_seq = 1; }
+
     const fl_backend *be;
     if (fl_backend_select(o.device, &be)) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return 2;
     }
+    bench_context c = {.o = &o, .be = be, .reference_tok_s = -1.0};
+    c.is_cuda = strcmp(be->name, "cpu") != 0;
     if (o.threads > 0) {
         omp_set_num_threads(o.threads);
         openblas_set_num_threads(o.threads);
     }
-    int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+    c.threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+    snprintf(c.dtype, sizeof c.dtype, "%s", be->act_size == 2 ? "bfloat16" : "float32");
+    fastlora_version(c.version, sizeof c.version);
+    if (o.weights) snprintf(c.weights, sizeof c.weights, "%s", o.weights);
+    else fl_bench_weights_name(o.preset ? o.preset : o.model_dir, o.preset != NULL, c.weights, sizeof c.weights);
 
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = o.rank;
@@ -125,107 +525,192 @@ int cmd_bench(int argc, char **argv) {
     lc.dropout = o.dropout;
     lc.seed = (uint64_t)o.seed;
     if (fl_lora_parse_targets(o.targets, &lc.target_mask)) {
-        fprintf(stderr, "fastlora: %s\n", fl_last_error());
+        fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return 2;
     }
+
+    /* the device, and how much memory a setting may use */
+    double limit = mem_limit;
+    if (c.is_cuda) {
+#ifdef FL_HAVE_CUDA
+        snprintf(c.device, sizeof c.device, "%s", fl_cuda_device_name());
+        size_t free_b = 0, total_b = 0;
+        fl_cuda_mem_info(&free_b, &total_b);
+        if (!limit) limit = (double)free_b;
+#endif
+        /* driver version from the kernel module; the CUDA version the driver supports from nvidia-smi */
+        char line[256] = "";
+        first_line_after_colon("/proc/driver/nvidia/version", "NVRM version", line, sizeof line);
+        char *kmod = strstr(line, "Kernel Module");
+        if (kmod) sscanf(kmod + strlen("Kernel Module"), " %63s", c.driver);
+        command_output("nvidia-smi 2>/dev/null | grep -o 'CUDA Version: *[0-9.]*' | grep -o '[0-9.]*$'", c.cuda_version,
+                       sizeof c.cuda_version);
+    } else {
+        snprintf(c.device, sizeof c.device, "cpu");
+        first_line_after_colon("/proc/cpuinfo", "model name", c.device, sizeof c.device);
+        if (!limit) limit = 0.9 * (double)(proc_kb_field("/proc/meminfo", "MemAvailable") +
+                                           proc_kb_field("/proc/self/status", "VmRSS"));
+    }
+
+    /* predict the model's own memory before allocating it */
+    fl_model_config pre;
+    int status;
+    if (o.preset) status = fl_config_preset(&pre, o.preset);
+    else {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/config.json", o.model_dir);
+        status = fl_config_load(&pre, path);
+    }
+    if (status) {
+        fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
+        return status;
+    }
+    size_t lora_params = fl_lora_param_count(&pre, &lc);
+    double fixed_bytes = (double)fl_config_total_params(&pre) * (double)be->act_size +
+                         (double)lora_params * (4 * sizeof(float) + (be->act_size == sizeof(float) ? 0 : be->act_size));
+    if (limit > 0 && fixed_bytes > limit) {
+        fprintf(stderr, "fastlora: bench: %s does not fit: weights + LoRA state need %.2f GiB, limit %.2f GiB%s\n",
+                c.weights, fixed_bytes / 1073741824.0, limit / 1073741824.0, o.mem_limit ? " (--mem-limit)" : "");
+        return 2;
+    }
+
     fl_model m;
     double t_load = now_seconds();
-    int status = o.model_dir ? fl_model_init_dir(&m, o.model_dir, be, &lc)
-                             : fl_model_init_preset(&m, o.preset, (uint64_t)o.seed, be, &lc);
+    status = o.model_dir ? fl_model_init_dir(&m, o.model_dir, be, &lc)
+                         : fl_model_init_preset(&m, o.preset, (uint64_t)o.seed, be, &lc);
     if (status) {
-        fprintf(stderr, "fastlora: %s\n", fl_last_error());
+        fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return status;
     }
     t_load = now_seconds() - t_load;
+    c.m = &m;
     const fl_model_config *cfg = &m.cfg;
-    int B = o.batch, T = o.seq;
-    size_t N = (size_t)B * T;
 
-    /* the fixed batch: T+1 ids per row from one seeded stream; every position is trained */
-    int32_t *ids = fl_malloc(sizeof(int32_t) * N), *targets = fl_malloc(sizeof(int32_t) * N);
-    uint64_t stream = fl_rng_stream((uint64_t)o.seed, 0xba7c, 0, 0);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t <= T; t++) {
-            int32_t id = (int32_t)(fl_hash64(stream ^ ((uint64_t)b * (T + 1) + t)) % (uint64_t)cfg->vocab_size);
-            if (t < T) ids[b * T + t] = id;
-            if (t > 0) targets[b * T + t - 1] = id;
+    /* MFU's denominator: the card's dense bf16 peak (GPU), a measured sgemm (CPU) */
+    if (c.is_cuda) {
+        fl_gpu_catalog cat;
+        if (fl_gpu_catalog_load_default(&cat) == 0) {
+            const fl_gpu_spec *g = fl_gpu_catalog_find(&cat, c.device);
+            if (g && fl_gpu_train_tflops(g) > 0) {
+                c.peak_tflops = fl_gpu_train_tflops(g);
+                snprintf(c.peak_source, sizeof c.peak_source, "of the dense bf16 peak %.0f TFLOP/s of %s (data/gpus.csv)",
+                         c.peak_tflops, g->name);
+            } else {
+                snprintf(c.peak_source, sizeof c.peak_source, "'%s' is not in data/gpus.csv", c.device);
+            }
+            fl_gpu_catalog_free(&cat);
+        } else {
+            snprintf(c.peak_source, sizeof c.peak_source, "no GPU catalog: %s", fl_last_error());
         }
-    fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = targets};
-    fl_adamw_config opt = fl_adamw_config_default();
-    double flops = fl_model_flops_per_step(cfg, &lc, B, T);
-    size_t lora_params = fl_lora_param_count(cfg, &lc);
-    size_t planned = m.base.bytes + lora_params * 4 * sizeof(float) +
-                     fl_activations_bytes(cfg, lc.rank, B, T, be->act_size);
-    char device[256];
-    cpu_name(device, sizeof device);
+    } else if (!o.no_sgemm) {
+        printf("measuring the CPU's sgemm rate (OpenBLAS, 1536^3, %d threads) for MFU...\n", c.threads);
+        fflush(stdout);
+        c.peak_tflops = measure_sgemm_tflops(1536);
+        snprintf(c.peak_source, sizeof c.peak_source,
+                 "vs measured sgemm peak %.3f TFLOP/s (OpenBLAS sgemm 1536^3, %d threads; not a vendor figure)",
+                 c.peak_tflops, c.threads);
+    } else {
+        snprintf(c.peak_source, sizeof c.peak_source, "--no-sgemm: no measured CPU peak");
+    }
 
-    printf("fastlora bench: %s (%s), %.1fM params, LoRA r=%d alpha=%g on %s (%.2fM trainable)\n", cfg->name,
-           cfg->arch == FL_ARCH_QWEN2 ? "Qwen2" : "Llama", fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha,
-           o.targets, lora_params / 1e6);
-    printf("  batch %d x %d = %zu tokens/step, f32 on %s, %d threads; loaded in %.1f s\n", B, T, N, device, threads,
-           t_load);
+    /* the published board's figure for these weights on this device */
+    fl_reference_board ref;
+    if (fl_reference_board_load(&ref, o.reference_path) == 0) {
+        c.reference_tok_s = fl_reference_board_find(&ref, c.weights, c.device);
+        snprintf(c.reference_file, sizeof c.reference_file, "%s", ref.path);
+        fl_reference_board_free(&ref);
+    } else if (o.reference_path) {
+        fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
+        fl_model_free(&m);
+        return 2;
+    }
+
+    printf("fastlora bench %s: %s (%s, %s weights), %.1fM params, LoRA r=%d alpha=%g on %s (%.2fM trainable)\n",
+           c.version, c.weights, cfg->arch == FL_ARCH_QWEN2 ? "Qwen2" : "Llama", o.preset ? "random" : "loaded",
+           fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, o.targets, lora_params / 1e6);
+    printf("  device: %s (%s backend, %s", c.device, be->name, c.dtype);
+    if (!c.is_cuda) printf(", %d threads", c.threads);
+    if (c.driver[0]) printf(", driver %s", c.driver);
+    if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
+    printf("); loaded in %.1f s; memory limit %.2f GiB%s\n", t_load, limit / 1073741824.0,
+           o.mem_limit ? " (--mem-limit)" : c.is_cuda ? " (free device memory)" : " (90% of available RAM)");
     fflush(stdout);
 
-    int total = o.warmup + o.steps;
-    double *times = fl_malloc(sizeof(double) * (size_t)total);
-    double last_loss = 0;
-    for (int s = 0; s < total; s++) {
-        be->synchronize();
-        double t0 = now_seconds();
-        fl_step_stats st = fl_model_forward(&m, &batch, 0.0f);
-        fl_model_backward(&m);
-        fl_model_optimizer_step(&m, &opt);
-        be->synchronize();
-        times[s] = now_seconds() - t0;
-        last_loss = st.loss;
-        printf("  %s %d/%d: %.0f ms, loss %.4f\n", s < o.warmup ? "warm-up" : "step", s < o.warmup ? s + 1 : s - o.warmup + 1,
-               s < o.warmup ? o.warmup : o.steps, times[s] * 1e3, st.loss);
-        fflush(stdout);
-    }
-    double *timed = times + o.warmup;
-    qsort(timed, (size_t)o.steps, sizeof(double), cmp_double);
-    double median = o.steps % 2 ? timed[o.steps / 2] : 0.5 * (timed[o.steps / 2 - 1] + timed[o.steps / 2]);
-    double tok_s = N / median, tok_s_min = N / timed[o.steps - 1], tok_s_max = N / timed[0];
-    size_t peak = peak_rss_bytes();
-    printf("\nresult: %.1f train tok/s (min %.1f, max %.1f), %.1f ms/step\n", tok_s, tok_s_min, tok_s_max, median * 1e3);
-    printf("  FLOPs/step %.4g (4 x %.1fM matmul params x %zu tokens + attention + LoRA) -> %.3f TFLOP/s achieved\n",
-           flops, fl_config_matmul_params(cfg) / 1e6, N, flops / median / 1e12);
-    printf("  peak memory: %.1f MiB resident (planned allocations %.1f MiB)\n", peak / 1048576.0, planned / 1048576.0);
+    struct sigaction sa, old_sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills as usual */
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_sa);
 
-    if (o.json_path) {
-        char date[32];
-        time_t now = time(NULL);
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-        json_t *r = json_object();
-        json_object_set_new(r, "tool", json_string("fastlora"));
-        json_object_set_new(r, "model", json_string(cfg->name));
-        json_object_set_new(r, "preset", o.preset ? json_string(o.preset) : json_null());
-        json_object_set_new(r, "device", json_string(device));
-        json_object_set_new(r, "backend", json_string(be->name));
-        json_object_set_new(r, "dtype", json_string("float32"));
-        json_object_set_new(r, "batch", json_integer(B));
-        json_object_set_new(r, "seq", json_integer(T));
-        json_object_set_new(r, "rank", json_integer(lc.rank));
-        json_object_set_new(r, "alpha", json_real(lc.alpha));
-        json_object_set_new(r, "targets", json_string(o.targets));
-        json_object_set_new(r, "threads", json_integer(threads));
-        json_object_set_new(r, "steps", json_integer(o.steps));
-        json_object_set_new(r, "warmup", json_integer(o.warmup));
-        json_object_set_new(r, "train_tok_s", json_real(tok_s));
-        json_object_set_new(r, "train_tok_s_min", json_real(tok_s_min));
-        json_object_set_new(r, "train_tok_s_max", json_real(tok_s_max));
-        json_object_set_new(r, "ms_per_step", json_real(median * 1e3));
-        json_object_set_new(r, "flops_per_step", json_real(flops));
-        json_object_set_new(r, "peak_mem_bytes", json_integer((json_int_t)peak));
-        json_object_set_new(r, "final_loss", json_real(last_loss));
-        json_object_set_new(r, "date", json_string(date));
-        status = append_json_record(o.json_path, r);
-        json_decref(r);
-        if (status) fprintf(stderr, "fastlora: %s\n", fl_last_error());
+    int n_points = o.n_sweep_batch * o.n_sweep_seq;
+    bench_point *points = fl_calloc((size_t)n_points, sizeof *points);
+    int n_run = 0;
+    for (int si = 0; si < o.n_sweep_seq && !interrupted; si++)
+        for (int bi = 0; bi < o.n_sweep_batch && !interrupted; bi++) {
+            bench_point *p = &points[n_run++];
+            p->B = o.sweep_batch[bi];
+            p->T = o.sweep_seq[si];
+            p->predicted_bytes = fixed_bytes + (double)fl_activations_bytes(cfg, lc.rank, p->B, p->T, be->act_size);
+            p->fits = !(limit > 0 && p->predicted_bytes > limit);
+            if (n_points > 1) printf("\n== %d x %d (%d of %d) ==\n", p->B, p->T, n_run, n_points);
+            if (!p->fits) {
+                printf("  does not fit: predicted %.2f GiB > limit %.2f GiB; skipped\n", p->predicted_bytes / 1073741824.0,
+                       limit / 1073741824.0);
+                if (n_points == 1) status = 2;
+                continue;
+            }
+            printf("  %d x %d = %zu tokens/step, predicted memory %.2f GiB\n", p->B, p->T, (size_t)p->B * p->T,
+                   p->predicted_bytes / 1073741824.0);
+            run_point(&c, p);
+            print_result(&c, p);
+            if (o.json_path && p->n_timed > 0 && !p->interrupted) {
+                json_t *j = point_record(&c, p);
+                if (fl_bench_record_append(o.json_path, j)) {
+                    fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
+                    status = 2;
+                } else {
+                    printf("  record appended to %s\n", o.json_path);
+                }
+                json_decref(j);
+            } else if (o.json_path && p->interrupted) {
+                printf("  interrupted: no record written to %s (partial measurements are not results)\n", o.json_path);
+            }
+        }
+    sigaction(SIGINT, &old_sa, NULL);
+
+    if (n_points > 1) {
+        printf("\nsweep: %s, %s on %s\n| batch | seq | train tok/s | ms/step | peak MiB | |\n|---|---|---|---|---|---|\n",
+               o.sweep_spec, c.weights, c.device);
+        int best = -1;
+        for (int k = 0; k < n_run; k++) {
+            bench_point *p = &points[k];
+            if (!p->fits) {
+                printf("| %d | %d | — | — | %.0f (predicted) | does not fit |\n", p->B, p->T, p->predicted_bytes / 1048576.0);
+                continue;
+            }
+            if (!p->n_timed) {
+                printf("| %d | %d | — | — | — | interrupted |\n", p->B, p->T);
+                continue;
+            }
+            printf("| %d | %d | %.1f | %.1f | %.0f | %s |\n", p->B, p->T, p->tok_s, p->median * 1e3, p->peak_bytes / 1048576.0,
+                   p->interrupted ? "partial" : "");
+            if (!p->interrupted && (best < 0 || p->tok_s > points[best].tok_s)) best = k;
+        }
+        if (n_run < n_points) printf("(%d setting%s not tried: interrupted)\n", n_points - n_run, n_points - n_run == 1 ? "" : "s");
+        if (best >= 0)
+            printf("fastest that fits: batch %d x seq %d, %.1f train tok/s\n", points[best].B, points[best].T,
+                   points[best].tok_s);
+        else
+            printf("no setting was measured completely\n");
     }
-    free(times);
-    free(ids);
-    free(targets);
+    for (int k = 0; k < n_points; k++) free(points[k].step_s);
+    free(points);
     fl_model_free(&m);
+    if (interrupted) {
+        fprintf(stderr, "fastlora bench: interrupted\n");
+        return 130;
+    }
     return status;
 }

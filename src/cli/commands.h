@@ -5,6 +5,9 @@
 #define FL_COMMANDS_H
 
 int cmd_bench(int argc, char **argv);
+int cmd_gpus(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_board(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -13,6 +13,9 @@ typedef struct {
 
 static const command commands[] = {
     {"bench", cmd_bench, "LoRA training throughput on a fixed batch (train tok/s, ms/step, memory)"},
+    {"gpus", cmd_gpus, "the GPU catalog: memory, bandwidth, dense TFLOPS, power, price"},
+    {"plan", cmd_plan, "memory, fit, speed, time and cost of a fine-tuning run on every GPU"},
+    {"board", cmd_board, "leaderboards (Markdown, HTML) from bench result records"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer (--text, --file, --decode, --chat)"},
 };
 

@@ -73,12 +73,19 @@ int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const 
     return 0;
 }
 
-int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc) {
+void fl_model_init_random(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                          const fl_lora_config *lc) {
     memset(m, 0, sizeof *m);
     m->be = be;
-    FL_TRY(fl_config_preset(&m->cfg, preset));
+    m->cfg = *cfg;
     fl_weights_init_random(&m->base, &m->cfg, seed, be);
     model_finish_init(m, lc);
+}
+
+int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc) {
+    fl_model_config cfg;
+    FL_TRY(fl_config_preset(&cfg, preset));
+    fl_model_init_random(m, &cfg, seed, be, lc);
     return 0;
 }
 

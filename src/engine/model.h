@@ -61,6 +61,9 @@ typedef struct {
  * get PEFT's init (B = 0). */
 int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc);
 int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc);
+/* Seeded random base weights for any config (tests, planning). */
+void fl_model_init_random(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                          const fl_lora_config *lc);
 void fl_model_free(fl_model *m);
 /* Loads a PEFT adapter's weights into the LoRA parameters (its config must match m->lora_cfg). */
 int fl_model_load_adapter(fl_model *m, const char *adapter_dir);

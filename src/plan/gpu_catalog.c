@@ -392,3 +392,22 @@ double fl_gpu_usable_bytes(const fl_gpu_spec *g) {
     if (g->usable_mib > 0) return g->usable_mib * 1048576.0;
     return g->vram_gb * 1e9 * 0.97;
 }
+
+/* ---- columns --------------------------------------------------------------------------------- */
+
+int fl_gpu_column_count(void) { return N_COLS; }
+const char *fl_gpu_column_name(int i) { return i >= 0 && i < N_COLS ? columns[i].name : NULL; }
+int fl_gpu_column_index(const char *name) {
+    if (name && !strcasecmp(name, "price_usd_hr_indicative")) name = "price_usd_hr";
+    for (int c = 0; name && c < N_COLS; c++)
+        if (!strcasecmp(name, columns[c].name)) return c;
+    return -1;
+}
+int fl_gpu_column_is_text(int i) { return i >= 0 && i < N_COLS && columns[i].kind == KIND_TEXT; }
+const char *fl_gpu_column_text(const fl_gpu_spec *g, int i) {
+    return fl_gpu_column_is_text(i) ? (const char *)g + columns[i].offset : "";
+}
+double fl_gpu_column_number(const fl_gpu_spec *g, int i) {
+    if (i < 0 || i >= N_COLS || columns[i].kind == KIND_TEXT) return -1;
+    return *(const double *)((const char *)g + columns[i].offset);
+}

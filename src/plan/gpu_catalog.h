@@ -63,6 +63,15 @@ int fl_gpu_catalog_merge_file(fl_gpu_catalog *c, const char *csv_path);
 const fl_gpu_spec *fl_gpu_catalog_find(const fl_gpu_catalog *c, const char *device_name);
 void fl_gpu_catalog_free(fl_gpu_catalog *c);
 
+/* The CSV columns, for `gpus --sort COLUMN` and JSON output: count, name, whether the column is
+ * text, and a row's value (text, or number with -1 for unknown). Index -1 for an unknown name. */
+int fl_gpu_column_count(void);
+const char *fl_gpu_column_name(int i);
+int fl_gpu_column_index(const char *name);
+int fl_gpu_column_is_text(int i);
+const char *fl_gpu_column_text(const fl_gpu_spec *g, int i);
+double fl_gpu_column_number(const fl_gpu_spec *g, int i);
+
 /* The tensor rate the engine's bf16 path gets on this card: bf16 dense, else fp16 dense (no bf16
  * tensor cores: T4, V100), in TFLOPS. */
 double fl_gpu_train_tflops(const fl_gpu_spec *g);

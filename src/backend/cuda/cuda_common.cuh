@@ -136,6 +136,9 @@ void matmul_backward_input(bf16 *dinp, const bf16 *dout, const bf16 *weight, flo
                            int OC, cudaStream_t stream);
 void matmul_backward_weight(float *dweight, const bf16 *dout, const bf16 *inp, float alpha, size_t N, int IC, int OC,
                             cudaStream_t stream);
+/* out (N, OC) f32 = inp · weightᵀ (the LM head's logits when a caller wants them in f32) */
+void matmul_forward_f32out(float *out, const bf16 *inp, const bf16 *weight, size_t N, int IC, int OC,
+                           cudaStream_t stream);
 /* cuda_rope.cu */
 void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, cudaStream_t stream);
 void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS,

@@ -37,6 +37,9 @@ void fl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 double fl_cuda_measure_matmul_tflops(int m, int n, int k, int iters);
 /* Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written). */
 double fl_cuda_measure_copy_gbs(size_t bytes, int iters);
+/* 1: lm_head_loss returns the loss sum and count of the PREVIOUS call and never waits for the
+ * device (no host-device sync after the forward); 0 (default): exact, waits. For the bench. */
+void fl_cuda_set_deferred_loss(int on);
 /* Which attention kernels run: "mma" (tensor cores) or "simple"; set by FL_CUDA_ATTN. */
 const char *fl_cuda_attention_variant(void);
 

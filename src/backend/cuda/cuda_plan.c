@@ -36,8 +36,8 @@ fl_cuda_launch fl_cuda_attn_forward_launch(int B, int T, int NH, int HS) {
     l.grid_y = (unsigned)NH;
     l.grid_z = (unsigned)B;
     l.threads = 128;
-    /* Q tile (BQ x HS) + K and V tiles (BK x HS each), two stages, bf16 */
-    l.smem_bytes = (size_t)(FL_ATTN_BQ + 2 * 2 * FL_ATTN_BK) * (size_t)HS * 2;
+    /* Q tile (BQ x HS) + one K and one V tile (BK x HS each), bf16: 48 KiB at HS 128 */
+    l.smem_bytes = (size_t)(FL_ATTN_BQ + 2 * FL_ATTN_BK) * (size_t)HS * 2;
     return l;
 }
 
@@ -47,8 +47,9 @@ fl_cuda_launch fl_cuda_attn_simple_launch(int B, int T, int heads, int HS) {
     l.grid_y = (unsigned)heads;
     l.grid_z = (unsigned)B;
     l.threads = 32 * FL_ATTN_SIMPLE_WARPS;
-    /* one f32 tile of 32 rows x HS for each of the two operands streamed through shared memory */
-    l.smem_bytes = (size_t)2 * 32 * (size_t)(HS + 1) * sizeof(float);
+    /* two f32 tiles of 32 rows x (HS+1) (padded: conflict-free per-lane rows) streamed through
+     * shared memory, plus two HS-vectors per warp (its own query / key row and dout / v row) */
+    l.smem_bytes = ((size_t)2 * 32 * (size_t)(HS + 1) + (size_t)FL_ATTN_SIMPLE_WARPS * 2 * HS) * sizeof(float);
     return l;
 }
 

@@ -49,7 +49,7 @@ typedef struct {
 
 /* 1 when the mma (tensor-core) attention supports this head size (64 or 128). */
 int fl_cuda_attn_mma_supported(int HS);
-/* Forward, mma kernel: grid (ceil(T/BQ), NH, B), 128 threads, Q tile + 2 K/V stages in smem. */
+/* Forward, mma kernel: grid (ceil(T/BQ), NH, B), 128 threads, Q tile + one K and V tile in smem. */
 fl_cuda_launch fl_cuda_attn_forward_launch(int B, int T, int NH, int HS);
 /* Simple kernels (any HS multiple of 32 up to 256): forward one warp per query row; backward
  * dq pass one warp per query row, dk/dv pass one warp per key row. */

@@ -1,0 +1,157 @@
+/* gemm_bf16.c — the public bf16 GEMM entry points: run-time dispatch between the AVX512_BF16
+ * kernel (gemm_bf16_avx512.c) and the portable C path below.
+ *
+ * The portable path computes the same function — bf16(A) · bf16 B, exact products, f32 sums — with
+ * plain loops the compiler vectorizes for whatever target it is built for: B blocks are widened to
+ * f32 (transposed for nt, so the inner loop runs along N), A rows are rounded to bf16 and widened,
+ * and four rows of C accumulate at once so each widened B row is loaded once per four rows.
+ */
+#include "backend/cpu/gemm_bf16.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/dtype.h"
+
+static int force_fallback;
+
+void fl_gemm_bf16_force_fallback(int on) { force_fallback = on; }
+
+int fl_gemm_bf16_uses_avx512(void) {
+    if (force_fallback) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+static void gemm_dispatch(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                          const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (fl_gemm_bf16_uses_avx512()) {
+        fl_gemm_bf16_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
+    fl_gemm_bf16_portable(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void fl_gemm_bf16_nt(int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
+                     float beta, float *C, int ldc) {
+    gemm_dispatch(1, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
+                     float beta, float *C, int ldc) {
+    gemm_dispatch(0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---------------------------------------------------------------- portable path */
+
+enum { P_NC = 256, P_KC = 256, P_MR = 4 };
+
+static void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "fastlora: out of memory (%zu bytes) in bf16 GEMM\n", bytes);
+        abort();
+    }
+    return p;
+}
+
+/* C = beta · C over (M, N); beta == 0 writes zeros without reading C. */
+static void scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int m = 0; m < M; m++) {
+        float *c = C + (size_t)m * ldc;
+        for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
+    }
+}
+
+/* One thread's region: rows [m0, m1), columns [n0, n1). */
+static void portable_region(int trans_b, int m0, int m1, int n0, int n1, int K, float alpha, const float *A,
+                            int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+    float *bt = xmalloc(sizeof(float) * P_KC * P_NC);      /* widened B block, [k][n] */
+    float *ar = xmalloc(sizeof(float) * P_MR * P_KC);      /* P_MR rounded A rows, [r][k] */
+    float *acc = xmalloc(sizeof(float) * P_MR * P_NC);     /* [r][n] */
+    for (int jc = n0; jc < n1; jc += P_NC) {
+        int nc = n1 - jc < P_NC ? n1 - jc : P_NC;
+        for (int pc = 0; pc < K; pc += P_KC) {
+            int kc = K - pc < P_KC ? K - pc : P_KC;
+            if (trans_b) {
+                for (int n = 0; n < nc; n++) {
+                    const uint16_t *b = B + (size_t)(jc + n) * ldb + pc;
+                    for (int k = 0; k < kc; k++) bt[k * nc + n] = fl_bf16_to_f32(b[k]);
+                }
+            } else {
+                for (int k = 0; k < kc; k++) {
+                    const uint16_t *b = B + (size_t)(pc + k) * ldb + jc;
+                    for (int n = 0; n < nc; n++) bt[k * nc + n] = fl_bf16_to_f32(b[n]);
+                }
+            }
+            for (int m = m0; m < m1; m += P_MR) {
+                int mr = m1 - m < P_MR ? m1 - m : P_MR;
+                for (int r = 0; r < P_MR; r++)
+                    for (int k = 0; k < kc; k++)
+                        ar[r * P_KC + k] = r < mr ? fl_bf16_to_f32(fl_f32_to_bf16(A[(size_t)(m + r) * lda + pc + k]))
+                                                  : 0.0f;
+                for (int i = 0; i < P_MR * P_NC; i++) acc[i] = 0.0f;
+                float *a0 = acc, *a1 = acc + P_NC, *a2 = acc + 2 * P_NC, *a3 = acc + 3 * P_NC;
+                for (int k = 0; k < kc; k++) {
+                    const float *b = bt + (size_t)k * nc;
+                    float x0 = ar[k], x1 = ar[P_KC + k], x2 = ar[2 * P_KC + k], x3 = ar[3 * P_KC + k];
+                    for (int n = 0; n < nc; n++) {
+                        float bn = b[n];
+                        a0[n] += x0 * bn;
+                        a1[n] += x1 * bn;
+                        a2[n] += x2 * bn;
+                        a3[n] += x3 * bn;
+                    }
+                }
+                for (int r = 0; r < mr; r++) {
+                    float *c = C + (size_t)(m + r) * ldc + jc;
+                    const float *s = acc + r * P_NC;
+                    if (pc > 0 || beta == 1.0f)
+                        for (int n = 0; n < nc; n++) c[n] += alpha * s[n];
+                    else if (beta == 0.0f)
+                        for (int n = 0; n < nc; n++) c[n] = alpha * s[n];
+                    else
+                        for (int n = 0; n < nc; n++) c[n] = alpha * s[n] + beta * c[n];
+                }
+            }
+        }
+    }
+    free(acc);
+    free(ar);
+    free(bt);
+}
+
+void fl_gemm_bf16_portable(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                           const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    double flops = 2.0 * M * N * K;
+    int nthreads = flops < 4e6 ? 1 : omp_get_max_threads();
+    #pragma omp parallel num_threads(nthreads)
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int m0 = 0, m1 = M, n0 = 0, n1 = N;
+        if (M >= 4 * nt * P_MR || N < 2 * nt) { /* split rows */
+            int per = ((M + nt - 1) / nt + P_MR - 1) / P_MR * P_MR;
+            m0 = t * per < M ? t * per : M;
+            m1 = m0 + per < M ? m0 + per : M;
+        } else { /* few rows: split columns */
+            int per = (N + nt - 1) / nt;
+            n0 = t * per < N ? t * per : N;
+            n1 = n0 + per < N ? n0 + per : N;
+        }
+        if (m0 < m1 && n0 < n1)
+            portable_region(trans_b, m0, m1, n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+}

@@ -1,0 +1,39 @@
+/* gemm_bf16.h — bf16-input, f32-accumulate GEMM for the frozen base weights on the CPU.
+ *
+ * The weights are stored in bf16; the activations are f32 and are rounded to bf16
+ * (round-to-nearest-even, like fl_f32_to_bf16) while they are packed. Products of two bf16 are
+ * exact in f32; the sums are f32. On a CPU with AVX512_BF16 the work runs on `vdpbf16ps`
+ * (gemm_bf16_avx512.c); elsewhere a portable C path computes the same thing, slower.
+ * Both parallelize with OpenMP inside (any thread count; nested calls run on one thread).
+ * Design, blocking sizes and measured speed: docs/CPU-GEMM.md.
+ */
+#ifndef FL_GEMM_BF16_H
+#define FL_GEMM_BF16_H
+
+#include <stdint.h>
+
+/* C (M, N) = alpha · bf16(A) (M, K) · Bᵀ + beta · C, with A f32 row-major (lda), B bf16 (N, K)
+ * row-major (ldb) — i.e. B is an nn.Linear weight (out, in). f32 accumulation.
+ * beta == 0 means C is not read. Any M, N, K >= 0 (K == 0 gives C = beta · C). */
+void fl_gemm_bf16_nt(int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
+                     float beta, float *C, int ldc);
+/* C (M, N) = alpha · bf16(A) (M, K) · B + beta · C, with B bf16 (K, N) row-major (ldb). */
+void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
+                     float beta, float *C, int ldc);
+
+/* ---- internal: for tests and the kernel lab (dev/cpu/bench_gemm_bf16.c) ---- */
+
+/* 1 forces the portable path even where AVX512_BF16 is present; 0 restores the automatic choice.
+ * Not thread-safe against concurrent GEMM calls: set it before, not during. */
+void fl_gemm_bf16_force_fallback(int on);
+/* 1 when calls currently run on the AVX512_BF16 kernel. */
+int fl_gemm_bf16_uses_avx512(void);
+
+/* The two implementations, with the API's arguments (trans_b: 1 = nt, 0 = nn). Callers use the
+ * public functions above; these are exposed so each file stays self-contained. */
+void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                         const uint16_t *B, int ldb, float beta, float *C, int ldc);
+void fl_gemm_bf16_portable(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                           const uint16_t *B, int ldb, float beta, float *C, int ldc);
+
+#endif

@@ -1,0 +1,163 @@
+/* cuda_backend.cu — binds the CUDA ops into the fl_backend interface (backend.h), as
+ * cpu_backend.c does for the CPU: each <op>_cuda casts the act buffers to bf16 and enqueues the
+ * launcher on the context stream.
+ *
+ * Two interface entries return host values: lm_head_loss (the loss sum) and sum_squares (Σx²).
+ * Their results are computed on the device into a small results block and copied back into pinned
+ * memory; by default the call waits for that copy (the only host-device synchronizations of a
+ * training step: one after the forward, one before AdamW). With fl_cuda_set_deferred_loss(1),
+ * lm_head_loss returns the loss of the PREVIOUS call instead and never waits (the bench's mode;
+ * docs/CUDA.md proposes the interface change that makes this exact). */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_info.h"
+#include "backend/cuda/cuda_memory.h"
+
+typedef struct {
+    double loss;
+    unsigned long long count;
+    double sumsq;
+} results_block;
+
+static results_block *results_dev, *results_host; /* device / pinned host */
+static cudaEvent_t loss_copied;
+static int deferred_loss;
+
+static void embedding_forward_cuda(void *out, const int32_t *ids, const void *table, size_t N, int C) {
+    embedding_forward((bf16 *)out, ids, (const bf16 *)table, N, C, fl_cuda.stream);
+}
+static void rmsnorm_forward_cuda(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C) {
+    rmsnorm_forward((bf16 *)out, rstd, (const bf16 *)inp, (const bf16 *)weight, eps, N, C, fl_cuda.stream);
+}
+static void rmsnorm_backward_cuda(void *dinp, const void *dout, const void *inp, const void *weight, const float *rstd,
+                                  size_t N, int C) {
+    rmsnorm_backward((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight, rstd, N, C, fl_cuda.stream);
+}
+static void matmul_forward_cuda(void *out, const void *inp, const void *weight, const void *bias, float alpha, float beta,
+                                size_t N, int IC, int OC) {
+    matmul_forward((bf16 *)out, (const bf16 *)inp, (const bf16 *)weight, (const bf16 *)bias, alpha, beta, N, IC, OC,
+                   fl_cuda.stream);
+}
+static void matmul_backward_input_cuda(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
+                                       int IC, int OC) {
+    matmul_backward_input((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)weight, alpha, beta, N, IC, OC, fl_cuda.stream);
+}
+static void matmul_backward_weight_cuda(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
+                                        int OC) {
+    matmul_backward_weight(dweight, (const bf16 *)dout, (const bf16 *)inp, alpha, N, IC, OC, fl_cuda.stream);
+}
+static void rope_forward_cuda(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
+    rope_forward((bf16 *)x, pos, inv_freq, N, n_heads, HS, fl_cuda.stream);
+}
+static void rope_backward_cuda(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
+    rope_backward((bf16 *)dx, pos, inv_freq, N, n_heads, HS, fl_cuda.stream);
+}
+static void attention_forward_cuda(void *out, float *lse, const void *q, const void *k, const void *v,
+                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS) {
+    attention_forward((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS,
+                      fl_cuda.stream);
+}
+static void attention_backward_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
+                                    const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
+                                    int NH, int NKV, int HS) {
+    attention_backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, (const bf16 *)out, lse, (const bf16 *)q,
+                       (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, fl_cuda.stream);
+}
+static void swiglu_forward_cuda(void *out, const void *gate, const void *up, size_t N) {
+    swiglu_forward((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, N, fl_cuda.stream);
+}
+static void swiglu_backward_cuda(void *dgate, void *dup, const void *dout, const void *gate, const void *up, size_t N) {
+    swiglu_backward((bf16 *)dgate, (bf16 *)dup, (const bf16 *)dout, (const bf16 *)gate, (const bf16 *)up, N, fl_cuda.stream);
+}
+static void dropout_cuda(void *out, const void *inp, float p, uint64_t stream, size_t N) {
+    dropout((bf16 *)out, (const bf16 *)inp, p, stream, N, fl_cuda.stream);
+}
+static void add_inplace_cuda(void *acc, const void *x, size_t N) {
+    add_inplace((bf16 *)acc, (const bf16 *)x, N, fl_cuda.stream);
+}
+
+static double lm_head_loss_cuda(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
+                                float grad_scale, size_t N, int C, int V, size_t *n_counted) {
+    if (deferred_loss) CUDA_CHECK(cudaEventSynchronize(loss_copied)); /* the previous copy: long done */
+    results_block prev = *results_host;
+    lm_head_loss((bf16 *)dinp, logits_out, (const bf16 *)inp, targets, (const bf16 *)weight, grad_scale, N, C, V,
+                 &results_dev->loss, &results_dev->count, fl_cuda.stream);
+    CUDA_CHECK(cudaMemcpyAsync(results_host, results_dev, offsetof(results_block, sumsq), cudaMemcpyDeviceToHost,
+                               fl_cuda.stream));
+    CUDA_CHECK(cudaEventRecord(loss_copied, fl_cuda.stream));
+    if (deferred_loss) {
+        *n_counted = (size_t)prev.count;
+        return prev.loss;
+    }
+    CUDA_CHECK(cudaEventSynchronize(loss_copied));
+    *n_counted = (size_t)results_host->count;
+    return results_host->loss;
+}
+
+static void adamw_update_cuda(float *params, void *params_act, float *m, float *v, const float *grads, float lr, float beta1,
+                              float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n) {
+    adamw_update(params, (bf16 *)params_act, m, v, grads, lr, beta1, beta2, eps, weight_decay, grad_scale, step, n,
+                 fl_cuda.stream);
+}
+
+static double sum_squares_cuda(const float *x, size_t n) {
+    sum_squares(&results_dev->sumsq, x, n, fl_cuda.stream);
+    CUDA_CHECK(cudaMemcpyAsync(&results_host->sumsq, &results_dev->sumsq, sizeof(double), cudaMemcpyDeviceToHost,
+                               fl_cuda.stream));
+    CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
+    return results_host->sumsq;
+}
+
+static const fl_backend cuda_backend = {
+    .name = "cuda",
+    .act_size = 2,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .copy = cuda_copy,
+    .zero = cuda_zero,
+    .synchronize = cuda_synchronize,
+    .upload_act = cuda_upload_act,
+    .download_act = cuda_download_act,
+    .cast_to_act = cuda_cast_to_act,
+    .embedding_forward = embedding_forward_cuda,
+    .rmsnorm_forward = rmsnorm_forward_cuda,
+    .rmsnorm_backward = rmsnorm_backward_cuda,
+    .matmul_forward = matmul_forward_cuda,
+    .matmul_backward_input = matmul_backward_input_cuda,
+    .matmul_backward_weight = matmul_backward_weight_cuda,
+    .rope_forward = rope_forward_cuda,
+    .rope_backward = rope_backward_cuda,
+    .attention_forward = attention_forward_cuda,
+    .attention_backward = attention_backward_cuda,
+    .swiglu_forward = swiglu_forward_cuda,
+    .swiglu_backward = swiglu_backward_cuda,
+    .dropout = dropout_cuda,
+    .add_inplace = add_inplace_cuda,
+    .lm_head_loss = lm_head_loss_cuda,
+    .adamw_update = adamw_update_cuda,
+    .sum_squares = sum_squares_cuda,
+};
+
+extern "C" const fl_backend *fl_backend_cuda(void) {
+    static int state; /* 0 untried, 1 ready, -1 unusable */
+    if (state == 0) {
+        state = -1;
+        if (fl_cuda_init() == 0) {
+            results_dev = (results_block *)FL_CUDA_MALLOC(sizeof(results_block), "loss results");
+            CUDA_CHECK(cudaMemsetAsync(results_dev, 0, sizeof(results_block), fl_cuda.stream));
+            CUDA_CHECK(cudaMallocHost((void **)&results_host, sizeof(results_block)));
+            memset(results_host, 0, sizeof *results_host);
+            CUDA_CHECK(cudaEventCreateWithFlags(&loss_copied, cudaEventDisableTiming));
+            CUDA_CHECK(cudaEventRecord(loss_copied, fl_cuda.stream));
+            state = 1;
+        }
+    }
+    return state > 0 ? &cuda_backend : NULL;
+}
+
+extern "C" void fl_cuda_set_deferred_loss(int on) { deferred_loss = on; }

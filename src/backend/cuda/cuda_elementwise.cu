@@ -1,0 +1,101 @@
+/* cuda_elementwise.cu — SwiGLU forward/backward, dropout and the residual add on bf16, f32 math.
+ *
+ * Mirrors backend/cpu/cpu_elementwise.c: silu(g) = g·σ(g), d silu/dg = σ(g)(1 + g(1 − σ(g)));
+ * dropout keeps element i when fl_rng_uniform(stream, i) >= p — the same counter-based hash as
+ * common/rng.h, so the mask is the CPU's bit for bit. Each op is a small functor run by one
+ * grid-stride kernel: 8 elements (16 bytes) per step when every pointer is 16-byte aligned, the
+ * ragged tail one at a time. */
+#include "backend/cuda/cuda_common.cuh"
+
+template <int W> __device__ __forceinline__ void load_w(const bf16 *p, float *f) {
+    if (W == 8) bf16x8_to_float(*(const bf16x8 *)p, f);
+    else f[0] = __bfloat162float(*p);
+}
+template <int W> __device__ __forceinline__ void store_w(bf16 *p, const float *f) {
+    if (W == 8) *(bf16x8 *)p = float_to_bf16x8(f);
+    else *p = __float2bfloat16_rn(f[0]);
+}
+
+struct swiglu_fwd_op {
+    bf16 *out; const bf16 *gate, *up;
+    template <int W> __device__ void apply(size_t i) const {
+        float g[W], u[W], o[W];
+        load_w<W>(gate + i, g); load_w<W>(up + i, u);
+#pragma unroll
+        for (int k = 0; k < W; k++) o[k] = g[k] / (1.0f + expf(-g[k])) * u[k];
+        store_w<W>(out + i, o);
+    }
+};
+
+struct swiglu_bwd_op {
+    bf16 *dgate, *dup; const bf16 *dout, *gate, *up;
+    template <int W> __device__ void apply(size_t i) const {
+        float g[W], u[W], d[W], dg[W], du[W];
+        load_w<W>(gate + i, g); load_w<W>(up + i, u); load_w<W>(dout + i, d);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            float sig = 1.0f / (1.0f + expf(-g[k]));
+            dg[k] = d[k] * u[k] * sig * (1.0f + g[k] * (1.0f - sig));
+            du[k] = d[k] * g[k] * sig;
+        }
+        store_w<W>(dgate + i, dg); store_w<W>(dup + i, du);
+    }
+};
+
+struct dropout_op {
+    bf16 *out; const bf16 *inp; float p, keep_scale; uint64_t key;
+    template <int W> __device__ void apply(size_t i) const {
+        float x[W];
+        load_w<W>(inp + i, x);
+#pragma unroll
+        for (int k = 0; k < W; k++) x[k] = fl_rng_uniform_dev(key, i + k) >= p ? x[k] * keep_scale : 0.0f;
+        store_w<W>(out + i, x);
+    }
+};
+
+struct add_op {
+    bf16 *acc; const bf16 *x;
+    template <int W> __device__ void apply(size_t i) const {
+        float a[W], b[W];
+        load_w<W>(acc + i, a); load_w<W>(x + i, b);
+#pragma unroll
+        for (int k = 0; k < W; k++) a[k] += b[k];
+        store_w<W>(acc + i, a);
+    }
+};
+
+template <typename Op>
+__global__ void elementwise_kernel(Op op, size_t N, int vec) {
+    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+    size_t body = vec ? N / 8 * 8 : 0;
+    for (size_t g = tid; g < body / 8; g += stride) op.template apply<8>(g * 8);
+    for (size_t i = body + tid; i < N; i += stride) op.template apply<1>(i);
+}
+
+template <typename Op> static void elementwise_launch(const Op &op, size_t N, int vec, cudaStream_t stream) {
+    if (!N) return;
+    unsigned blocks = fl_cuda_grid_1d(N, 256, vec ? 8 : 1, (unsigned)fl_cuda.prop.multiProcessorCount * 16);
+    elementwise_kernel<Op><<<blocks ? blocks : 1, 256, 0, stream>>>(op, N, vec);
+    CUDA_LAUNCH_CHECK();
+}
+
+void swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t N, cudaStream_t stream) {
+    swiglu_fwd_op op = {out, gate, up};
+    elementwise_launch(op, N, fl_aligned16(out, gate, up), stream);
+}
+
+void swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t N,
+                     cudaStream_t stream) {
+    swiglu_bwd_op op = {dgate, dup, dout, gate, up};
+    elementwise_launch(op, N, fl_aligned16(dgate, dup, dout) && fl_aligned16(gate, up), stream);
+}
+
+void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t N, cudaStream_t stream) {
+    dropout_op op = {out, inp, p, 1.0f / (1.0f - p), stream_key};
+    elementwise_launch(op, N, fl_aligned16(out, inp), stream);
+}
+
+void add_inplace(bf16 *acc, const bf16 *x, size_t N, cudaStream_t stream) {
+    add_op op = {acc, x};
+    elementwise_launch(op, N, fl_aligned16(acc, x), stream);
+}

@@ -1,0 +1,128 @@
+/* cuda_loss.cu — the LM head fused with softmax cross-entropy, chunked over tokens.
+ *
+ * Mirrors backend/cpu/cpu_loss.c. Per chunk of `rows` tokens (cuda_plan.c sizes it so the bf16
+ * logits stay within FL_CUDA_LM_HEAD_BUDGET, 256 MiB: 768 rows of a 152k vocabulary):
+ *   1. logits (rows, V) bf16 = inp · weightᵀ                         (cuBLASLt, f32 accumulate)
+ *   2. one block per row: max and Σexp in f32 (online), loss_row = lse − logit[target]; when a
+ *      gradient is wanted, the row is overwritten in place by grad_scale·(softmax − onehot)
+ *      (zeros for ignored rows, target < 0)
+ *   3. dinp (rows, C) = dlogits · weight                              (cuBLASLt)
+ * The per-row losses go to a device array; one block then sums them in a fixed order into a
+ * double and counts the rows (deterministic). Nothing waits for the host: the result stays on the
+ * device until cuda_backend.cu reads it. The full (N, V) logits exist only when the caller asks
+ * for them (logits_out, f32, tests and generation), and then come from an f32-output GEMM. */
+#include "backend/cuda/cuda_common.cuh"
+
+#define XENT_THREADS 512
+
+__global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t *targets, float grad_scale, int V,
+                                    int write_grad, int vec) {
+    __shared__ float red[32];
+    size_t r = blockIdx.x;
+    bf16 *row = logits + r * (size_t)V;
+    int32_t target = targets[r];
+    if (target < 0) {
+        if (write_grad)
+            for (int i = threadIdx.x; i < V; i += blockDim.x) row[i] = __float2bfloat16_rn(0.0f);
+        if (threadIdx.x == 0) row_loss[r] = 0.0f;
+        return;
+    }
+    /* pass 1: online max / sum of exp per thread, then combined across the block */
+    float m = -INFINITY, s = 0.0f;
+    if (vec) {
+        for (int i = threadIdx.x * 8; i < V; i += blockDim.x * 8) {
+            float f[8];
+            bf16x8_to_float(*(const bf16x8 *)(row + i), f);
+            float cm = f[0];
+#pragma unroll
+            for (int k = 1; k < 8; k++) cm = fmaxf(cm, f[k]);
+            float nm = fmaxf(m, cm);
+            s *= expf(m - nm);
+#pragma unroll
+            for (int k = 0; k < 8; k++) s += expf(f[k] - nm);
+            m = nm;
+        }
+    } else {
+        for (int i = threadIdx.x; i < V; i += blockDim.x) {
+            float x = __bfloat162float(row[i]);
+            float nm = fmaxf(m, x);
+            s = s * expf(m - nm) + expf(x - nm);
+            m = nm;
+        }
+    }
+    float row_max = block_reduce_max(m, red);
+    float scaled = m == -INFINITY ? 0.0f : s * expf(m - row_max);
+    float sum = block_reduce_sum(scaled, red);
+    float lse = row_max + logf(sum);
+    float target_logit = __bfloat162float(row[target]);
+    __syncthreads(); /* everyone read row[target] before it is overwritten */
+    if (threadIdx.x == 0) row_loss[r] = lse - target_logit;
+    if (!write_grad) return;
+    /* pass 2: dlogits = grad_scale · (softmax − onehot), in place */
+    float inv = 1.0f / sum;
+    if (vec) {
+        for (int i = threadIdx.x * 8; i < V; i += blockDim.x * 8) {
+            float f[8];
+            bf16x8_to_float(*(const bf16x8 *)(row + i), f);
+#pragma unroll
+            for (int k = 0; k < 8; k++) f[k] = grad_scale * expf(f[k] - row_max) * inv - (i + k == target ? grad_scale : 0.0f);
+            *(bf16x8 *)(row + i) = float_to_bf16x8(f);
+        }
+    } else {
+        for (int i = threadIdx.x; i < V; i += blockDim.x) {
+            float p = grad_scale * expf(__bfloat162float(row[i]) - row_max) * inv;
+            row[i] = __float2bfloat16_rn(p - (i == target ? grad_scale : 0.0f));
+        }
+    }
+}
+
+/* One block: Σ row_loss in double (fixed order per thread, fixed tree), count of targets >= 0. */
+__global__ void loss_sum_kernel(double *loss_dev, unsigned long long *count_dev, const float *row_loss,
+                                const int32_t *targets, size_t N) {
+    __shared__ double dsum[1024];
+    __shared__ unsigned long long dcnt[1024];
+    double s = 0.0;
+    unsigned long long c = 0;
+    for (size_t i = threadIdx.x; i < N; i += blockDim.x) {
+        s += (double)row_loss[i];
+        c += targets[i] >= 0;
+    }
+    dsum[threadIdx.x] = s;
+    dcnt[threadIdx.x] = c;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) {
+            dsum[threadIdx.x] += dsum[threadIdx.x + w];
+            dcnt[threadIdx.x] += dcnt[threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        *loss_dev = dsum[0];
+        *count_dev = dcnt[0];
+    }
+}
+
+void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t *targets, const bf16 *weight,
+                  float grad_scale, size_t N, int C, int V, double *loss_dev, unsigned long long *count_dev,
+                  cudaStream_t stream) {
+    size_t rows_max = fl_cuda_lm_head_chunk_rows(N, V, FL_CUDA_LM_HEAD_BUDGET);
+    char *scratch = (char *)fl_cuda_scratch(FL_SCRATCH_LM_LOGITS, fl_cuda_lm_head_scratch_bytes(N, V, FL_CUDA_LM_HEAD_BUDGET));
+    bf16 *logits = (bf16 *)scratch;
+    float *row_loss = (float *)(scratch + (rows_max * (size_t)V * 2 + 255) / 256 * 256);
+    for (size_t n0 = 0; n0 < N; n0 += rows_max) {
+        size_t rows = N - n0 < rows_max ? N - n0 : rows_max;
+        matmul_forward(logits, inp + n0 * C, weight, NULL, 1.0f, 0.0f, rows, C, V, stream);
+        if (logits_out) {
+            /* f32 logits for the caller: the same product with an f32 output */
+            matmul_forward_f32out(logits_out + n0 * (size_t)V, inp + n0 * C, weight, rows, C, V, stream);
+        }
+        int vec = V % 8 == 0 && fl_aligned16(logits);
+        softmax_xent_kernel<<<(unsigned)rows, XENT_THREADS, 0, stream>>>(logits, row_loss + n0, targets + n0, grad_scale,
+                                                                         V, dinp != NULL, vec);
+        CUDA_LAUNCH_CHECK();
+        if (dinp) matmul_backward_input(dinp + n0 * C, logits, weight, 1.0f, 0.0f, rows, C, V, stream);
+    }
+    loss_sum_kernel<<<1, 1024, 0, stream>>>(loss_dev, count_dev, row_loss, targets, N);
+    CUDA_LAUNCH_CHECK();
+}

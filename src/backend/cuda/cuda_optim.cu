@@ -1,0 +1,77 @@
+/* cuda_optim.cu — AdamW over the whole flat LoRA buffer in one launch, and the Σx² reduction of
+ * global-norm clipping.
+ *
+ * Mirrors backend/cpu/cpu_optim.c (torch.optim.AdamW: decay applied to the parameter first,
+ * bias-corrected moments, eps after the sqrt); the bias corrections are computed on the host in
+ * double exactly as the CPU does. Each thread updates f32 master, m, v and writes the bf16 compute
+ * copy in the same pass (4 f32 reads, 3 f32 + 1 bf16 writes per parameter).
+ * sum_squares is deterministic: a grid fixed by n, one double partial per block, one block adding
+ * the partials in order. */
+#include <math.h>
+
+#include "backend/cuda/cuda_common.cuh"
+
+__global__ void adamw_update_kernel(float *params, bf16 *params_act, float *m, float *v, const float *grads, float lr,
+                                    float beta1, float beta2, float eps, float weight_decay, float grad_scale,
+                                    float step_size, float bias2_sqrt, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float g = grads[i] * grad_scale;
+        float p = params[i] * (1.0f - lr * weight_decay);
+        float mi = beta1 * m[i] + (1.0f - beta1) * g;
+        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        p = p - step_size * mi / (sqrtf(vi) / bias2_sqrt + eps);
+        params[i] = p;
+        if (params_act) params_act[i] = __float2bfloat16_rn(p);
+    }
+}
+
+void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n, cudaStream_t stream) {
+    if (!n) return;
+    double bias1 = 1.0 - pow(beta1, step), bias2 = 1.0 - pow(beta2, step);
+    float step_size = (float)(lr / bias1), bias2_sqrt = (float)sqrt(bias2);
+    unsigned blocks = fl_cuda_grid_1d(n, 256, 4, (unsigned)fl_cuda.prop.multiProcessorCount * 8);
+    adamw_update_kernel<<<blocks, 256, 0, stream>>>(params, params_act, m, v, grads, lr, beta1, beta2, eps, weight_decay,
+                                                    grad_scale, step_size, bias2_sqrt, n);
+    CUDA_LAUNCH_CHECK();
+}
+
+#define SS_THREADS 256
+#define SS_MAX_BLOCKS 1024
+
+__global__ void sum_squares_partial_kernel(double *partials, const float *x, size_t n) {
+    __shared__ double s[SS_THREADS];
+    double acc = 0.0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        acc += (double)x[i] * x[i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = SS_THREADS / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partials[blockIdx.x] = s[0];
+}
+
+__global__ void sum_squares_final_kernel(double *out, const double *partials, int count) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        double acc = 0.0;
+        for (int i = 0; i < count; i++) acc += partials[i];
+        *out = acc;
+    }
+}
+
+void sum_squares(double *out_dev, const float *x, size_t n, cudaStream_t stream) {
+    if (!n) {
+        CUDA_CHECK(cudaMemsetAsync(out_dev, 0, sizeof(double), stream));
+        return;
+    }
+    unsigned blocks = fl_cuda_grid_1d(n, SS_THREADS, 8, SS_MAX_BLOCKS);
+    double *partials = (double *)fl_cuda_scratch(FL_SCRATCH_REDUCE, SS_MAX_BLOCKS * sizeof(double));
+    sum_squares_partial_kernel<<<blocks, SS_THREADS, 0, stream>>>(partials, x, n);
+    CUDA_LAUNCH_CHECK();
+    sum_squares_final_kernel<<<1, 32, 0, stream>>>(out_dev, partials, (int)blocks);
+    CUDA_LAUNCH_CHECK();
+}

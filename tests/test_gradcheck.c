@@ -1,0 +1,273 @@
+/* test_gradcheck.c — finite-difference checks of every backward op and of the whole model's LoRA
+ * gradients, on the CPU reference backend.
+ *
+ * Each op check builds a scalar L = Σ w ⊙ op(x) with random w, so dL/dout = w, runs the op's
+ * backward, and compares with central differences (L(x+h) − L(x−h)) / 2h in f32 arithmetic. With
+ * h = 1e-2 and O(1) values, truncation error is O(h²)·|f'''| ~ 1e-4 and f32 rounding of L adds
+ * ~1e-7·|L|/h ~ 1e-4, so agreement is checked to 1e-2 of the gradient's largest entry — far below
+ * what any sign, factor or index error produces (≥ 10%). The whole-model checks use h = 1e-3. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "common/rng.h"
+#include "engine/model.h"
+#include "test.h"
+
+
+static void fill(float *x, size_t n, uint64_t seed, float lo, float hi) {
+    fl_rng_fill_uniform(x, n, fl_rng_stream(seed, 7, 7, 7), lo, hi);
+}
+
+static double weighted_sum(const float *w, const float *y, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)w[i] * y[i];
+    return s;
+}
+
+static double max_abs(const float *x, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fabs(x[i]) > m ? fabs(x[i]) : m;
+    return m;
+}
+
+/* Compares analytic gradient `grad` of x (n) with central differences of `loss`, where
+ * loss(ctx) recomputes L from the current x. Checks every index (sizes here are small). */
+typedef double (*loss_fn)(void *ctx);
+static void fd_compare_strided(const char *what, float *x, const float *grad, size_t n, size_t stride, float h,
+                               loss_fn loss, void *ctx) {
+    double tol = 1e-2 * max_abs(grad, n) + 1e-5, worst = 0;
+    size_t worst_i = 0;
+    double worst_fd = 0;
+    for (size_t i = 0; i < n; i += stride) {
+        float saved = x[i];
+        x[i] = saved + h;
+        double plus = loss(ctx);
+        x[i] = saved - h;
+        double minus = loss(ctx);
+        x[i] = saved;
+        double fd = (plus - minus) / (2.0 * h);
+        if (fabs(fd - grad[i]) > worst) { worst = fabs(fd - grad[i]); worst_i = i; worst_fd = fd; }
+    }
+    CHECK_MSG(worst <= tol, "%s[%zu]: analytic %.6g vs finite difference %.6g (tol %.3g)", what, worst_i,
+              grad[worst_i], worst_fd, tol);
+    CHECK_MSG(max_abs(grad, n) > 1e-4, "%s: gradient is all ~zero, the check would be vacuous", what);
+}
+
+static void fd_compare(const char *what, float *x, const float *grad, size_t n, loss_fn loss, void *ctx) {
+    fd_compare_strided(what, x, grad, n, 1, 1e-2f, loss, ctx);
+}
+
+/* ---- RMSNorm ---- */
+typedef struct { float *x, *w, *y, *dy, *rstd; int N, C; } norm_ctx;
+static double norm_loss(void *p) {
+    norm_ctx *c = p;
+    rmsnorm_forward_cpu(c->y, c->rstd, c->x, c->w, 1e-5f, (size_t)c->N, c->C);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->C);
+}
+TEST(gradcheck_rmsnorm) {
+    int N = 3, C = 16;
+    norm_ctx c = {malloc(4 * N * C), malloc(4 * C), malloc(4 * N * C), malloc(4 * N * C), malloc(4 * N), N, C};
+    fill(c.x, N * C, 1, -1, 1); fill(c.w, C, 2, 0.5f, 1.5f); fill(c.dy, N * C, 3, -1, 1);
+    float *dx = calloc(N * C, 4);
+    norm_loss(&c);
+    rmsnorm_backward_cpu(dx, c.dy, c.x, c.w, c.rstd, N, C);
+    fd_compare("rmsnorm dx", c.x, dx, N * C, norm_loss, &c);
+    free(c.x); free(c.w); free(c.y); free(c.dy); free(c.rstd); free(dx);
+}
+
+/* ---- RoPE ---- */
+typedef struct { float *x, *y, *dy, *inv_freq; int32_t *pos; int N, H, HS; } rope_ctx;
+static double rope_loss(void *p) {
+    rope_ctx *c = p;
+    memcpy(c->y, c->x, sizeof(float) * c->N * c->H * c->HS);
+    rope_forward_cpu(c->y, c->pos, c->inv_freq, c->N, c->H, c->HS);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->H * c->HS);
+}
+TEST(gradcheck_rope) {
+    int N = 4, H = 2, HS = 8, n = N * H * HS;
+    int32_t pos[4] = {0, 3, 7, 100};
+    float inv_freq[4] = {1.0f, 0.3f, 0.05f, 0.001f};
+    rope_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), inv_freq, pos, N, H, HS};
+    fill(c.x, n, 4, -1, 1); fill(c.dy, n, 5, -1, 1);
+    float *dx = malloc(4 * n);
+    memcpy(dx, c.dy, 4 * n);
+    rope_backward_cpu(dx, pos, inv_freq, N, H, HS);
+    fd_compare("rope dx", c.x, dx, n, rope_loss, &c);
+    free(c.x); free(c.y); free(c.dy); free(dx);
+}
+
+/* ---- attention (GQA, with a document boundary) ---- */
+typedef struct { float *q, *k, *v, *out, *lse, *dout; int32_t *seg; int B, T, NH, NKV, HS; } attn_ctx;
+static double attn_loss(void *p) {
+    attn_ctx *c = p;
+    attention_forward_cpu(c->out, c->lse, c->q, c->k, c->v, c->seg, c->B, c->T, c->NH, c->NKV, c->HS);
+    return weighted_sum(c->dout, c->out, (size_t)c->B * c->T * c->NH * c->HS);
+}
+TEST(gradcheck_attention_gqa_packed) {
+    int B = 2, T = 5, NH = 4, NKV = 2, HS = 4;
+    size_t nq = (size_t)B * T * NH * HS, nkv = (size_t)B * T * NKV * HS;
+    /* row 0: one document; row 1: documents [0,2) and [2,5) */
+    int32_t seg[10] = {0, 0, 0, 0, 0, 0, 0, 2, 2, 2};
+    attn_ctx c = {malloc(4 * nq), malloc(4 * nkv), malloc(4 * nkv), malloc(4 * nq), malloc(4 * B * NH * T),
+                  malloc(4 * nq), seg, B, T, NH, NKV, HS};
+    fill(c.q, nq, 6, -1, 1); fill(c.k, nkv, 7, -1, 1); fill(c.v, nkv, 8, -1, 1); fill(c.dout, nq, 9, -1, 1);
+    float *dq = malloc(4 * nq), *dk = malloc(4 * nkv), *dv = malloc(4 * nkv);
+    attn_loss(&c);
+    attention_backward_cpu(dq, dk, dv, c.dout, c.out, c.lse, c.q, c.k, c.v, seg, B, T, NH, NKV, HS);
+    fd_compare("attention dq", c.q, dq, nq, attn_loss, &c);
+    fd_compare("attention dk", c.k, dk, nkv, attn_loss, &c);
+    fd_compare("attention dv", c.v, dv, nkv, attn_loss, &c);
+    free(c.q); free(c.k); free(c.v); free(c.out); free(c.lse); free(c.dout); free(dq); free(dk); free(dv);
+}
+
+/* ---- SwiGLU ---- */
+typedef struct { float *g, *u, *y, *dy; int n; } swiglu_ctx;
+static double swiglu_loss(void *p) {
+    swiglu_ctx *c = p;
+    swiglu_forward_cpu(c->y, c->g, c->u, c->n);
+    return weighted_sum(c->dy, c->y, c->n);
+}
+TEST(gradcheck_swiglu) {
+    int n = 40;
+    swiglu_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), malloc(4 * n), n};
+    fill(c.g, n, 10, -4, 4); fill(c.u, n, 11, -2, 2); fill(c.dy, n, 12, -1, 1);
+    float *dg = malloc(4 * n), *du = malloc(4 * n);
+    swiglu_backward_cpu(dg, du, c.dy, c.g, c.u, n);
+    fd_compare("swiglu dgate", c.g, dg, n, swiglu_loss, &c);
+    fd_compare("swiglu dup", c.u, du, n, swiglu_loss, &c);
+    free(c.g); free(c.u); free(c.y); free(c.dy); free(dg); free(du);
+}
+
+/* ---- matmul (input and weight gradients, bias) ---- */
+typedef struct { float *x, *w, *b, *y, *dy; int N, IC, OC; } mm_ctx;
+static double mm_loss(void *p) {
+    mm_ctx *c = p;
+    matmul_forward_cpu(c->y, c->x, c->w, c->b, 1.5f, 0.0f, c->N, c->IC, c->OC);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->OC);
+}
+TEST(gradcheck_matmul) {
+    int N = 5, IC = 7, OC = 3;
+    mm_ctx c = {malloc(4 * N * IC), malloc(4 * OC * IC), malloc(4 * OC), malloc(4 * N * OC), malloc(4 * N * OC), N, IC, OC};
+    fill(c.x, N * IC, 13, -1, 1); fill(c.w, OC * IC, 14, -1, 1); fill(c.b, OC, 15, -1, 1); fill(c.dy, N * OC, 16, -1, 1);
+    float *dx = malloc(4 * N * IC), *dw = calloc(OC * IC, 4);
+    matmul_backward_input_cpu(dx, c.dy, c.w, 1.5f, 0.0f, N, IC, OC);
+    matmul_backward_weight_cpu(dw, c.dy, c.x, 1.5f, N, IC, OC);
+    fd_compare("matmul dinp", c.x, dx, N * IC, mm_loss, &c);
+    fd_compare("matmul dweight", c.w, dw, OC * IC, mm_loss, &c);
+    free(c.x); free(c.w); free(c.b); free(c.y); free(c.dy); free(dx); free(dw);
+}
+
+/* ---- LM head + cross-entropy ---- */
+typedef struct { float *x, *w; int32_t *targets; int N, C, V; } ce_ctx;
+static double ce_loss(void *p) {
+    ce_ctx *c = p;
+    size_t counted;
+    return lm_head_loss_cpu(NULL, NULL, c->x, c->targets, c->w, 0, c->N, c->C, c->V, &counted);
+}
+TEST(gradcheck_lm_head_cross_entropy) {
+    int N = 4, C = 6, V = 11;
+    int32_t targets[4] = {3, -100, 10, 0};
+    ce_ctx c = {malloc(4 * N * C), malloc(4 * V * C), targets, N, C, V};
+    fill(c.x, N * C, 17, -1, 1); fill(c.w, V * C, 18, -1, 1);
+    float *dx = malloc(4 * N * C);
+    size_t counted;
+    lm_head_loss_cpu(dx, NULL, c.x, targets, c.w, 1.0f, N, C, V, &counted);
+    CHECK_EQ_INT(counted, 3);
+    fd_compare("lm_head dinp", c.x, dx, N * C, ce_loss, &c);
+    for (int i = 0; i < C; i++) CHECK(dx[1 * C + i] == 0.0f); /* ignored token: no gradient */
+    free(c.x); free(c.w); free(dx);
+}
+
+/* ---- the whole model: every LoRA gradient of a tiny Qwen2-style model with GQA, biases, dropout,
+ * rsLoRA, packed documents and llama3 RoPE ---- */
+static void scale_floats(void *x, size_t n, float s) {
+    float *f = x;
+    for (size_t i = 0; i < n; i++) f[i] *= s;
+}
+
+typedef struct { fl_model *m; fl_batch *batch; uint64_t micro_step; } model_ctx;
+static double model_loss(void *p) {
+    model_ctx *c = p;
+    fl_model_sync_lora(c->m);
+    c->m->micro_step = c->micro_step - 1; /* same dropout masks on every evaluation */
+    fl_step_stats st = fl_model_forward(c->m, c->batch, 0.0f);
+    return st.loss;
+}
+
+static void model_gradcheck(int qwen, float dropout) {
+    fl_model_config cfg = {.arch = qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23, .hidden_size = 12,
+                           .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4,
+                           .max_position_embeddings = 64, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f,
+                           .tie_word_embeddings = qwen, .qkv_bias = qwen};
+    if (!qwen) {
+        cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
+        cfg.rope_original_max_position = 16;
+    }
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 3;
+    lc.alpha = 5;
+    lc.use_rslora = qwen;
+    lc.dropout = dropout;
+    fl_model m;
+    fl_model_init_random(&m, &cfg, 99, fl_backend_cpu(), &lc);
+    /* the random init is std 0.02; scale the matrices up 5x (norm weights stay ~1) so gradients are
+     * O(1e-2..1) without saturating softmax, and give B non-zero values */
+    fill(m.lora.data, m.lora.n, 21, -0.3f, 0.3f);
+    int C = cfg.hidden_size, QD = fl_config_q_dim(&cfg), KVD = fl_config_kv_dim(&cfg), FF = cfg.intermediate_size;
+    scale_floats(m.base.embed, (size_t)cfg.vocab_size * C, 5.0f);
+    if (!cfg.tie_word_embeddings) scale_floats(m.base.lm_head, (size_t)cfg.vocab_size * C, 5.0f);
+    for (int l = 0; l < cfg.n_layers; l++) {
+        fl_layer_weights *lw = &m.base.layers[l];
+        scale_floats(lw->q, (size_t)QD * C, 5.0f);
+        scale_floats(lw->k, (size_t)KVD * C, 5.0f);
+        scale_floats(lw->v, (size_t)KVD * C, 5.0f);
+        scale_floats(lw->o, (size_t)C * QD, 5.0f);
+        scale_floats(lw->gate, (size_t)FF * C, 5.0f);
+        scale_floats(lw->up, (size_t)FF * C, 5.0f);
+        scale_floats(lw->down, (size_t)C * FF, 5.0f);
+    }
+    fl_model_sync_lora(&m);
+    int B = 2, T = 6;
+    int32_t ids[12] = {1, 5, 7, 22, 3, 3, 9, 0, 14, 2, 8, 19};
+    int32_t targets[12] = {5, 7, 22, 3, 3, -100, 0, 14, 2, -100, 19, 4};
+    int32_t pos[12] = {0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 1, 2};
+    int32_t seg[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3};
+    fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+    fl_model_forward(&m, &batch, 0.0f);
+    fl_model_backward(&m);
+    model_ctx ctx = {&m, &batch, m.micro_step};
+    float *grad = malloc(sizeof(float) * m.grads.n);
+    memcpy(grad, m.grads.data, sizeof(float) * m.grads.n);
+    /* every 3rd parameter (coprime with the rank, so each A/B row and column is visited). h = 1e-3:
+     * the loss (~3) is a mean of 10 tokens through two layers, so its curvature is larger than an
+     * op's; f32 noise on the loss (~1e-6) then costs ~5e-4 absolute, inside the tolerance. */
+    fd_compare_strided(qwen ? "qwen2 model LoRA grads" : "llama3 model LoRA grads", m.lora.data, grad, m.lora.n, 3,
+                       1e-3f, model_loss, &ctx);
+    free(grad);
+    fl_model_free(&m);
+}
+
+TEST(gradcheck_model_llama3_rope) { model_gradcheck(0, 0.0f); }
+TEST(gradcheck_model_llama3_rope_dropout) { model_gradcheck(0, 0.3f); }
+TEST(gradcheck_model_qwen2_bias_tied_rslora) { model_gradcheck(1, 0.0f); }
+TEST(gradcheck_model_qwen2_bias_tied_rslora_dropout) { model_gradcheck(1, 0.3f); }
+
+/* Dropout: the mask is a pure function of (stream, index), keeps ~1-p, scales by 1/(1-p). */
+TEST(dropout_mask_statistics) {
+    size_t n = 100000;
+    float *x = malloc(4 * n), *y = malloc(4 * n), *y2 = malloc(4 * n);
+    for (size_t i = 0; i < n; i++) x[i] = 1.0f;
+    dropout_cpu(y, x, 0.25f, 42, n);
+    dropout_cpu(y2, x, 0.25f, 42, n);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        kept += y[i] != 0.0f;
+        CHECK(y[i] == y2[i]);
+        CHECK(y[i] == 0.0f || fabsf(y[i] - 1.0f / 0.75f) < 1e-6f);
+    }
+    /* binomial: mean 75000, sd 137 -> 5 sd */
+    CHECK_MSG(kept > 74300 && kept < 75700, "kept %zu of %zu", kept, n);
+    free(x); free(y); free(y2);
+}
