@@ -2,9 +2,10 @@
 # suite (plus the AddressSanitizer run of the bad-input tests); `make bench` runs the README's
 # benchmark. Every source under src/ is picked up by its folder; no list to keep in sync.
 CC      ?= gcc
-CFLAGS  ?= -O3 -march=native
+# OPT is the optimization/instrumentation part (the sanitizer build swaps it); CFLAGS adds the rest.
+OPT     ?= -O3 -march=native
 # -fno-math-errno lets `omp simd` loops call the vector expf; nothing here reads errno after libm.
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno -Isrc -MMD -MP
+CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno -Isrc -MMD -MP
 # OpenBLAS's OpenMP build, so BLAS and our kernels share one thread pool (the pthread build's
 # threads spin against OpenMP's and cost ~40% of a step on 2 cores).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
@@ -46,8 +47,8 @@ test: all
 
 # The bad-input tests again under AddressSanitizer + UBSan: malformed files must never crash.
 asan-test:
-	$(MAKE) --no-print-directory BUILD=build-asan CFLAGS="-O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	    LDLIBS="-ljansson -lpcre2-8 $(BLAS_LIBS) -lm -fopenmp -fsanitize=address,undefined" build-asan/fastlora build-asan/fastlora_tests
+	$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	    build-asan/fastlora build-asan/fastlora_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 FASTLORA_BIN=build-asan/fastlora build-asan/fastlora_tests bad_input
 
 bench: $(BUILD)/fastlora
@@ -55,5 +56,49 @@ bench: $(BUILD)/fastlora
 
 clean:
 	rm -rf build build-asan
+
+# ---- CUDA (src/backend/cuda/*.cu, dev/cuda/) ----------------------------------------------------
+# Built whenever nvcc is on PATH (or CUDA=1); CUDA=0 gives the pure CPU build. Sanitizer builds
+# (OPT with -fsanitize) stay CPU-only: nvcc's host objects are not instrumented anyway. The binary
+# still runs where no GPU or driver exists (fl_backend_cuda() returns NULL, "auto" picks the CPU).
+NVCC      ?= $(shell command -v nvcc 2>/dev/null)
+CUDA      ?= $(if $(NVCC),1,0)
+ifneq ($(findstring -fsanitize,$(OPT)),)
+override CUDA := 0
+endif
+ifeq ($(CUDA),1)
+NVCC      := $(if $(NVCC),$(NVCC),nvcc)
+CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(shell readlink -f $$(command -v $(NVCC)))))
+CUDA_LIB  ?= $(CUDA_HOME)/lib64
+# sm_80 and sm_90 machine code plus sm_90 PTX for newer GPUs; device-check narrows it to sm_90.
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra -Xptxas -warn-spills
+CU_SRC    := $(wildcard src/backend/cuda/*.cu)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
+CFLAGS    += -DFL_HAVE_CUDA
+LDLIBS    += -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublasLt -lcublas -lcudart -lstdc++
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) -Isrc -MMD -MP -c $< -o $@
+
+$(BUILD)/libfastlora.a: $(CU_OBJ)
+
+# The kernel lab: one standalone program per op (validate against the CPU op, then time).
+DEV_SRC := $(wildcard dev/cuda/*.cu)
+DEV_BIN := $(DEV_SRC:dev/cuda/%.cu=$(BUILD)/dev/%)
+$(BUILD)/dev/%: dev/cuda/%.cu dev/cuda/lab.h $(BUILD)/libfastlora.a
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) -Isrc -Idev/cuda $< -o $@ $(BUILD)/libfastlora.a \
+	    -Xcompiler -fopenmp $(filter-out -fopenmp,$(LDLIBS))
+dev-cuda: $(DEV_BIN)
+-include $(CU_OBJ:.o=.d)
+endif
+
+.PHONY: dev-cuda device-check
+# One call on a GPU machine: build for sm_90 only, CUDA tests, benchmarks, summary table.
+device-check:
+	scripts/device-check
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

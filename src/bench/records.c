@@ -196,7 +196,7 @@ int fl_bench_record_parse_line(fl_bench_record *r, const char *text, size_t len,
     while (i < len && isspace((unsigned char)text[i])) i++;
     if (i == len) return -1;
     json_error_t err;
-    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     if (!o)
         return fl_input_error("%s:%d: record: expected one JSON object per line (%s, column %d)", file, line, err.text,
                               err.column);

@@ -35,9 +35,9 @@ static void cell_num(char *buf, size_t cap, double v, const char *fmt) {
 }
 
 static void print_table(const fl_gpu_spec *g, int n) {
-    printf("%-14s %-18s %5s %7s %7s %7s %7s %7s %7s %5s %6s %-4s %s\n", "GPU", "arch", "VRAM", "usable", "BW GB/s",
+    printf("%-14s %-20s %5s %7s %7s %7s %7s %7s %7s %5s %6s %-4s %s\n", "GPU", "arch", "VRAM", "usable", "BW GB/s",
            "BF16", "FP16", "FP8", "TF32", "TDP", "$/h", "ECC", "use / interconnect");
-    printf("%-14s %-18s %5s %7s %7s %7s %7s %7s %7s %5s %6s %-4s\n", "", "", "GB", "GiB", "", "TFLOPS", "dense", "dense",
+    printf("%-14s %-20s %5s %7s %7s %7s %7s %7s %7s %5s %6s %-4s\n", "", "", "GB", "GiB", "", "TFLOPS", "dense", "dense",
            "dense", "W", "", "");
     for (int i = 0; i < n; i++) {
         char usable[16], bf16[16], fp16[16], fp8[16], tf32[16], tdp[16], price[16], ecc[8];
@@ -49,7 +49,7 @@ static void print_table(const fl_gpu_spec *g, int n) {
         cell_num(tdp, sizeof tdp, g[i].tdp_w, "%.0f");
         cell_num(price, sizeof price, g[i].price_usd_hr, "%.2f");
         snprintf(ecc, sizeof ecc, "%.3s", g[i].ecc[0] ? g[i].ecc : "?");
-        printf("%-14.14s %-18.18s %5.0f %7s %7.0f %7s %7s %7s %7s %5s %6s %-4s %.34s | %.34s\n", g[i].short_name,
+        printf("%-14.14s %-20.20s %5.0f %7s %7.0f %7s %7s %7s %7s %5s %6s %-4s %.34s | %.34s\n", g[i].short_name,
                g[i].arch, g[i].vram_gb, usable, g[i].mem_bw_gbs, bf16, fp16, fp8, tf32, tdp, price, ecc,
                g[i].target_use, g[i].interconnect);
     }

@@ -47,6 +47,21 @@ static double cpu_logits_bytes(size_t N, int V) {
     return (double)chunk * V * sizeof(float);
 }
 
+/* weights.c's layout: matrices at weight_size, vectors (norms, biases) at act_size, each tensor
+ * rounded up to 64 bytes. */
+static double weights_bytes(const fl_model_config *cfg, size_t weight_size, size_t act_size) {
+    size_t C = (size_t)cfg->hidden_size, V = (size_t)cfg->vocab_size, FF = (size_t)cfg->intermediate_size;
+    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);
+#define MAT(r, c) PLAN_ALIGN_UP((r) * (c) * weight_size)
+#define VEC(n) PLAN_ALIGN_UP((n) * act_size)
+    size_t total = MAT(V, C) * (cfg->tie_word_embeddings ? 1 : 2) + VEC(C);
+    size_t layer = MAT(QD, C) + 2 * MAT(KVD, C) + MAT(C, QD) + 2 * MAT(FF, C) + MAT(C, FF) + 2 * VEC(C);
+    if (cfg->qkv_bias) layer += VEC(QD) + 2 * VEC(KVD);
+#undef MAT
+#undef VEC
+    return (double)total + (double)layer * cfg->n_layers;
+}
+
 fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T,
                                       fl_plan_target target, int recompute) {
     fl_plan_memory m;
@@ -54,8 +69,8 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
     int cuda = target == FL_TARGET_CUDA;
     size_t act = cuda ? 2 : 4;
     double P = (double)fl_lora_param_count(cfg, lc), N = (double)B * T;
-    m.weights = (double)fl_config_total_params(cfg) * act;               /* weights.c: one act buffer */
-    m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: lora_act aliases on CPU */
+    m.weights = weights_bytes(cfg, act, act);
+    m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: the compute copy aliases on CPU */
     m.lora_grads = P * sizeof(float);
     m.adamw = 2 * P * sizeof(float);
     m.activations_full = fl_activations_bytes(cfg, lc->rank, B, T, act);
@@ -258,7 +273,7 @@ static fl_plan_device base_device(const fl_gpu_spec *g, fl_plan_target target) {
     return d;
 }
 
-static int record_is_cuda(const fl_bench_record *r) { return strcasecmp(r->backend, "cpu") != 0; }
+static int record_is_cuda(const fl_plan_record *r) { return strcasecmp(r->backend, "cpu") != 0; }
 
 int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const fl_gpu_catalog *cat) {
     memset(cal, 0, sizeof *cal);
@@ -283,11 +298,21 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
                                     lineno, o ? "got another JSON value" : jerr.text);
             break;
         }
-        fl_bench_record r;
+        fl_plan_record r;
         memset(&r, 0, sizeof r);
         r.line = lineno;
         const char *tool = jstr(o, "tool"), *dev = jstr(o, "device"), *be = jstr(o, "backend");
         const char *model = jstr(o, "model"), *preset = jstr(o, "preset"), *targets = jstr(o, "targets");
+        char joined[128] = "";
+        json_t *tarr = json_object_get(o, "targets");   /* newer records: an array of projection names */
+        if (json_is_array(tarr)) {
+            size_t k;
+            json_t *tv;
+            json_array_foreach(tarr, k, tv) if (json_is_string(tv))
+                snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", k ? "," : "", json_string_value(tv));
+            targets = joined;
+        }
+        if (!be) be = jstr(o, "device_kind");
         const char *dtype = jstr(o, "dtype");
         r.batch = (int)jnum(o, "batch");
         r.seq = (int)jnum(o, "seq");
@@ -327,7 +352,7 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
             double ms = r.ms_per_step > 0 ? r.ms_per_step : (double)r.batch * r.seq / r.train_tok_s * 1e3;
             r.efficiency = fl_plan_solve_efficiency(&r.cfg, &r.lc, r.batch, r.seq, act, &d, ms * 1e-3, &clamped);
         }
-        fl_bench_record *grown = realloc(cal->recs, sizeof *grown * (size_t)(cal->n + 1));
+        fl_plan_record *grown = realloc(cal->recs, sizeof *grown * (size_t)(cal->n + 1));
         if (!grown) fl_die("out of memory reading %s", path);
         cal->recs = grown;
         cal->recs[cal->n++] = r;
@@ -346,7 +371,7 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
         if (n && !cuda) { cal->cpu_eff = median(v, n); cal->n_cpu = n; }
     }
     for (int i = 0; i < cal->n; i++) {
-        fl_bench_record *r = &cal->recs[i];
+        fl_plan_record *r = &cal->recs[i];
         if (!r->gpu) continue;
         int n = 0;
         for (int k = 0; k < cal->n; k++)
@@ -378,7 +403,7 @@ fl_plan_device fl_plan_device_for(const fl_gpu_spec *g, fl_plan_target target, c
     double v[256];
     int n = 0;
     for (int i = 0; cal && i < cal->n && n < 256; i++) {
-        const fl_bench_record *r = &cal->recs[i];
+        const fl_plan_record *r = &cal->recs[i];
         if (r->gpu && !strcmp(r->gpu->name, g->name) && r->efficiency > 0 && record_is_cuda(r) == cuda)
             v[n++] = r->efficiency;
     }
@@ -412,7 +437,7 @@ fl_plan_request fl_plan_request_default(void) {
     return rq;
 }
 
-static int same_model(const fl_bench_record *r, const fl_model_config *cfg) {
+static int same_model(const fl_plan_record *r, const fl_model_config *cfg) {
     const fl_model_config *a = &r->cfg;
     return a->hidden_size == cfg->hidden_size && a->n_layers == cfg->n_layers && a->vocab_size == cfg->vocab_size &&
            a->intermediate_size == cfg->intermediate_size && a->n_heads == cfg->n_heads &&
@@ -476,7 +501,7 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
     snprintf(out->tok_s_source, sizeof out->tok_s_source, "%s", how);
     /* a measured record of this device and this exact run wins */
     for (int i = 0; cal && i < cal->n && !best_rc; i++) {
-        const fl_bench_record *r = &cal->recs[i];
+        const fl_plan_record *r = &cal->recs[i];
         if (!r->gpu || strcmp(r->gpu->name, gpu->name) || record_is_cuda(r) != (tg == FL_TARGET_CUDA)) continue;
         if (r->batch != best_mb || r->seq != T || r->rank != lc->rank || r->lc.target_mask != lc->target_mask ||
             !same_model(r, cfg))

@@ -111,10 +111,10 @@ typedef struct {
     const fl_gpu_spec *gpu;    /* catalog row of `device`, NULL when none */
     double efficiency;         /* solved compute efficiency, 0 when not solvable */
     double predicted_tok_s;    /* model at the calibrated efficiency (filled by fl_plan_calibrate) */
-} fl_bench_record;
+} fl_plan_record;
 
 typedef struct {
-    fl_bench_record *recs;
+    fl_plan_record *recs;
     int n;
     int n_skipped;            /* lines not usable (unknown model, missing fields): listed in notes */
     char notes[1024];

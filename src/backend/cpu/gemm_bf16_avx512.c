@@ -91,20 +91,49 @@ TGT static void pack_a(uint32_t *restrict dst, const float *A, int lda, int mr, 
     }
 }
 
-/* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B; k [0, kc) -> dst [kcp][NR] words. */
-static void pack_b_nt(uint32_t *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
-    int kp_full = kc / 2, kcp = (kc + 1) / 2;
-    for (int c = 0; c < nr; c++) {
-        const uint16_t *b = B + (size_t)c * ldb;
-        for (int kp = 0; kp < kp_full; kp++) {
-            uint32_t w;
-            memcpy(&w, b + 2 * kp, 4);
-            dst[(size_t)kp * NR + c] = w;
-        }
-        if (kc & 1) dst[(size_t)kp_full * NR + c] = b[kc - 1];
+/* In-register transpose of a 16 × 16 block of 32-bit words: r[i] word j -> r[j] word i. */
+TGT static inline void transpose16x16(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
     }
-    for (int c = nr; c < NR; c++)
-        for (int kp = 0; kp < kcp; kp++) dst[(size_t)kp * NR + c] = 0;
+    /* now, in 128-bit lane L, r[4i + j] = rows 4i..4i+3 of column 4L + j */
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512i xl = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), xh = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xee);
+        __m512i yl = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44), yh = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xee);
+        t[0 + j] = _mm512_shuffle_i32x4(xl, yl, 0x88);
+        t[4 + j] = _mm512_shuffle_i32x4(xl, yl, 0xdd);
+        t[8 + j] = _mm512_shuffle_i32x4(xh, yh, 0x88);
+        t[12 + j] = _mm512_shuffle_i32x4(xh, yh, 0xdd);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B, whose (k, k+1) pairs are already
+ * words; k [0, kc) -> dst [kcp][NR] words, by 16 × 16 word transposes. */
+TGT static void pack_b_nt(uint32_t *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+    int kcp = (kc + 1) / 2;
+    for (int g = 0; g < NV; g++) {
+        int rows = nr - 16 * g;
+        for (int kp0 = 0; kp0 < kcp; kp0 += 16) {
+            int nk = kc - 2 * kp0;   /* bf16 left in each row */
+            __mmask32 m = nk >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << nk) - 1);
+            __m512i r[16];
+            for (int c = 0; c < 16; c++)
+                r[c] = c < rows ? _mm512_maskz_loadu_epi16(m, B + (size_t)(16 * g + c) * ldb + 2 * kp0)
+                                : _mm512_setzero_si512();
+            transpose16x16(r);
+            int nw = kcp - kp0 < 16 ? kcp - kp0 : 16;
+            for (int i = 0; i < nw; i++) _mm512_store_si512((void *)(dst + (size_t)(kp0 + i) * NR + 16 * g), r[i]);
+        }
+    }
 }
 
 /* B panel for nn (B is (K, N)): rows 2kp and 2kp+1, columns [0, nr) interleaved into words. */

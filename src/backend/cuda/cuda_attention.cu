@@ -16,6 +16,7 @@
  * Splitting the backward into a dq pass and a dk/dv pass costs a second QKᵀ and dout·Vᵀ but needs
  * no atomics, so results are bitwise reproducible (the determinism test depends on it).
  * D = rowsum(dout ∘ out) is computed once by its own small kernel into the scratch arena. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,18 +284,20 @@ void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, c
 
 /* ---- dispatch ---- */
 
+static int attn_mode = -1; /* 1: mma forward where supported, 0: simple everywhere; -1: read FL_CUDA_ATTN */
+
+extern "C" void fl_cuda_set_attention_variant(const char *name) {
+    attn_mode = name && !strcmp(name, "simple") ? 0 : 1;
+}
+
 static int use_mma(int HS, const void *q, const void *k, const void *v, const void *out) {
-    static int mode = -1; /* 1 mma, 0 simple */
-    if (mode < 0) {
-        const char *env = getenv("FL_CUDA_ATTN");
-        mode = env && !strcmp(env, "simple") ? 0 : 1;
-    }
-    return mode && fl_cuda_attn_mma_supported(HS) && fl_aligned16(q, k, v, out);
+    if (attn_mode < 0) fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
+    return attn_mode && fl_cuda_attn_mma_supported(HS) && fl_aligned16(q, k, v, out);
 }
 
 extern "C" const char *fl_cuda_attention_variant(void) {
-    const char *env = getenv("FL_CUDA_ATTN");
-    return env && !strcmp(env, "simple") ? "simple" : "mma forward (HS 64/128) + simple backward";
+    if (attn_mode < 0) fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
+    return attn_mode ? "mma" : "simple";
 }
 
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,

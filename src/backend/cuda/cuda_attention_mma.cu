@@ -17,6 +17,8 @@
  *   A 16x16: a0 (g, 2c..2c+1) a1 (g+8, 2c..) a2 (g, 2c+8..) a3 (g+8, 2c+8..)
  *   B 16x8:  b0 (k 2c..2c+1, n g) b1 (k 2c+8.., n g)
  *   C 16x8:  c0,c1 (g, 2c..2c+1) c2,c3 (g+8, 2c..2c+1) */
+#include <stdio.h>
+
 #include "backend/cuda/cuda_common.cuh"
 
 #define BQ FL_ATTN_BQ

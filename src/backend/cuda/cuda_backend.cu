@@ -97,9 +97,9 @@ static double lm_head_loss_cuda(void *dinp, float *logits_out, const void *inp, 
     return results_host->loss;
 }
 
-static void adamw_update_cuda(float *params, void *params_act, float *m, float *v, const float *grads, float lr, float beta1,
+static void adamw_update_cuda(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
                               float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n) {
-    adamw_update(params, (bf16 *)params_act, m, v, grads, lr, beta1, beta2, eps, weight_decay, grad_scale, step, n,
+    adamw_update(params, (bf16 *)params_w, m, v, grads, lr, beta1, beta2, eps, weight_decay, grad_scale, step, n,
                  fl_cuda.stream);
 }
 
@@ -114,6 +114,7 @@ static double sum_squares_cuda(const float *x, size_t n) {
 static const fl_backend cuda_backend = {
     .name = "cuda",
     .act_size = 2,
+    .weight_size = 2,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .upload = cuda_upload,
@@ -122,8 +123,9 @@ static const fl_backend cuda_backend = {
     .zero = cuda_zero,
     .synchronize = cuda_synchronize,
     .upload_act = cuda_upload_act,
+    .upload_weight = cuda_upload_act, /* weights and activations are both bf16 here */
     .download_act = cuda_download_act,
-    .cast_to_act = cuda_cast_to_act,
+    .cast_to_weight = cuda_cast_to_weight,
     .embedding_forward = embedding_forward_cuda,
     .rmsnorm_forward = rmsnorm_forward_cuda,
     .rmsnorm_backward = rmsnorm_backward_cuda,

@@ -1,7 +1,7 @@
 /* cuda_memory.cu — device memory for the CUDA backend: zeroed, counted allocations (one per
  * category: the engine allocates weights, LoRA buffers and activations as single blocks), copies
- * on the backend's stream, and the f32 <-> bf16 conversions behind upload_act / download_act /
- * cast_to_act (round to nearest even, like torch's .to(bfloat16)).
+ * on the backend's stream, and the f32 <-> bf16 conversions behind upload_act / upload_weight /
+ * download_act / cast_to_weight (round to nearest even, like torch's .to(bfloat16)).
  *
  * Host->device copies from pageable memory return once the source was staged, so callers may free
  * it at once; device->host copies return when the data is on the host. */
@@ -89,4 +89,4 @@ void cuda_download_act(float *host_dst, const void *src, size_t n) {
     }
 }
 
-void cuda_cast_to_act(void *dst, const float *src, size_t n) { convert_f32_to_bf16((bf16 *)dst, src, n, fl_cuda.stream); }
+void cuda_cast_to_weight(void *dst, const float *src, size_t n) { convert_f32_to_bf16((bf16 *)dst, src, n, fl_cuda.stream); }

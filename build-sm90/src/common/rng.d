@@ -1,0 +1,2 @@
+build-sm90/src/common/rng.o: src/common/rng.c src/common/rng.h
+src/common/rng.h:

@@ -1,0 +1,282 @@
+/* cmd_plan.c — `fastlora plan`: for a model and a LoRA run, on every catalog GPU (or the one
+ * named): the memory breakdown and whether it fits, the largest micro-batch, whether recompute is
+ * needed, the predicted (or measured) train tok/s, and the time and cost of N tokens x epochs; as
+ * a table, JSON or an HTML page. `--check` compares the throughput model with bench records and
+ * `--board FILE` shows its predictions next to a reference board. The arithmetic is in plan/plan.h.
+ * Not the bench: nothing here runs the model. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "plan/csv.h"
+#include "plan/plan.h"
+#include "plan/plan_report.h"
+#include "tokenizer/tokenizer.h"
+
+/* "5e7", "50M", "1.2B", "300k" -> tokens */
+static int parse_count(const char *s, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    double mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1e3, end++;
+    else if (*end == 'm' || *end == 'M') mul = 1e6, end++;
+    else if (*end == 'b' || *end == 'B' || *end == 'g' || *end == 'G') mul = 1e9, end++;
+    if (end == s || *end || !(v > 0) || !isfinite(v)) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+/* Tokens in a dataset file: with the model's tokenizer when a model folder is given, else bytes/4. */
+static int count_data_tokens(const char *path, const char *model_dir, double *tokens, char *note, size_t cap) {
+    struct stat st;
+    if (stat(path, &st) != 0) return fl_input_error("%s: cannot open (--data)", path);
+    fl_tokenizer *tok = NULL;
+    if (model_dir && fl_tokenizer_load(&tok, model_dir) != 0) {
+        snprintf(note, cap, "ESTIMATE: %s has %.0f bytes / 4 (tokenizer of %s not usable: %s)", path, (double)st.st_size,
+                 model_dir, fl_last_error());
+        fl_clear_error();
+        *tokens = st.st_size / 4.0;
+        return 0;
+    }
+    if (!tok) {
+        *tokens = st.st_size / 4.0;
+        snprintf(note, cap, "ESTIMATE: %s has %.0f bytes / 4 bytes per token (give --model DIR to count with its "
+                            "tokenizer)", path, (double)st.st_size);
+        return 0;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) { fl_tokenizer_free(tok); return fl_input_error("%s: cannot open (--data)", path); }
+    /* encode line by line (documents rarely span lines in JSONL / text corpora) */
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    fl_token_ids ids = {0};
+    double total = 0;
+    int status = 0;
+    while ((len = getline(&line, &lcap, f)) >= 0) {
+        ids.n = 0;
+        if (fl_tokenizer_encode(tok, line, (size_t)len, 0, &ids)) { status = FL_ERR_INPUT; break; }
+        total += (double)ids.n;
+    }
+    free(line);
+    fclose(f);
+    fl_token_ids_free(&ids);
+    fl_tokenizer_free(tok);
+    if (status) {
+        *tokens = st.st_size / 4.0;
+        snprintf(note, cap, "ESTIMATE: %s: bytes / 4 (tokenizing failed: %s)", path, fl_last_error());
+        fl_clear_error();
+        return 0;
+    }
+    *tokens = total;
+    snprintf(note, cap, "counted with the tokenizer of %s (%s, raw file text)", model_dir, path);
+    return 0;
+}
+
+/* --check: the throughput model against every usable bench record (leave-one-out efficiency). */
+static void print_check(const fl_plan_calibration *cal, const char *path) {
+    printf("throughput model vs bench records (%s): each prediction uses the efficiency calibrated on the OTHER "
+           "records\n", path);
+    printf("%-5s %-26s %-14s %5s %6s %11s %11s %7s %6s\n", "line", "device", "model", "B", "T", "measured", "predicted",
+           "error", "eff");
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < cal->n; i++) {
+        const fl_plan_record *r = &cal->recs[i];
+        if (!r->gpu) {
+            printf("%-5d %-26.26s %-14.14s %5d %6d %11.1f %11s %7s %6s  (device not in the catalog)\n", r->line,
+                   r->device, r->cfg.name, r->batch, r->seq, r->train_tok_s, "-", "-", "-");
+            continue;
+        }
+        double err = (r->predicted_tok_s - r->train_tok_s) / r->train_tok_s * 100;
+        sum += fabs(err);
+        n++;
+        printf("%-5d %-26.26s %-14.14s %5d %6d %11.1f %11.1f %+6.1f%% %6.3f\n", r->line, r->device, r->cfg.name, r->batch,
+               r->seq, r->train_tok_s, r->predicted_tok_s, err, r->efficiency);
+    }
+    if (n) printf("mean absolute error %.1f%% over %d records\n", sum / n, n);
+    if (cal->n_skipped) printf("skipped: %s\n", cal->notes);
+}
+
+/* --board: predictions for a reference board (model,gpu,train_tok_s) at --batch/--seq. */
+static int print_board(const char *path, const fl_plan_request *base, const fl_gpu_catalog *cat,
+                       const fl_plan_calibration *cal) {
+    fl_csv_table t;
+    FL_TRY(fl_csv_read_file(&t, path));
+    printf("reference board %s vs fastlora's model (CUDA bf16, batch %d x seq %d, LoRA r=%d on %s)\n", path,
+           base->batch, base->seq, base->lc.rank, base->targets);
+    printf("%-36s %-30s %10s %10s %7s  %s\n", "model", "gpu", "board", "predicted", "ratio", "speed source");
+    for (int i = 1; i < t.n_rows; i++) {
+        const fl_csv_row *row = &t.rows[i];
+        if (row->n < 3) continue;
+        const char *model = row->fields[0], *gpu = row->fields[1];
+        double board = atof(row->fields[2]);
+        fl_plan_request rq = *base;
+        const char *base_name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+        char names[1024], best[96] = "";
+        snprintf(names, sizeof names, "%s", fl_config_preset_names());
+        for (char *tok = strtok(names, ", "); tok; tok = strtok(NULL, ", "))
+            if (!strncasecmp(base_name, tok, strlen(tok)) && strlen(tok) > strlen(best)) snprintf(best, sizeof best, "%s", tok);
+        const fl_gpu_spec *g = fl_gpu_catalog_find(cat, gpu);
+        if (!best[0] || fl_config_preset(&rq.cfg, best) || !g) {
+            fl_clear_error();
+            printf("%-36.36s %-30.30s %10.1f %10s  (%s)\n", model, gpu, board, "-", !g ? "gpu not in catalog" : "no preset");
+            continue;
+        }
+        fl_plan_result res;
+        fl_plan_gpu(&rq, g, cal, &res);
+        if (!res.fits) {
+            printf("%-36.36s %-30.30s %10.1f %10s  (does not fit)\n", model, gpu, board, "-");
+            continue;
+        }
+        printf("%-36.36s %-30.30s %10.1f %10.1f %6.2fx  %s%s\n", model, gpu, board, res.tok_s, res.tok_s / board,
+               res.tok_s_source, res.grad_accum > 1 ? " [smaller micro-batch]" : "");
+    }
+    fl_csv_free(&t);
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv) {
+    const char *model_dir = NULL, *preset = NULL, *targets = "q,k,v,o,gate,up,down", *tokens_s = NULL, *data = NULL;
+    const char *recompute = "auto", *gpu_name = NULL, *catalog = NULL, *records = NULL, *html = NULL, *device = "cuda";
+    const char *board = NULL;
+    int batch = 4, seq = 1024, rank = 16, json = 0, check = 0;
+    float alpha = 32.0f, epochs = 1.0f, dropout = 0.0f;
+    const fl_option options[] = {
+        {"model", FL_OPT_STRING, &model_dir, "Hugging Face model folder (config.json; its tokenizer counts --data)"},
+        {"preset", FL_OPT_STRING, &preset, "built-in config (qwen2.5-1.5b, smollm2-135m, ...)"},
+        {"seq", FL_OPT_INT, &seq, "sequence length T (default 1024)"},
+        {"batch", FL_OPT_INT, &batch, "batch size B per optimizer step (default 4)"},
+        {"rank", FL_OPT_INT, &rank, "LoRA rank R (default 16)"},
+        {"alpha", FL_OPT_FLOAT, &alpha, "LoRA alpha (default 32)"},
+        {"dropout", FL_OPT_FLOAT, &dropout, "LoRA dropout (default 0)"},
+        {"targets", FL_OPT_STRING, &targets, "adapted projections (default q,k,v,o,gate,up,down)"},
+        {"tokens", FL_OPT_STRING, &tokens_s, "training tokens per epoch (50M, 1.2B, 3e8)"},
+        {"data", FL_OPT_STRING, &data, "a dataset file whose tokens to count (instead of --tokens)"},
+        {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)"},
+        {"recompute", FL_OPT_STRING, &recompute, "auto, on or off (default auto: only when it does not fit)"},
+        {"gpu", FL_OPT_STRING, &gpu_name, "plan for this GPU only (catalog or driver name, e.g. \"NVIDIA H200\")"},
+        {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: add GPUs or override fields (prices too)"},
+        {"records", FL_OPT_STRING, &records, "bench --json records (JSON lines) to calibrate and to use as measurements"},
+        {"device", FL_OPT_STRING, &device, "cuda (default: bf16 on a GPU) or cpu (f32 engine; needs a CPU row in --catalog)"},
+        {"json", FL_OPT_FLAG, &json, "print JSON instead of the table"},
+        {"html", FL_OPT_STRING, &html, "also write an HTML page with charts to this file"},
+        {"check", FL_OPT_FLAG, &check, "compare the throughput model with every record of --records and exit"},
+        {"board", FL_OPT_STRING, &board, "show predictions next to a reference board CSV (model,gpu,train_tok_s)"},
+    };
+    int rc = fl_args_parse(argc, argv, options, (int)(sizeof options / sizeof options[0]),
+                           "usage: fastlora plan --model DIR | --preset NAME [--seq T --batch B --rank R --targets ...]\n"
+                           "                     [--tokens N | --data FILE] [--epochs E] [--recompute auto|on|off]\n"
+                           "                     [--gpu NAME] [--catalog FILE] [--records FILE] [--json] [--html FILE]");
+    if (rc) return rc < 0 ? 0 : rc;
+    if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
+    if (!model_dir && !preset) { fprintf(stderr, "fastlora: plan: give --model DIR or --preset NAME\n"); return 2; }
+    if (tokens_s && data) { fprintf(stderr, "fastlora: plan: give --tokens or --data, not both\n"); return 2; }
+    if (batch < 1 || seq < 2 || rank < 1 || !(alpha > 0) || !(epochs > 0) || dropout < 0 || dropout >= 1) {
+        fprintf(stderr, "fastlora: plan: need --batch >= 1, --seq >= 2, --rank >= 1, --alpha > 0, --epochs > 0, "
+                        "0 <= --dropout < 1\n");
+        return 2;
+    }
+    fl_plan_request rq = fl_plan_request_default();
+    rq.batch = batch;
+    rq.seq = seq;
+    rq.epochs = epochs;
+    rq.lc.rank = rank;
+    rq.lc.alpha = alpha;
+    rq.lc.dropout = dropout;
+    snprintf(rq.targets, sizeof rq.targets, "%s", targets);
+    if (!strcasecmp(recompute, "auto")) rq.recompute = FL_RECOMPUTE_AUTO;
+    else if (!strcasecmp(recompute, "on")) rq.recompute = FL_RECOMPUTE_ON;
+    else if (!strcasecmp(recompute, "off")) rq.recompute = FL_RECOMPUTE_OFF;
+    else { fprintf(stderr, "fastlora: plan: --recompute: expected auto, on or off, got '%s'\n", recompute); return 2; }
+    if (!strcasecmp(device, "cuda") || !strcasecmp(device, "gpu")) rq.target = FL_TARGET_CUDA;
+    else if (!strcasecmp(device, "cpu")) rq.target = FL_TARGET_CPU;
+    else { fprintf(stderr, "fastlora: plan: --device: expected cuda or cpu, got '%s'\n", device); return 2; }
+    if (tokens_s && parse_count(tokens_s, &rq.tokens)) {
+        fprintf(stderr, "fastlora: plan: --tokens: expected a count > 0 (50M, 1.2B, 3e8), got '%s'\n", tokens_s);
+        return 2;
+    }
+    int status = fl_lora_parse_targets(targets, &rq.lc.target_mask);
+    fl_plan_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (!status) {
+        if (preset) {
+            status = fl_config_preset(&rq.cfg, preset);
+            snprintf(rep.model_label, sizeof rep.model_label, "%s (preset)", preset);
+        } else {
+            char *path = malloc(strlen(model_dir) + 16);
+            sprintf(path, "%s/config.json", model_dir);
+            status = fl_config_load(&rq.cfg, path);
+            free(path);
+            snprintf(rep.model_label, sizeof rep.model_label, "%s", model_dir);
+        }
+    }
+    if (!status && data) status = count_data_tokens(data, model_dir, &rq.tokens, rep.tokens_note, sizeof rep.tokens_note);
+    else if (tokens_s) snprintf(rep.tokens_note, sizeof rep.tokens_note, "--tokens %s", tokens_s);
+    fl_gpu_catalog cat;
+    memset(&cat, 0, sizeof cat);
+    if (!status) status = fl_gpu_catalog_load_default(&cat);
+    if (!status && catalog) status = fl_gpu_catalog_merge_file(&cat, catalog);
+    fl_plan_calibration cal;
+    memset(&cal, 0, sizeof cal);
+    if (!status) status = fl_plan_calibration_load(&cal, records, &cat);
+    if (status) {
+        fprintf(stderr, "fastlora: %s\n", fl_last_error());
+        fl_gpu_catalog_free(&cat);
+        return status;
+    }
+    if (check || board) {
+        if (check) {
+            if (!records) fprintf(stderr, "fastlora: plan: --check needs --records FILE\n"), status = 2;
+            else print_check(&cal, records);
+        }
+        if (!status && board) status = print_board(board, &rq, &cat, &cal);
+        if (status == FL_ERR_INPUT && board) fprintf(stderr, "fastlora: %s\n", fl_last_error());
+        fl_plan_calibration_free(&cal);
+        fl_gpu_catalog_free(&cat);
+        return status;
+    }
+    const fl_gpu_spec *only = NULL;
+    if (gpu_name) {
+        only = fl_gpu_catalog_find(&cat, gpu_name);
+        if (!only) {
+            fprintf(stderr, "fastlora: plan: --gpu: no catalog GPU matches '%s' (see `fastlora gpus`; add it with "
+                            "--catalog FILE)\n", gpu_name);
+            fl_plan_calibration_free(&cal);
+            fl_gpu_catalog_free(&cat);
+            return 2;
+        }
+    }
+    rep.rq = rq;
+    rep.cal = &cal;
+    rep.res = fl_calloc((size_t)cat.n + 1, sizeof(fl_plan_result));
+    for (int i = 0; i < cat.n; i++) {
+        if (only && only != &cat.gpus[i]) continue;
+        fl_plan_gpu(&rq, &cat.gpus[i], &cal, &rep.res[rep.n++]);
+    }
+    if (json) {
+        json_t *root = fl_plan_report_json(&rep);
+        char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", s);
+        free(s);
+        json_decref(root);
+    } else {
+        fl_plan_report_table(&rep, stdout);
+    }
+    if (html) {
+        status = fl_plan_report_html(&rep, html);
+        if (status) fprintf(stderr, "fastlora: %s\n", fl_last_error());
+        else if (!json) printf("\nwrote %s\n", html);
+    }
+    free(rep.res);
+    fl_plan_calibration_free(&cal);
+    fl_gpu_catalog_free(&cat);
+    return status;
+}

@@ -1,0 +1,278 @@
+/* test_bad_input_model.c — malformed model folders and safetensors files: each must give exit code
+ * 2 and one line naming the file and the field or tensor — never a crash (these tests also run
+ * under AddressSanitizer + UBSan via `make asan-test`, which is why their names say bad_input).
+ *
+ * Each case starts from a copy of a valid fixture model (tests/fixtures/hf/llama_gqa/model) in a
+ * temporary folder and breaks one thing, then runs the real `fastlora bench --model DIR`. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "test.h"
+
+#define GOOD_MODEL "tests/fixtures/hf/llama_gqa/model"
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    *len = 0;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    *len = fread(buf, 1, (size_t)n, f);
+    buf[*len] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void write_all(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+/* A fresh copy of the good model in a temp folder; returns the folder path (static buffer). */
+static const char *fresh_model_dir(void) {
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/fastlora-bad-XXXXXX");
+    if (!mkdtemp(dir)) return NULL;
+    const char *files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        char src[256], dst[256];
+        size_t len;
+        snprintf(src, sizeof src, GOOD_MODEL "/%s", files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+        char *data = read_all(src, &len);
+        write_all(dst, data, len);
+        free(data);
+    }
+    return dir;
+}
+
+static void remove_dir(const char *dir) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* Runs `fastlora bench --model DIR ...`; returns the exit code and the stderr text. */
+static int run_bench(const char *dir, char *err, size_t cap) {
+    const char *bin = getenv("FASTLORA_BIN") ? getenv("FASTLORA_BIN") : "build/fastlora";
+    char cmd[512], err_path[128];
+    snprintf(err_path, sizeof err_path, "%s.stderr", dir);
+    snprintf(cmd, sizeof cmd, "%s bench --model '%s' --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu >/dev/null 2>'%s'",
+             bin, dir, err_path);
+    int rc = system(cmd);
+    size_t len = 0;
+    char *text = read_all(err_path, &len);
+    snprintf(err, cap, "%s", text ? text : "");
+    free(text);
+    unlink(err_path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+/* Asserts exit 2 and one line containing every needle. */
+static void expect_clean_error(const char *dir, const char *needle1, const char *needle2) {
+    char err[4096];
+    int rc = run_bench(dir, err, sizeof err);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(err, needle1);
+    if (needle2) CHECK_STR_CONTAINS(err, needle2);
+    char *newline = strchr(err, '\n');
+    CHECK_MSG(newline && newline[1] == 0, "expected exactly one line on stderr, got: %s", err);
+}
+
+static void rewrite_config(const char *dir, const char *from, const char *to) {
+    char path[256];
+    size_t len;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = read_all(path, &len);
+    char *at = strstr(text, from);
+    CHECK_MSG(at != NULL, "config.json has no '%s'", from);
+    if (!at) { free(text); return; }
+    size_t out_cap = len + strlen(to) + 1;
+    char *out = malloc(out_cap);
+    snprintf(out, out_cap, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    write_all(path, out, strlen(out));
+    free(out);
+    free(text);
+}
+
+/* Writes DIR/model.safetensors as a raw header + `data_len` zero bytes. */
+static void write_raw_safetensors(const char *dir, const char *header, uint64_t declared_len, size_t data_len) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    size_t hlen = strlen(header);
+    size_t total = 8 + hlen + data_len;
+    uint8_t *buf = calloc(1, total);
+    for (int i = 0; i < 8; i++) buf[i] = (uint8_t)(declared_len >> (8 * i));
+    memcpy(buf + 8, header, hlen);
+    write_all(path, buf, total);
+    free(buf);
+}
+
+TEST(bad_input_model_good_fixture_runs) {
+    const char *dir = fresh_model_dir();
+    char err[4096];
+    CHECK_EQ_INT(run_bench(dir, err, sizeof err), 0);
+    remove_dir(dir);
+}
+
+TEST(bad_input_safetensors_header_past_end) {
+    const char *dir = fresh_model_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    size_t len;
+    uint8_t *data = (uint8_t *)read_all(path, &len);
+    uint64_t huge = (uint64_t)len + 1000;
+    for (int i = 0; i < 8; i++) data[i] = (uint8_t)(huge >> (8 * i));
+    write_all(path, data, len);
+    free(data);
+    expect_clean_error(dir, "model.safetensors", "header length");
+    remove_dir(dir);
+}
+
+TEST(bad_input_safetensors_truncated) {
+    const char *dir = fresh_model_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(truncate(path, 5000) == 0);
+    expect_clean_error(dir, "model.safetensors", "out of range");
+    CHECK(truncate(path, 3) == 0);
+    expect_clean_error(dir, "model.safetensors", "too short");
+    remove_dir(dir);
+}
+
+TEST(bad_input_safetensors_offsets_overlap_and_hole) {
+    const char *dir = fresh_model_dir();
+    write_raw_safetensors(dir,
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 0, 12);
+    /* declared length patched below */
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    size_t len;
+    uint8_t *data = (uint8_t *)read_all(path, &len);
+    uint64_t hlen = len - 8 - 12;
+    for (int i = 0; i < 8; i++) data[i] = (uint8_t)(hlen >> (8 * i));
+    write_all(path, data, len);
+    free(data);
+    expect_clean_error(dir, "model.safetensors", "overlaps");
+
+    const char *hole = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}";
+    write_raw_safetensors(dir, hole, strlen(hole), 20);
+    expect_clean_error(dir, "model.safetensors", "hole");
+    remove_dir(dir);
+}
+
+TEST(bad_input_safetensors_bad_header_fields) {
+    const char *dir = fresh_model_dir();
+    const char *cases[][2] = {
+        {"[1,2,3]", "does not start with '{'"},
+        {"{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]", "header JSON invalid"},
+        {"{\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", "dtype 'F64'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", "needs 12"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", "shape[0]"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8]}}", "data_offsets"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+         "header JSON invalid"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_raw_safetensors(dir, cases[i][0], strlen(cases[i][0]), 8);
+        expect_clean_error(dir, "model.safetensors", cases[i][1]);
+    }
+    remove_dir(dir);
+}
+
+TEST(bad_input_safetensors_missing_tensor_and_wrong_shape) {
+    const char *dir = fresh_model_dir();
+    /* drop one tensor by rewriting the file without it */
+    fl_safetensors st;
+    char path[256];
+    snprintf(path, sizeof path, GOOD_MODEL "/model.safetensors");
+    CHECK(fl_safetensors_open(&st, path) == 0);
+    fl_st_write_tensor *keep = calloc((size_t)st.n_tensors, sizeof *keep);
+    int n = 0;
+    for (int i = 0; i < st.n_tensors; i++) {
+        if (!strcmp(st.tensors[i].name, "model.layers.1.mlp.up_proj.weight")) continue;
+        keep[n].name = st.tensors[i].name;
+        keep[n].dtype = st.tensors[i].dtype;
+        keep[n].ndim = st.tensors[i].ndim;
+        memcpy(keep[n].shape, st.tensors[i].shape, sizeof keep[n].shape);
+        keep[n].data = st.tensors[i].data;
+        n++;
+    }
+    char out[256];
+    snprintf(out, sizeof out, "%s/model.safetensors", dir);
+    CHECK(fl_safetensors_write(out, keep, n, NULL, 0) == 0);
+    expect_clean_error(dir, "model.layers.1.mlp.up_proj.weight", "missing");
+    free(keep);
+    fl_safetensors_close(&st);
+
+    /* config.json that disagrees with the tensors */
+    remove_dir(dir);
+    dir = fresh_model_dir();
+    rewrite_config(dir, "\"intermediate_size\": 112", "\"intermediate_size\": 100");
+    expect_clean_error(dir, "model.safetensors", "config.json implies");
+    remove_dir(dir);
+}
+
+TEST(bad_input_config_json) {
+    const char *cases[][3] = {
+        {"\"architectures\": [", "\"architectures\": [\"MistralForCausalLM\", ", "MistralForCausalLM"},
+        {"\"hidden_size\": 64", "\"hidden_size\": \"64\"", "hidden_size"},
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 3", "num_key_value_heads"},
+        {",\n  \"vocab_size\": 200", "", "vocab_size"},
+        {"{", "{{", "invalid JSON"},
+        {"\"rope_type\": \"default\"", "\"rope_type\": \"yarn\", \"factor\": 4", "rope_parameters.rope_type' is 'yarn'"},
+        {"\"rope_type\": \"default\"", "\"rope_type\": \"llama3\", \"factor\": 4", "low_freq_factor' is missing"},
+        {"\"tie_word_embeddings\": false", "\"tie_word_embeddings\": \"no\"", "tie_word_embeddings"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = fresh_model_dir();
+        rewrite_config(dir, cases[i][0], cases[i][1]);
+        expect_clean_error(dir, "config.json", cases[i][2]);
+        remove_dir(dir);
+    }
+    const char *dir = fresh_model_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    expect_clean_error(dir, "config.json", "cannot");
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    remove_dir(dir);
+}
+
+TEST(bad_input_unsupported_architecture_lists_supported) {
+    fl_model_config cfg;
+    const char *dir = fresh_model_dir();
+    rewrite_config(dir, "\"LlamaForCausalLM\"", "\"GPT2LMHeadModel\"");
+    char path[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK_EQ_INT(fl_config_load(&cfg, path), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "GPT2LMHeadModel");
+    CHECK_STR_CONTAINS(fl_last_error(), "LlamaForCausalLM, Qwen2ForCausalLM");
+    remove_dir(dir);
+}
+
+TEST(bad_input_model_folder_without_weights) {
+    const char *dir = fresh_model_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    expect_clean_error(dir, "no model.safetensors", NULL);
+    /* a sharded index pointing at a shard that is not there */
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    const char *index = "{\"metadata\": {\"total_size\": 1}, \"weight_map\": {\"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}";
+    write_all(path, index, strlen(index));
+    expect_clean_error(dir, "model-00001-of-00002.safetensors", "cannot open");
+    remove_dir(dir);
+}

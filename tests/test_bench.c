@@ -1,0 +1,235 @@
+/* test_bench.c — `fastlora bench` pieces: the FLOP formula against a hand count for two presets,
+ * result records round-tripping through JSON, the weights names, and one real (tiny) bench run
+ * whose record the board reader accepts. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "bench/records.h"
+#include "engine/model.h"
+#include "test.h"
+
+/* ---- FLOPs: 4·N_matmul per token + 6·T·NH·HS per layer per token + 6·R·(IC+OC) per adapted
+ * projection per layer per token (engine/model.c, docs/BENCHMARKS.md), counted by hand ---- */
+
+TEST(bench_flops_smollm2_135m_hand_count) {
+    /* C 576, FF 1536, L 30, NH 9, NKV 3, HS 64, V 49152 (tied head still multiplies) */
+    double q = 576.0 * 576, kv = 576.0 * 192, o = 576.0 * 576, mlp = 3.0 * 576 * 1536;
+    double per_layer = q + 2 * kv + o + mlp; /* 3,538,944 */
+    CHECK_CLOSE(per_layer, 3538944.0, 0, 0);
+    double n_matmul = 30 * per_layer + 49152.0 * 576; /* 134,479,872 */
+    CHECK_CLOSE(n_matmul, 134479872.0, 0, 0);
+    int B = 4, T = 256;
+    double tokens = B * T;
+    double dense = 4 * n_matmul * tokens;
+    double attention = 6.0 * T * 9 * 64 * 30 * tokens;
+    /* IC+OC: q 1152, k 768, v 768, o 1152, gate 2112, up 2112, down 2112 = 10176 */
+    double lora = 6.0 * 16 * 10176 * 30 * tokens;
+    double hand = dense + attention + lora;
+    CHECK_CLOSE(hand, 608018890752.0, 0, 0);
+
+    fl_model_config cfg;
+    CHECK(fl_config_preset(&cfg, "smollm2-135m") == 0);
+    fl_lora_config lc = fl_lora_config_default(); /* r 16, all seven */
+    CHECK_CLOSE(fl_model_flops_per_step(&cfg, &lc, B, T), hand, 0, 1e-12);
+    /* only q and v adapted: IC+OC = 1152 + 768 */
+    CHECK(fl_lora_parse_targets("q,v", &lc.target_mask) == 0);
+    CHECK_CLOSE(fl_model_flops_per_step(&cfg, &lc, B, T), dense + attention + 6.0 * 16 * 1920 * 30 * tokens, 0, 1e-12);
+}
+
+TEST(bench_flops_qwen25_7b_hand_count) {
+    /* C 3584, FF 18944, L 28, NH 28, NKV 4, HS 128, V 152064, untied head; q/k/v biases are not matmuls */
+    double q = 3584.0 * 3584, kv = 3584.0 * 512, o = 3584.0 * 3584, mlp = 3.0 * 3584 * 18944;
+    double per_layer = q + 2 * kv + o + mlp; /* 233,046,016 */
+    CHECK_CLOSE(per_layer, 233046016.0, 0, 0);
+    double n_matmul = 28 * per_layer + 152064.0 * 3584; /* 7,070,285,824 */
+    CHECK_CLOSE(n_matmul, 7070285824.0, 0, 0);
+    int B = 4, T = 2048;
+    double tokens = B * T;
+    /* IC+OC: q 7168, k 4096, v 4096, o 7168, gate/up/down 22528 each = 90112 */
+    double hand = 4 * n_matmul * tokens + 6.0 * T * 28 * 128 * 28 * tokens + 6.0 * 16 * 90112 * 28 * tokens;
+    fl_model_config cfg;
+    CHECK(fl_config_preset(&cfg, "qwen2.5-7b") == 0);
+    fl_lora_config lc = fl_lora_config_default();
+    CHECK_CLOSE(fl_model_flops_per_step(&cfg, &lc, B, T), hand, 0, 1e-12);
+    /* about 4N per token dominates: within 25% of 4·N_matmul·tokens at T = 2048 */
+    CHECK(hand > 4 * n_matmul * tokens && hand < 1.25 * 4 * n_matmul * tokens);
+}
+
+/* ---- records ---- */
+
+static fl_bench_record sample_record(void) {
+    fl_bench_record r;
+    fl_bench_record_clear(&r);
+    snprintf(r.tool, sizeof r.tool, "fastlora");
+    snprintf(r.version, sizeof r.version, "b22c695-dirty");
+    snprintf(r.weights, sizeof r.weights, "Qwen/Qwen2.5-7B");
+    snprintf(r.device, sizeof r.device, "NVIDIA H200");
+    snprintf(r.device_kind, sizeof r.device_kind, "cuda");
+    snprintf(r.dtype, sizeof r.dtype, "bfloat16");
+    snprintf(r.date, sizeof r.date, "2026-01-02T03:04:05Z");
+    r.batch = 4;
+    r.seq = 2048;
+    r.rank = 16;
+    r.threads = 3;
+    r.steps = 5;
+    r.warmup = 2;
+    r.train_tok_s = 8855.4321;
+    r.train_tok_s_min = 8800.25;
+    r.train_tok_s_max = 8900.5;
+    r.ms_per_step = 925.125;
+    r.peak_mem_bytes = 123456789012.0;
+    r.mfu = 0.4125;
+    r.interrupted = 1;
+    return r;
+}
+
+TEST(bench_record_json_round_trip) {
+    fl_bench_record r = sample_record();
+    json_t *j = fl_bench_record_to_json(&r);
+    json_object_set_new(j, "extra_key", json_string("ignored by readers"));
+    char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    CHECK(text && !strchr(text, '\n'));
+    fl_bench_record back;
+    CHECK_EQ_INT(fl_bench_record_parse_line(&back, text, strlen(text), "mem.jsonl", 7), 0);
+    free(text);
+    CHECK(!strcmp(back.tool, r.tool) && !strcmp(back.version, r.version) && !strcmp(back.weights, r.weights));
+    CHECK(!strcmp(back.device, r.device) && !strcmp(back.device_kind, r.device_kind) && !strcmp(back.dtype, r.dtype));
+    CHECK(!strcmp(back.date, r.date) && !strcmp(back.file, "mem.jsonl"));
+    CHECK_EQ_INT(back.line, 7);
+    CHECK_EQ_INT(back.batch, 4);
+    CHECK_EQ_INT(back.seq, 2048);
+    CHECK_EQ_INT(back.rank, 16);
+    CHECK_EQ_INT(back.threads, 3);
+    CHECK_EQ_INT(back.steps, 5);
+    CHECK_EQ_INT(back.warmup, 2);
+    CHECK_EQ_INT(back.interrupted, 1);
+    /* jansson prints doubles with 17 significant digits: exact */
+    CHECK(back.train_tok_s == r.train_tok_s && back.train_tok_s_min == r.train_tok_s_min);
+    CHECK(back.train_tok_s_max == r.train_tok_s_max && back.ms_per_step == r.ms_per_step);
+    CHECK(back.peak_mem_bytes == r.peak_mem_bytes && back.mfu == r.mfu);
+
+    /* optional fields absent stay absent */
+    fl_bench_record bare;
+    fl_bench_record_clear(&bare);
+    snprintf(bare.tool, sizeof bare.tool, "pytorch+peft");
+    snprintf(bare.weights, sizeof bare.weights, "w");
+    snprintf(bare.device, sizeof bare.device, "cpu");
+    snprintf(bare.dtype, sizeof bare.dtype, "float32");
+    snprintf(bare.date, sizeof bare.date, "2026");
+    bare.batch = bare.seq = bare.rank = 1;
+    bare.train_tok_s = 1.5;
+    j = fl_bench_record_to_json(&bare);
+    CHECK(json_object_get(j, "mfu") == NULL && json_object_get(j, "threads") == NULL);
+    text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    CHECK_EQ_INT(fl_bench_record_parse_line(&back, text, strlen(text), "x", 1), 0);
+    free(text);
+    CHECK(back.mfu < 0 && back.threads == 0 && back.train_tok_s_min == 0 && !back.interrupted && !back.version[0]);
+    /* blank lines are not records */
+    CHECK_EQ_INT(fl_bench_record_parse_line(&back, "  \n", 3, "x", 2), -1);
+}
+
+TEST(bench_record_append_and_read) {
+    char path[] = "/tmp/fastlora_test_records_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    fl_bench_record r = sample_record();
+    json_t *j = fl_bench_record_to_json(&r);
+    CHECK_EQ_INT(fl_bench_record_append(path, j), 0);
+    CHECK_EQ_INT(fl_bench_record_append(path, j), 0);
+    json_decref(j);
+    fl_bench_record_list list = {0};
+    CHECK_EQ_INT(fl_bench_records_read(path, &list, NULL), 0);
+    CHECK_EQ_INT(list.n, 2);
+    if (list.n == 2) CHECK_EQ_INT(list.items[1].line, 2);
+    fl_bench_record_list_free(&list);
+    unlink(path);
+}
+
+TEST(bench_weights_names) {
+    char w[128];
+    fl_bench_weights_name("smollm2-135m", 1, w, sizeof w);
+    CHECK(!strcmp(w, "HuggingFaceTB/SmolLM2-135M"));
+    fl_bench_weights_name("not-a-preset", 1, w, sizeof w); /* kept as given */
+    CHECK(!strcmp(w, "not-a-preset"));
+    fl_bench_weights_name("tinyllama-1.1b", 1, w, sizeof w);
+    CHECK(!strcmp(w, "TinyLlama/TinyLlama-1.1B-Chat-v1.0"));
+    fl_bench_weights_name("../shared/models/SmolLM2-135M/", 0, w, sizeof w);
+    CHECK(!strcmp(w, "HuggingFaceTB/SmolLM2-135M"));
+    fl_bench_weights_name("/x/my-finetune", 0, w, sizeof w);
+    CHECK(!strcmp(w, "my-finetune"));
+    char v[32];
+    fl_bench_format_tok_s(15322.0, v, sizeof v);
+    CHECK(!strcmp(v, "15322"));
+    fl_bench_format_tok_s(14931.66, v, sizeof v);
+    CHECK(!strcmp(v, "14931.7"));
+    fl_bench_format_tok_s(0.04, v, sizeof v);
+    CHECK(!strcmp(v, "0"));
+}
+
+/* A real run, as small as it gets: the record it appends is one the board reads. */
+TEST(bench_cli_tiny_run_writes_a_record) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char path[] = "/tmp/fastlora_test_bench_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s bench --preset smollm2-135m --device cpu --batch 1 --seq 8 --rank 2 --steps 2 --warmup 1 "
+             "--threads 1 --no-sgemm --json %s > %s.out 2>&1",
+             bin, path, path);
+    CHECK_EQ_INT(system(cmd), 0);
+    fl_bench_record_list list = {0};
+    CHECK_EQ_INT(fl_bench_records_read(path, &list, stdout), 0);
+    CHECK_EQ_INT(list.n, 1);
+    if (list.n == 1) {
+        const fl_bench_record *r = &list.items[0];
+        CHECK(!strcmp(r->tool, "fastlora") && !strcmp(r->weights, "HuggingFaceTB/SmolLM2-135M"));
+        CHECK(!strcmp(r->device_kind, "cpu") && !strcmp(r->dtype, "float32"));
+        CHECK(r->batch == 1 && r->seq == 8 && r->rank == 2 && r->steps == 2 && r->warmup == 1 && r->threads == 1);
+        CHECK(r->train_tok_s > 0 && r->train_tok_s_min <= r->train_tok_s && r->train_tok_s <= r->train_tok_s_max);
+        CHECK(r->version[0] && r->peak_mem_bytes > 0);
+    }
+    fl_bench_record_list_free(&list);
+    /* the printed result carries the definition and the FLOP formula */
+    char out_path[600];
+    snprintf(out_path, sizeof out_path, "%s.out", path);
+    FILE *f = fopen(out_path, "r");
+    char buf[16384] = "";
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+    }
+    CHECK_STR_CONTAINS(buf, "definition (fastlora-bench-1");
+    CHECK_STR_CONTAINS(buf, "train tok/s");
+    CHECK_STR_CONTAINS(buf, "6·R·(IC+OC)");
+    CHECK_STR_CONTAINS(buf, "warming up");
+    unlink(out_path);
+    unlink(path);
+}
+
+/* Bad options are one-line errors with exit status 2. */
+TEST(bench_cli_bad_input_options) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    const char *bad[] = {
+        "--sweep batch=0,2", "--sweep", "--sweep size=4", "--sweep batch=1,x", "--mem-limit lots",
+        "--preset nope", "--batch 0", "--preset smollm2-135m --model /nonexistent",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s bench --device cpu --no-sgemm %s > /dev/null 2>&1", bin, bad[i]);
+        int rc = system(cmd);
+        CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "bench %s: exit %d, expected 2", bad[i], WEXITSTATUS(rc));
+    }
+    /* a setting that cannot fit the limit is refused before anything is allocated */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s bench --device cpu --no-sgemm --preset qwen2.5-7b --mem-limit 1G > /dev/null 2>&1", bin);
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+}
