@@ -25,7 +25,7 @@ TEST(cuda_plan_lm_head_chunk_fits_budget) {
     size_t scratch = fl_cuda_lm_head_scratch_bytes(N, 152064, budget);
     CHECK_MSG(scratch < ((size_t)300 << 20), "LM-head scratch %.1f MiB >= 300 MiB", scratch / 1048576.0);
     /* small vocabularies: the chunk is the whole batch when it fits */
-    CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(8192, 32000, budget), 4096);
+    CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(8192, 32000, budget), 4160); /* 65 x 64 rows, 254 MiB */
     CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(100, 32000, budget), 100);
     CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(0, 32000, budget), 0);
     /* a budget smaller than one row still makes progress, 64 rows at a time */

@@ -1,0 +1,3 @@
+build-asan/src/backend/cpu/cpu_matmul.o: src/backend/cpu/cpu_matmul.c \
+ src/backend/cpu/cpu_ops.h
+src/backend/cpu/cpu_ops.h:
