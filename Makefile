@@ -24,10 +24,14 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 .PHONY: all test bench clean setup asan-test
 all: $(BUILD)/fastlora $(BUILD)/fastlora_tests
 
-setup:
+# Installs the build dependencies once per build folder (scripts/setup is a no-op when all is there).
+setup: $(BUILD)/.setup-done
+$(BUILD)/.setup-done: scripts/setup
+	@mkdir -p $(BUILD)
 	@scripts/setup
+	@touch $@
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | $(BUILD)/.setup-done
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

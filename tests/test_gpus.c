@@ -1,6 +1,7 @@
 /* test_gpus.c — the GPU catalog: the CSV reader, data/gpus.csv, driver-name matching, user
  * overrides, and bad rows reported as file:line (the *_bad_input tests rerun under ASan). */
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h"
