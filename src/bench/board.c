@@ -151,16 +151,20 @@ static void put_html(FILE *out, const char *s) {
     }
 }
 
-/* One horizontal bar per row: label | bar (ours) [+ thin bar (published)] | figure. */
+/* One horizontal bar per row: label | bar (ours) [+ thin bar (published)] | figure; a legend when
+ * there is more than one kind of bar. */
 static void write_svg_chart(FILE *out, const fl_board *board, int with_reference) {
     const int label_w = 430, bar_w = 400, value_w = 150, row_h = with_reference ? 34 : 26, top = 8;
-    const int width = label_w + bar_w + value_w, height = top * 2 + row_h * (int)board->n + (with_reference ? 22 : 0);
+    int any_peer = 0;
     double max = 0;
     for (size_t k = 0; k < board->n; k++) {
         if (board->rows[k].rec.train_tok_s > max) max = board->rows[k].rec.train_tok_s;
         if (board->rows[k].reference > max) max = board->rows[k].reference;
+        any_peer |= strcmp(board->rows[k].rec.tool, "fastlora") != 0;
     }
     if (max <= 0) max = 1;
+    int legend = with_reference || any_peer;
+    const int width = label_w + bar_w + value_w, height = top * 2 + row_h * (int)board->n + (legend ? 22 : 0);
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
                  "aria-label=\"train tok/s, ",
             width, height, width, height);
@@ -171,13 +175,14 @@ static void write_svg_chart(FILE *out, const fl_board *board, int with_reference
         int y = top + row_h * (int)k;
         int peer = strcmp(row->rec.tool, "fastlora") != 0;
         double w = bar_w * row->rec.train_tok_s / max;
+        if (w < 1) w = 1;
         char v[32];
         fl_bench_format_tok_s(row->rec.train_tok_s, v, sizeof v);
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" class=\"label\">%d. ", label_w - 10, y + 15, row->rank);
         put_html(out, row->label);
-        fprintf(out, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" class=\"%s\"/>\n", label_w, y + 3,
-                w < 1 ? 1 : w, 16, peer ? "peer" : "ours");
-        fprintf(out, "<text x=\"%.1f\" y=\"%d\" class=\"value\">%s</text>\n", label_w + (w < 1 ? 1 : w) + 6, y + 15, v);
+        fprintf(out, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" class=\"%s\"/>\n", label_w, y + 3, w,
+                peer ? "peer" : "ours");
+        fprintf(out, "<text x=\"%.1f\" y=\"%d\" class=\"value\">%s</text>\n", label_w + w + 6, y + 15, v);
         if (with_reference && row->reference > 0) {
             double rw = bar_w * row->reference / max;
             char rv[32];
@@ -187,13 +192,17 @@ static void write_svg_chart(FILE *out, const fl_board *board, int with_reference
                     rv);
         }
     }
-    if (with_reference) {
-        int y = top + row_h * (int)board->n + 6;
-        fprintf(out,
-                "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" class=\"ours\"/><text x=\"%d\" y=\"%d\" "
-                "class=\"refvalue\">measured here</text>\n<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" "
-                "class=\"ref\"/><text x=\"%d\" y=\"%d\" class=\"refvalue\">published board</text>\n",
-                label_w, y, label_w + 20, y + 9, label_w + 130, y, label_w + 150, y + 9);
+    if (legend) {
+        int y = top + row_h * (int)board->n + 6, x = label_w;
+        const char *items[3][2] = {{"ours", "fastlora"}, {"peer", "peer (tool named in the row)"}, {"ref", "published board"}};
+        int show[3] = {1, any_peer, with_reference};
+        for (int i = 0; i < 3; i++) {
+            if (!show[i]) continue;
+            fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" class=\"%s\"/><text x=\"%d\" y=\"%d\" "
+                         "class=\"refvalue\">%s</text>\n",
+                    x, y, items[i][0], x + 20, y + 9, items[i][1]);
+            x += 40 + 7 * (int)strlen(items[i][1]);
+        }
     }
     fprintf(out, "</svg>\n");
 }
@@ -233,7 +242,7 @@ void fl_board_write_html(FILE *out, const fl_board_set *set, const char *generat
             "svg{display:block;margin:8px 0}svg .label{font-size:12px;fill:#1a202c}"
             "svg .value{font-size:12px;fill:#1a202c;font-weight:600}svg .refvalue{font-size:11px;fill:#4a5568}\n"
             "svg .ours{fill:#2b6cb0}svg .peer{fill:#dd6b20}svg .ref{fill:#a0aec0}\n"
-            "footer{margin-top:24px;color:#718096;font-size:12px}\n"
+            "footer{margin-top:24px;color:#718096;font-size:12px}body>p{margin-top:16px}\n"
             "</style>\n</head>\n<body>\n");
     fprintf(out, "<h1>Training throughput in tokens per second</h1>\n<p>LoRA on a fixed batch, the number that decides "
                  "whether a fine-tune is an evening or a week.</p>\n");
