@@ -92,10 +92,12 @@ $(BUILD)/libfastlora.a: $(CU_OBJ)
 # The kernel lab: one standalone program per op (validate against the CPU op, then time).
 DEV_SRC := $(wildcard dev/cuda/*.cu)
 DEV_BIN := $(DEV_SRC:dev/cuda/%.cu=$(BUILD)/dev/%)
-$(BUILD)/dev/%: dev/cuda/%.cu dev/cuda/lab.h $(BUILD)/libfastlora.a
+$(BUILD)/dev/%.o: dev/cuda/%.cu dev/cuda/lab.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) -Isrc -Idev/cuda $< -o $@ $(BUILD)/libfastlora.a \
-	    -Xcompiler -fopenmp $(filter-out -fopenmp,$(LDLIBS))
+	$(NVCC) $(NVCCFLAGS) $(CUDA_ARCH) -Isrc -Idev/cuda -c $< -o $@
+$(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libfastlora.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+.PRECIOUS: $(BUILD)/dev/%.o
 dev-cuda: $(DEV_BIN)
 -include $(CU_OBJ:.o=.d)
 endif

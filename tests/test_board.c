@@ -139,7 +139,7 @@ TEST(board_html_is_self_contained) {
         /* one bar per row plus the published bars and the legend */
         int rects = 0;
         for (const char *p = html; (p = strstr(p, "<rect")); p++) rects++;
-        CHECK_EQ_INT(rects, 6 + 2 + 3 + 2); /* bars, published bars, legends (ours+peer+published; ours+peer) */
+        CHECK_EQ_INT(rects, 6 + 2 + 3 + 3); /* bars, published bars, two legends (fastlora, peer, published) */
     }
     free(html);
     fl_board_set_free(&set);

@@ -5,17 +5,23 @@
     python3 tools/peer_bench.py --preset qwen2.5-1.5b --device cuda --dtype bfloat16 --json bench.jsonl
     python3 tools/peer_bench.py --model /path/to/hf_model_dir --device cuda --liger
 
+The same definition as `fastlora bench` (docs/BENCHMARKS.md, "fastlora-bench-1"), so that `fastlora board` can rank
+both in one table; the record's "tool" key says who measured ("pytorch+peft", or "pytorch+peft+liger").
+
 The model is either a preset (the exact config.json of formats.md section 1, built in Python with random init,
 nothing downloaded) or an HF model folder (--model, weights loaded).  The step: LoRA adapters (PEFT, r/alpha,
-dropout 0, on --targets) in float32 (PEFT's default upcast), the base model in --dtype and frozen; AdamW (lr 1e-4)
-on the LoRA parameters only; input ids from a seeded RNG over the vocabulary, labels = input_ids (every token
-trained, transformers' shifted mean cross-entropy); each step = zero_grad, forward, backward, optimizer step.
+dropout 0, on --targets) in float32 (PEFT's default upcast), the base model in --dtype (default: bfloat16 on cuda,
+float32 on cpu) and frozen; AdamW (lr 1e-4) on the LoRA parameters only; T+1 ids per row from a seeded RNG over the
+vocabulary, input = the first T, targets = the last T passed as transformers' `shift_labels`, so every one of the
+B*T tokens is trained, as in fastlora (older transformers without shift_labels: labels = input, B*(T-1) trained
+tokens, and tok/s counts those); each step = zero_grad, forward, backward, optimizer step.
 Steps after --warmup are timed (torch.cuda.synchronize on cuda); train tok/s = batch*seq / median step time
 (min/max from the slowest/fastest step).  Peak memory: ru_maxrss of the process on CPU,
 torch.cuda.max_memory_allocated on CUDA.
 
 Prints one JSON record on stdout (and appends it as one line to --json FILE):
-{"tool":"pytorch+peft","model":..,"preset":..,"device":..,"dtype":..,"batch":..,"seq":..,"rank":..,"alpha":..,
+{"tool":"pytorch+peft","version":..,"weights":..,"model":..,"preset":..,"device":..,"device_kind":..,"dtype":..,
+ "batch":..,"seq":..,"rank":..,"alpha":..,
  "targets":[..],"threads":..,"steps":..,"warmup":..,"train_tok_s":..,"train_tok_s_min":..,"train_tok_s_max":..,
  "ms_per_step":..,"peak_mem_bytes":..,"versions":{..},"date":..}  plus extra keys (config, params, step_ms, ...).
 """
@@ -94,15 +100,19 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=5, help="timed steps (after warm-up)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (CPU)")
-    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
+                    help="base weights/activations (default: bfloat16 on cuda, float32 on cpu)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--attn", default="sdpa", help="attn_implementation: sdpa, eager, flash_attention_2, ...")
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing (off by default)")
     ap.add_argument("--liger", action="store_true", help="apply Liger kernels when installed (CUDA)")
+    ap.add_argument("--weights", help="name of the weights on the board (default: the preset's HF name, or the folder's)")
     ap.add_argument("--json", help="append the JSON record to this file")
     a = ap.parse_args()
+    if a.dtype is None:
+        a.dtype = "bfloat16" if a.device == "cuda" else "float32"
     if a.steps < 1 or a.warmup < 0 or a.batch < 1 or a.seq < 2 or a.rank < 1:
         ap.error("need --steps >= 1, --warmup >= 0, --batch >= 1, --seq >= 2, --rank >= 1")
     return a
@@ -117,6 +127,19 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def weights_name(a):
+    """The Hugging Face name of the weights, as fastlora bench names them (bench/records.c)."""
+    if a.weights:
+        return a.weights
+    if a.preset:
+        return PRESETS[a.preset]["hf_name"]
+    base = os.path.basename(os.path.normpath(a.model))
+    for p in PRESETS.values():
+        if p["hf_name"].split("/", 1)[1].lower() == base.lower():
+            return p["hf_name"]
+    return base
 
 
 def build_config(preset):
@@ -213,8 +236,22 @@ def main():
     setup_s = time.perf_counter() - t0
 
     rng = np.random.default_rng(a.seed)
-    ids = torch.from_numpy(rng.integers(0, config.vocab_size, size=(a.batch, a.seq), dtype=np.int64)).to(dev)
-    labels = ids.clone()
+    ids = torch.from_numpy(rng.integers(0, config.vocab_size, size=(a.batch, a.seq + 1), dtype=np.int64)).to(dev)
+    inputs = ids[:, :a.seq].contiguous()
+    targets = ids[:, 1:].contiguous()
+    use_shift_labels = True
+    trained_tokens = a.batch * a.seq
+
+    def loss_of_step():
+        nonlocal use_shift_labels, trained_tokens
+        if use_shift_labels:
+            try:
+                return model(input_ids=inputs, labels=inputs, shift_labels=targets).loss
+            except TypeError:
+                print("peer_bench: this transformers has no shift_labels; training B*(T-1) tokens", file=sys.stderr)
+                use_shift_labels = False
+                trained_tokens = a.batch * (a.seq - 1)
+        return model(input_ids=inputs, labels=inputs).loss
 
     def sync():
         if a.device == "cuda":
@@ -227,7 +264,7 @@ def main():
         sync()
         t = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(input_ids=ids, labels=labels).loss
+        loss = loss_of_step()
         loss.backward()
         opt.step()
         sync()
@@ -239,7 +276,7 @@ def main():
               f"{dt * 1e3:.1f} ms, loss {losses[-1]:.4f}", file=sys.stderr)
 
     med = statistics.median(times)
-    toks = a.batch * a.seq
+    toks = trained_tokens
     if a.device == "cuda":
         peak = int(torch.cuda.max_memory_allocated())
         peak_reserved = int(torch.cuda.max_memory_reserved())
@@ -256,11 +293,15 @@ def main():
         versions["liger_kernel"] = liger_version
     cfg_keys = ["model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                 "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "rms_norm_eps"]
+    tool = "pytorch+peft+liger" if liger_version else "pytorch+peft"
     rec = {
-        "tool": "pytorch+peft",
+        "tool": tool,
+        "version": ", ".join(f"{k} {v}" for k, v in versions.items() if k in ("torch", "transformers", "peft")),
+        "weights": weights_name(a),
         "model": model_name,
         "preset": a.preset,
         "device": device_name,
+        "device_kind": a.device,
         "dtype": a.dtype,
         "batch": a.batch,
         "seq": a.seq,
@@ -278,7 +319,8 @@ def main():
         "versions": versions,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         # extras
-        "device_kind": a.device,
+        "definition": "fastlora-bench-1",
+        "tokens_trained": trained_tokens,
         "attn": a.attn,
         "liger": bool(liger_version),
         "grad_ckpt": a.grad_ckpt,

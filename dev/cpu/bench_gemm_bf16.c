@@ -10,6 +10,7 @@
  * --cputime divides process CPU time by the thread count instead of wall time: with OMP_NUM_THREADS=1
  * on a loaded machine it measures the kernel's per-core speed without the time other processes
  * take (spinning at OpenMP barriers counts as busy, so with threads > 1 it under-reports).
+ * --no-blas skips OpenBLAS (its columns then read 0).
  * Tuning: add -DFL_GB_MR=.. -DFL_GB_NV=.. -DFL_GB_KC=.. -DFL_GB_MC=.. -DFL_GB_NC=.. to the build line.
  *
  * Each shape runs both GEMMs REPEATS times (default 5) after one warm-up and reports the BEST
@@ -53,7 +54,7 @@ static const shape shapes[] = {
     {"7B mlp dn    bwd nn", 0, 3584, 18944, 1},
 };
 
-static int use_cputime;   /* --cputime: process CPU seconds / threads instead of wall seconds */
+static int use_cputime, no_blas;   /* --cputime: process CPU seconds / threads instead of wall seconds */
 static double now(void) {
     struct timespec t;
     clock_gettime(use_cputime ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
@@ -85,12 +86,14 @@ int main(int argc, char **argv) {
             filter = argv[++i];
         } else if (!strcmp(argv[i], "--fallback")) {
             fl_gemm_bf16_force_fallback(1);
+        } else if (!strcmp(argv[i], "--no-blas")) {
+            no_blas = 1;
         } else if (!strcmp(argv[i], "--cputime")) {
             use_cputime = 1;
         } else if (!strcmp(argv[i], "--big")) {
             big = 1;
         } else {
-            fprintf(stderr, "usage: %s [-m M1,M2] [-r repeats] [-s filter] [--fallback] [--big] [--cputime]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-m M1,M2] [-r repeats] [-s filter] [--fallback] [--big] [--cputime] [--no-blas]\n", argv[0]);
             return 2;
         }
     }
@@ -127,6 +130,10 @@ int main(int argc, char **argv) {
                 else fl_gemm_bf16_nn(M, N, K, 1.0f, A, K, B, ldb, 0.0f, C1, N);
                 t = now() - t;
                 if (r && t < best1) best1 = t;
+                if (no_blas) {
+                    best2 = 1e30;
+                    continue;
+                }
                 t = now();
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, sh->trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, K,
                             Bf, ldb, 0.0f, C2, N);
@@ -134,7 +141,7 @@ int main(int argc, char **argv) {
                 if (r && t < best2) best2 = t;
             }
             double maxd = 0, maxc = 0;
-            for (size_t i = 0; i < (size_t)M * N; i++) {
+            for (size_t i = 0; i < (no_blas ? 0 : (size_t)M * N); i++) {
                 double d = fabs((double)C1[i] - C2[i]);
                 if (d > maxd) maxd = d;
                 if (fabs(C2[i]) > maxc) maxc = fabs(C2[i]);

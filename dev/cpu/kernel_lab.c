@@ -18,8 +18,8 @@ int main(void) {
     size_t astride = (size_t)(kc / 32) * MR * 16;
     int npanels = 576 / NR;
     uint32_t *ap = xaligned(4 * astride * (MC / MR)), *bp = xaligned(4 * (size_t)kcp * NR * npanels);
-    for (size_t i = 0; i < astride * (MC / MR); i++) ap[i] = 0x3f803f80u;
-    for (size_t i = 0; i < (size_t)kcp * NR * npanels; i++) bp[i] = 0x00010001u;
+    for (size_t i = 0; i < astride * (MC / MR); i++) ap[i] = 0x3f813f7fu + (uint32_t)(i & 3);
+    for (size_t i = 0; i < (size_t)kcp * NR * npanels; i++) bp[i] = 0x3c013bffu + (uint32_t)(i & 7);
     float *C = xaligned(4 * (size_t)MC * NR * npanels);
     memset(C, 0, 4 * (size_t)MC * NR * npanels);
     for (int mode = 0; mode < 3; mode++) {

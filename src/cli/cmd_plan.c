@@ -84,10 +84,10 @@ static int count_data_tokens(const char *path, const char *model_dir, double *to
 static void print_check(const fl_plan_calibration *cal, const char *path) {
     printf("throughput model vs bench records (%s): each prediction uses the efficiency calibrated on the OTHER "
            "records\n", path);
-    printf("%-5s %-26s %-14s %5s %6s %11s %11s %7s %6s\n", "line", "device", "model", "B", "T", "measured", "predicted",
-           "error", "eff");
-    double sum = 0;
-    int n = 0;
+    printf("%-5s %-26s %-14s %5s %6s %11s %11s %7s %6s %10s %10s %7s\n", "line", "device", "model", "B", "T", "tok/s",
+           "predicted", "error", "eff", "peak MiB", "model MiB", "error");
+    double sum = 0, msum = 0;
+    int n = 0, mn = 0;
     for (int i = 0; i < cal->n; i++) {
         const fl_plan_record *r = &cal->recs[i];
         if (!r->gpu) {
@@ -98,10 +98,21 @@ static void print_check(const fl_plan_calibration *cal, const char *path) {
         double err = (r->predicted_tok_s - r->train_tok_s) / r->train_tok_s * 100;
         sum += fabs(err);
         n++;
-        printf("%-5d %-26.26s %-14.14s %5d %6d %11.1f %11.1f %+6.1f%% %6.3f\n", r->line, r->device, r->cfg.name, r->batch,
+        printf("%-5d %-26.26s %-14.14s %5d %6d %11.1f %11.1f %+6.1f%% %6.3f", r->line, r->device, r->cfg.name, r->batch,
                r->seq, r->train_tok_s, r->predicted_tok_s, err, r->efficiency);
+        if (r->peak_mem_bytes > 0) {
+            fl_plan_target tg = strcasecmp(r->backend, "cpu") ? FL_TARGET_CUDA : FL_TARGET_CPU;
+            double model = fl_plan_memory_compute(&r->cfg, &r->lc, r->batch, r->seq, tg, 0).total;
+            double merr = (model - r->peak_mem_bytes) / r->peak_mem_bytes * 100;
+            msum += fabs(merr);
+            mn++;
+            printf(" %10.1f %10.1f %+6.1f%%", r->peak_mem_bytes / 1048576.0, model / 1048576.0, merr);
+        }
+        printf("\n");
     }
-    if (n) printf("mean absolute error %.1f%% over %d records\n", sum / n, n);
+    if (n) printf("throughput: mean absolute error %.1f%% over %d records (leave-one-out efficiency)\n", sum / n, n);
+    if (mn) printf("memory: mean absolute error %.1f%% over %d records (CPU: model vs peak RSS, which also holds the "
+                   "process's own baseline; CUDA: vs the backend's counted peak)\n", msum / mn, mn);
     if (cal->n_skipped) printf("skipped: %s\n", cal->notes);
 }
 

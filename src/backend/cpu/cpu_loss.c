@@ -20,11 +20,17 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
     if (chunk < 16) chunk = 16;
     if (chunk > N) chunk = N;
     static float *logits;
-    static size_t logits_cap;
+    static double *row_loss;
+    static size_t logits_cap, rows_cap;
     if (chunk * (size_t)V > logits_cap) {
         free(logits);
         logits_cap = chunk * (size_t)V;
         logits = fl_malloc(sizeof(float) * logits_cap);
+    }
+    if (chunk > rows_cap) {
+        free(row_loss);
+        rows_cap = chunk;
+        row_loss = fl_malloc(sizeof(double) * rows_cap);
     }
     double loss_sum = 0.0;
     size_t counted = 0;
@@ -34,10 +40,11 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
                     logits, V);
         if (logits_out)
             for (size_t i = 0; i < rows * (size_t)V; i++) logits_out[n0 * V + i] = logits[i];
-        #pragma omp parallel for schedule(static) reduction(+ : loss_sum, counted)
+        #pragma omp parallel for schedule(static)
         for (size_t r = 0; r < rows; r++) {
             float *row = logits + r * V;
             int32_t target = targets[n0 + r];
+            row_loss[r] = -1.0;
             if (target < 0) {
                 if (dinp) for (int i = 0; i < V; i++) row[i] = 0.0f;
                 continue;
@@ -48,8 +55,7 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
             #pragma omp simd reduction(+ : sum)
             for (int i = 0; i < V; i++) sum += expf(row[i] - max);
             double lse = max + log(sum);
-            loss_sum += lse - row[target];
-            counted++;
+            row_loss[r] = lse - row[target];
             if (dinp) {
                 float scale = grad_scale / sum;
                 #pragma omp simd
@@ -57,6 +63,8 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
                 row[target] -= grad_scale;
             }
         }
+        for (size_t r = 0; r < rows; r++) /* in order: the sum is the same for any thread count */
+            if (row_loss[r] >= 0.0) { loss_sum += row_loss[r]; counted++; }
         if (dinp)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, C, V, 1.0f, logits, V, weight, C, 0.0f,
                         dinp + n0 * C, C);

@@ -19,9 +19,20 @@ void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const f
     if (params_w && params_w != params) cpu_cast_to_weight(params_w, params, n);
 }
 
+/* Fixed blocks summed in a fixed order: the result does not depend on the thread count or on
+ * OpenMP's reduction order, so clipping — and resumed runs — are bitwise reproducible. */
 double sum_squares_cpu(const float *x, size_t n) {
-    double s = 0.0;
-    #pragma omp parallel for schedule(static) reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
-    return s;
+    enum { BLOCKS = 64 };
+    double partial[BLOCKS];
+    size_t block = (n + BLOCKS - 1) / BLOCKS;
+    #pragma omp parallel for schedule(static)
+    for (int b = 0; b < BLOCKS; b++) {
+        double s = 0.0;
+        size_t end = (size_t)(b + 1) * block < n ? (size_t)(b + 1) * block : n;
+        for (size_t i = (size_t)b * block; i < end; i++) s += (double)x[i] * x[i];
+        partial[b] = s;
+    }
+    double total = 0.0;
+    for (int b = 0; b < BLOCKS; b++) total += partial[b];
+    return total;
 }
