@@ -1,0 +1,2 @@
+build-sm90/src/cli/main.o: src/cli/main.c src/cli/commands.h
+src/cli/commands.h:

@@ -1,0 +1,16 @@
+build-sm90/tests/test_adapter_io.o: tests/test_adapter_io.c \
+ src/common/error.h src/engine/model.h src/backend/backend.h \
+ src/engine/activations.h src/lora/lora.h src/model/config.h \
+ src/common/dtype.h src/model/weights.h src/io/safetensors.h \
+ src/lora/adapter_io.h tests/test.h
+src/common/error.h:
+src/engine/model.h:
+src/backend/backend.h:
+src/engine/activations.h:
+src/lora/lora.h:
+src/model/config.h:
+src/common/dtype.h:
+src/model/weights.h:
+src/io/safetensors.h:
+src/lora/adapter_io.h:
+tests/test.h:
