@@ -238,7 +238,7 @@ def main():
     rng = np.random.default_rng(a.seed)
     ids = torch.from_numpy(rng.integers(0, config.vocab_size, size=(a.batch, a.seq + 1), dtype=np.int64)).to(dev)
     inputs = ids[:, :a.seq].contiguous()
-    targets = ids[:, 1:].contiguous()
+    next_ids = ids[:, 1:].contiguous()
     use_shift_labels = True
     trained_tokens = a.batch * a.seq
 
@@ -246,7 +246,7 @@ def main():
         nonlocal use_shift_labels, trained_tokens
         if use_shift_labels:
             try:
-                return model(input_ids=inputs, labels=inputs, shift_labels=targets).loss
+                return model(input_ids=inputs, labels=inputs, shift_labels=next_ids).loss
             except TypeError:
                 print("peer_bench: this transformers has no shift_labels; training B*(T-1) tokens", file=sys.stderr)
                 use_shift_labels = False

@@ -106,7 +106,12 @@ typedef struct fl_backend {
 
 /* The CPU reference backend (OpenMP + BLAS, f32 everywhere). */
 const fl_backend *fl_backend_cpu(void);
-/* "cpu", "cuda" or "auto" (backend/select.c); errors say which flag would help. */
+/* The fast CPU backend: bf16 frozen matrices, f32 activations and accumulation (AVX512-BF16). */
+const fl_backend *fl_backend_cpu_bf16(void);
+/* device "cpu", "cuda" or "auto"; dtype "bf16" (default, NULL) or "f32" (the CPU reference;
+ * CUDA is bf16 only). Errors say which flag would help. (backend/select.c) */
+int fl_backend_select_dtype(const char *device, const char *dtype, const fl_backend **out);
+/* fl_backend_select_dtype(device, NULL, out) */
 int fl_backend_select(const char *device, const fl_backend **out);
 
 #endif

@@ -10,12 +10,31 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "common/error.h"
 
-double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const int32_t *targets, const void *weight,
-                        float grad_scale, size_t N, int C, int V, size_t *n_counted) {
-    float *dinp = dinp_;
-    const float *inp = inp_;
+/* logits (rows, V) = inp (rows, C) · weightᵀ, and dinp (rows, C) = dlogits (rows, V) · weight */
+typedef struct {
+    void (*logits)(float *logits, const float *inp, const void *weight, size_t rows, int C, int V);
+    void (*dinp)(float *dinp, const float *dlogits, const void *weight, size_t rows, int C, int V);
+} head_gemms;
+
+static void logits_f32(float *logits, const float *inp, const void *weight, size_t rows, int C, int V) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, V, C, 1.0f, inp, C, weight, C, 0.0f, logits, V);
+}
+static void dinp_f32(float *dinp, const float *dlogits, const void *weight, size_t rows, int C, int V) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, C, V, 1.0f, dlogits, V, weight, C, 0.0f, dinp, C);
+}
+static void logits_bf16(float *logits, const float *inp, const void *weight, size_t rows, int C, int V) {
+    fl_gemm_bf16_nt((int)rows, V, C, 1.0f, inp, C, weight, C, 0.0f, logits, V);
+}
+static void dinp_bf16(float *dinp, const float *dlogits, const void *weight, size_t rows, int C, int V) {
+    fl_gemm_bf16_nn((int)rows, C, V, 1.0f, dlogits, V, weight, C, 0.0f, dinp, C);
+}
+
+static double lm_head_loss_impl(float *dinp, float *logits_out, const float *inp, const int32_t *targets,
+                                const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted,
+                                head_gemms gemm) {
     size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
     if (chunk < 16) chunk = 16;
     if (chunk > N) chunk = N;
@@ -36,8 +55,7 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
     size_t counted = 0;
     for (size_t n0 = 0; n0 < N; n0 += chunk) {
         size_t rows = N - n0 < chunk ? N - n0 : chunk;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, V, C, 1.0f, inp + n0 * C, C, weight, C, 0.0f,
-                    logits, V);
+        gemm.logits(logits, inp + n0 * C, weight, rows, C, V);
         if (logits_out)
             for (size_t i = 0; i < rows * (size_t)V; i++) logits_out[n0 * V + i] = logits[i];
         #pragma omp parallel for schedule(static)
@@ -65,10 +83,20 @@ double lm_head_loss_cpu(void *dinp_, float *logits_out, const void *inp_, const 
         }
         for (size_t r = 0; r < rows; r++) /* in order: the sum is the same for any thread count */
             if (row_loss[r] >= 0.0) { loss_sum += row_loss[r]; counted++; }
-        if (dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, C, V, 1.0f, logits, V, weight, C, 0.0f,
-                        dinp + n0 * C, C);
+        if (dinp) gemm.dinp(dinp + n0 * C, logits, weight, rows, C, V);
     }
     *n_counted = counted;
     return loss_sum;
+}
+
+double lm_head_loss_cpu(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
+                        float grad_scale, size_t N, int C, int V, size_t *n_counted) {
+    return lm_head_loss_impl(dinp, logits_out, inp, targets, weight, grad_scale, N, C, V, n_counted,
+                             (head_gemms){logits_f32, dinp_f32});
+}
+
+double lm_head_loss_cpu_bf16(void *dinp, float *logits_out, const void *inp, const int32_t *targets,
+                             const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted) {
+    return lm_head_loss_impl(dinp, logits_out, inp, targets, weight, grad_scale, N, C, V, n_counted,
+                             (head_gemms){logits_bf16, dinp_bf16});
 }

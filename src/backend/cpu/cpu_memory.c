@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "common/dtype.h"
 #include "common/error.h"
 
 void *cpu_alloc(size_t bytes) {
@@ -19,3 +20,11 @@ void cpu_synchronize(void) {}
 void cpu_upload_act(void *dst, const float *host_src, size_t n) { memcpy(dst, host_src, n * sizeof(float)); }
 void cpu_download_act(float *host_dst, const void *src, size_t n) { memcpy(host_dst, src, n * sizeof(float)); }
 void cpu_cast_to_weight(void *dst, const float *src, size_t n) { if (dst != src) memcpy(dst, src, n * sizeof(float)); }
+
+/* bf16 weights */
+void cpu_upload_weight_bf16(void *dst, const float *host_src, size_t n) { cpu_cast_to_weight_bf16(dst, host_src, n); }
+void cpu_cast_to_weight_bf16(void *dst_, const float *src, size_t n) {
+    uint16_t *dst = dst_;
+    #pragma omp parallel for schedule(static) if (n > 1 << 16)
+    for (size_t i = 0; i < n; i++) dst[i] = fl_f32_to_bf16(src[i]);
+}

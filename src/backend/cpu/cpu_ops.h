@@ -45,4 +45,18 @@ void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const f
                       float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n);
 double sum_squares_cpu(const float *x, size_t n);
 
+/* The same ops for the bf16-weight CPU backend (weights bf16, activations f32). */
+void cpu_upload_weight_bf16(void *dst, const float *host_src, size_t n);
+void cpu_cast_to_weight_bf16(void *dst, const float *src, size_t n);
+void embedding_forward_cpu_bf16(void *out, const int32_t *ids, const void *table, size_t N, int C);
+void matmul_forward_cpu_bf16(void *out, const void *inp, const void *weight, const void *bias, float alpha,
+                             float beta, size_t N, int IC, int OC);
+void matmul_backward_input_cpu_bf16(void *dinp, const void *dout, const void *weight, float alpha, float beta,
+                                    size_t N, int IC, int OC);
+double lm_head_loss_cpu_bf16(void *dinp, float *logits_out, const void *inp, const int32_t *targets,
+                             const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted);
+void adamw_update_cpu_bf16(float *params, void *params_w, float *m, float *v, const float *grads, float lr,
+                           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int step,
+                           size_t n);
+
 #endif

@@ -36,3 +36,10 @@ double sum_squares_cpu(const float *x, size_t n) {
     for (int b = 0; b < BLOCKS; b++) total += partial[b];
     return total;
 }
+
+void adamw_update_cpu_bf16(float *params, void *params_w, float *m, float *v, const float *grads, float lr,
+                           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int step,
+                           size_t n) {
+    adamw_update_cpu(params, NULL, m, v, grads, lr, beta1, beta2, eps, weight_decay, grad_scale, step, n);
+    if (params_w) cpu_cast_to_weight_bf16(params_w, params, n);
+}

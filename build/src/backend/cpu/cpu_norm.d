@@ -1,3 +1,4 @@
 build/src/backend/cpu/cpu_norm.o: src/backend/cpu/cpu_norm.c \
- src/backend/cpu/cpu_ops.h
+ src/backend/cpu/cpu_ops.h src/common/dtype.h
 src/backend/cpu/cpu_ops.h:
+src/common/dtype.h:

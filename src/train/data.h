@@ -1,0 +1,86 @@
+/* data.h — training documents: JSONL datasets in the four shapes people use, and fastlora's
+ * pre-tokenized binary format, turned into token ids plus a loss mask per document.
+ *
+ * Shapes (one JSON object per line; --format auto picks by the keys present):
+ *   {"text": "..."}                         loss on every token; BOS (when the tokenizer adds one)
+ *                                           first, EOS appended
+ *   {"prompt": "...", "completion": "..."}  prompt + completion encoded as ONE string (so the
+ *                                           tokenizer sees the real boundary); loss on the tokens
+ *                                           that overlap the completion's bytes, and on the EOS
+ *   {"instruction", "input"?, "output"}     Alpaca: the Stanford Alpaca prompt template around
+ *                                           instruction/input, output as the completion
+ *   {"messages": [{"role", "content"}...]}  rendered with the model's chat template
+ *                                           (tokenizer/chat.c); loss on the assistant turns only
+ *                                           (content + end-of-turn marker); no extra EOS, the
+ *                                           template's end-of-turn is what the model learns
+ * Binary tokens file (FL_TOKENS_MAGIC, little-endian; see docs/TRAINING.md):
+ *   bytes 0..8   "FLTOKv1\0"
+ *   u64          n_docs
+ *   u64          n_tokens
+ *   u64          doc_end[n_docs]   cumulative token counts, non-decreasing, doc_end[n_docs-1] == n_tokens
+ *   u32          ids[n_tokens]
+ *   Every token is a target (mask 1); ids are used as they are (include BOS/EOS when writing).
+ *
+ * Bad lines (invalid JSON, missing or mistyped fields, empty text, no target tokens, lines longer
+ * than max_line_bytes) are reported as `file:line: what` and skipped (counted), or stop the load
+ * when `strict`. Never a crash. Not the batching (train/batch.h).
+ */
+#ifndef FL_TRAIN_DATA_H
+#define FL_TRAIN_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tokenizer/tokenizer.h"
+
+typedef enum { FL_DATA_AUTO = 0, FL_DATA_TEXT, FL_DATA_PROMPT, FL_DATA_MESSAGES, FL_DATA_ALPACA, FL_DATA_TOKENS } fl_data_format;
+
+/* "auto", "text", "prompt", "messages", "alpaca", "tokens" */
+int fl_data_format_parse(const char *name, fl_data_format *out);
+const char *fl_data_format_name(fl_data_format f);
+
+typedef struct {
+    int32_t *ids;     /* (n) */
+    uint8_t *mask;    /* (n) 1: token i is a target (predicted from tokens 0..i-1); mask[0] unused */
+    int n;
+} fl_doc;
+
+typedef struct {
+    fl_doc *docs;
+    size_t n_docs, cap;
+    size_t n_tokens;     /* Σ n */
+    size_t n_targets;    /* Σ targets (mask[i] for i >= 1) */
+    size_t n_bad;        /* lines skipped */
+    size_t n_lines;      /* non-blank lines read */
+} fl_dataset;
+
+typedef struct {
+    fl_data_format format;
+    int strict;             /* first bad line is fatal */
+    size_t max_line_bytes;  /* longer lines are bad lines (default 64 MiB) */
+    int32_t eos_id;         /* appended to text / completion documents; -1: none */
+    int32_t vocab_size;     /* ids must be below (0: unchecked) */
+    int max_reported;       /* bad lines printed one by one before only counting (default 10) */
+    FILE *log;              /* where bad lines are reported (NULL: stderr) */
+} fl_data_options;
+
+fl_data_options fl_data_options_default(void);
+
+/* Loads `path` (JSONL, or the binary tokens format when format is TOKENS or the file starts with
+ * the magic). tok may be NULL only for the tokens format. Appends to *ds (zero-initialize first). */
+int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt);
+void fl_dataset_free(fl_dataset *ds);
+/* Appends a copy of (ids, mask) as a document. mask may be NULL (all targets). */
+void fl_dataset_add(fl_dataset *ds, const int32_t *ids, const uint8_t *mask, int n);
+
+/* One JSON line to a document (exposed for tests). Returns 0 and fills *doc (caller frees ids/mask),
+ * or FL_ERR_INPUT with the reason in fl_last_error() (no file:line; the loader adds it). */
+int fl_data_parse_line(const char *line, size_t len, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc);
+
+/* Writes the documents (ids only) in the binary tokens format, atomically. */
+int fl_tokens_file_write(const char *path, const fl_dataset *ds);
+
+#define FL_TOKENS_MAGIC "FLTOKv1"
+
+#endif
