@@ -1,2 +1,0 @@
-build/src/common/dtype.o: src/common/dtype.c src/common/dtype.h
-src/common/dtype.h:

@@ -1,2 +1,0 @@
-build/src/common/rng.o: src/common/rng.c src/common/rng.h
-src/common/rng.h:

@@ -1,3 +1,0 @@
-build/src/plan/csv.o: src/plan/csv.c src/plan/csv.h src/common/error.h
-src/plan/csv.h:
-src/common/error.h:

@@ -1,2 +1,0 @@
-build/tests/main.o: tests/main.c tests/test.h
-tests/test.h:
