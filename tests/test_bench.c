@@ -179,7 +179,7 @@ TEST(bench_cli_tiny_run_writes_a_record) {
     close(fd);
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
-             "%s bench --preset smollm2-135m --device cpu --batch 1 --seq 8 --rank 2 --steps 2 --warmup 1 "
+             "%s bench --preset smollm2-135m --device cpu --dtype f32 --batch 1 --seq 8 --rank 2 --steps 2 --warmup 1 "
              "--threads 1 --no-sgemm --json %s > %s.out 2>&1",
              bin, path, path);
     CHECK_EQ_INT(system(cmd), 0);
@@ -219,7 +219,7 @@ TEST(bench_cli_bad_input_options) {
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
     const char *bad[] = {
         "--sweep batch=0,2", "--sweep", "--sweep size=4", "--sweep batch=1,x", "--mem-limit lots",
-        "--preset nope", "--batch 0", "--preset smollm2-135m --model /nonexistent",
+        "--preset nope", "--batch 0", "--dtype fp8", "--preset smollm2-135m --model /nonexistent",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char cmd[512];

@@ -52,15 +52,27 @@ static int check_gemm(int trans_b, int M, int N, int K, float alpha, float beta,
     else fl_gemm_bf16_nn(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 
     double atol = 1e-5 * sqrt((double)K) * maxa * maxb * fabs(alpha);
+    /* reference operands as doubles, both k-contiguous: ad (M, K), bd (N, K) */
+    double *ad = malloc(sizeof(double) * (size_t)M * K), *bd = malloc(sizeof(double) * (size_t)N * K);
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) ad[(size_t)m * K + k] = fl_bf16_to_f32(fl_f32_to_bf16(A[(size_t)m * lda + k]));
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++)
+            bd[(size_t)n * K + k] = fl_bf16_to_f32(trans_b ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
     int ok = 1;
     for (int m = 0; m < M && ok; m++) {
         for (int n = 0; n < N; n++) {
-            double s = 0;
-            for (int k = 0; k < K; k++) {
-                double a = fl_bf16_to_f32(fl_f32_to_bf16(A[(size_t)m * lda + k]));
-                double b = fl_bf16_to_f32(trans_b ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
-                s += a * b;
+            const double *a = ad + (size_t)m * K, *b = bd + (size_t)n * K;
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;   /* four sums: the compiler vectorizes them */
+            int k = 0;
+            for (; k + 4 <= K; k += 4) {
+                s0 += a[k] * b[k];
+                s1 += a[k + 1] * b[k + 1];
+                s2 += a[k + 2] * b[k + 2];
+                s3 += a[k + 3] * b[k + 3];
             }
+            for (; k < K; k++) s0 += a[k] * b[k];
+            double s = (s0 + s1) + (s2 + s3);
             double ref = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)C0[(size_t)m * ldc + n]);
             double got = C[(size_t)m * ldc + n];
             if (!(fabs(got - ref) <= atol + 1e-6 * fabs(ref))) {
@@ -71,6 +83,8 @@ static int check_gemm(int trans_b, int M, int N, int K, float alpha, float beta,
             }
         }
     }
+    free(bd);
+    free(ad);
     /* the padding columns of C are never written */
     for (int m = 0; m < M && ok; m++)
         for (int n = N; n < ldc; n++) {
@@ -108,11 +122,12 @@ static void run_small_grid(void) {
 }
 
 /* Shapes that cross the kernel's blocks: several K blocks with an odd tail, N past one packed B
- * block, M past one packed A block and split between threads, the model's own widths. */
+ * block, M past one packed A block, threads splitting M, or N (few rows; N past two B blocks),
+ * the model's own widths. */
 static void run_large_shapes(int big) {
     static const int shapes[][3] = {
-        {576, 576, 576}, {100, 1536, 576}, {1030, 200, 1101}, {64, 2100, 576}, {300, 576, 1536},
-        {257, 192, 576}, {33, 49, 4097}, {4096, 16, 576}, {4096, 576, 8}, {2, 3000, 70},
+        {128, 576, 576}, {100, 1536, 576}, {460, 100, 1101}, {64, 2100, 576}, {100, 576, 1536},
+        {257, 192, 576}, {33, 49, 4097}, {4096, 16, 576}, {4096, 576, 8}, {2, 3000, 70}, {100, 4200, 64},
     };
     int n = (int)(sizeof shapes / sizeof shapes[0]);
     if (!big) n = 4;

@@ -102,6 +102,14 @@ typedef struct fl_backend {
                          float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n);
     /* Σ x² in double over an f32 buffer (global-norm clipping). */
     double (*sum_squares)(const float *x, size_t n);
+
+    /* ---- inference (infer/): may be NULL on a backend that lacks it; callers check and say so ---- */
+    /* Attention of Tn new queries of ONE sequence against its K/V cache. q (Tn, NH, HS) holds
+     * positions start .. start+Tn-1 (RoPE applied); k_cache/v_cache (>= start+Tn, NKV, HS) hold
+     * positions 0 .. start+Tn-1 (k with RoPE). out (Tn, NH, HS) assigned: query i sees keys
+     * 0 .. start+i. The same math as attention_forward with seg_start 0, without the lse. */
+    void (*attention_decode)(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
+                             int NH, int NKV, int HS);
 } fl_backend;
 
 /* The CPU reference backend (OpenMP + BLAS, f32 everywhere). */

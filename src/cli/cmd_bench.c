@@ -3,7 +3,8 @@
  * The definition (docs/BENCHMARKS.md, first section; printed with every result): batch B x T of
  * token ids drawn from a seeded RNG over the vocabulary, every token trained (targets are the next
  * ids of the same random stream), LoRA rank R / alpha on the chosen projections (default all
- * seven), frozen base in the backend's dtype (f32 on the CPU, bf16 on CUDA), AdamW on the LoRA
+ * seven), frozen base weights in the backend's weight type (bf16 on CUDA; bf16 or f32 on the CPU,
+ * --dtype), AdamW on the LoRA
  * parameters; `warmup` steps untimed, then the median of `steps` timed steps, each forward +
  * backward + optimizer step with the device synchronized; train tok/s = B·T / median step time.
  *
@@ -192,7 +193,7 @@ static void on_sigint(int sig) {
 /* ---- options and the sweep -------------------------------------------------------------------- */
 
 typedef struct {
-    const char *model_dir, *preset, *targets, *json_path, *device, *mem_limit, *weights, *reference_path;
+    const char *model_dir, *preset, *targets, *json_path, *device, *dtype, *mem_limit, *weights, *reference_path;
     int batch, seq, rank, steps, warmup, threads, seed, rslora, no_sgemm;
     float alpha, dropout;
     char sweep_spec[512];
@@ -244,21 +245,21 @@ typedef struct {
     fl_model *m;
     const fl_backend *be;
     int is_cuda, threads;
-    char device[192], dtype[16], version[96], weights[128], driver[64], cuda_version[32];
+    char device[192], dtype[16], act_dtype[16], version[96], weights[128], driver[64], cuda_version[32];
     double peak_tflops;       /* MFU denominator; 0 when unknown */
     char peak_source[256];    /* what the denominator is */
     double reference_tok_s;   /* published figure for weights x device, < 0 none */
     char reference_file[512];
 } bench_context;
 
-static void print_definition(const bench_context *c, int B, int T) {
+static void print_definition(const bench_context *c, int B, int T, int n_timed) {
     const bench_options *o = c->o;
     printf("  definition (%s, docs/BENCHMARKS.md): LoRA on a fixed batch of %d x %d token ids drawn from a seeded RNG\n"
-           "    over the vocabulary, every token trained; rank %d, alpha %g, on %s; frozen base in %s; AdamW on the\n"
-           "    LoRA parameters; %d warm-up step%s excluded, median of %d timed steps (device synchronized);\n"
-           "    train tok/s = %d x %d / median step time.\n",
-           DEFINITION_VERSION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, o->targets, c->dtype, o->warmup,
-           o->warmup == 1 ? "" : "s", o->steps, B, T);
+           "    over the vocabulary, every token trained; rank %d, alpha %g, on %s; frozen base weights in %s\n"
+           "    (activations %s); AdamW on the LoRA parameters; %d warm-up step%s excluded, median of %d timed step%s\n"
+           "    (device synchronized); train tok/s = %d x %d / median step time.\n",
+           DEFINITION_VERSION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, o->targets, c->dtype, c->act_dtype,
+           o->warmup, o->warmup == 1 ? "" : "s", n_timed, n_timed == 1 ? "" : "s", B, T);
 }
 
 /* Runs warm-up + timed steps at (B, T). Stops early (n_timed < steps) on Ctrl-C. */
@@ -354,7 +355,7 @@ static void print_result(const bench_context *c, const bench_point *p) {
                c->weights, c->device, p->tok_s / c->reference_tok_s, c->reference_file);
     else
         printf("  reference board: no published figure for %s on %s\n", c->weights, c->device);
-    print_definition(c, p->B, p->T);
+    print_definition(c, p->B, p->T, p->n_timed);
     fflush(stdout);
 }
 
@@ -391,6 +392,7 @@ static json_t *point_record(const bench_context *c, const bench_point *p) {
     json_object_set_new(j, "model", json_string(o->preset ? o->preset : o->model_dir));
     json_object_set_new(j, "init", json_string(o->preset ? "random" : "loaded"));
     json_object_set_new(j, "backend", json_string(c->be->name));
+    json_object_set_new(j, "act_dtype", json_string(c->act_dtype));
     json_object_set_new(j, "alpha", json_real(m->lora_cfg.alpha));
     json_t *targets = json_array();
     for (int k = 0; k < FL_N_PROJ; k++)
@@ -442,6 +444,7 @@ int cmd_bench(int argc, char **argv) {
         {"threads", FL_OPT_INT, &o.threads, "CPU threads (default: all cores)"},
         {"seed", FL_OPT_INT, &o.seed, "seed for weights, LoRA init and token ids (default 1234)"},
         {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)"},
+        {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default bf16)"},
         {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest"},
         {"mem-limit", FL_OPT_STRING, &o.mem_limit, "memory a setting may use, e.g. 8G (default: available RAM / device memory)"},
         {"no-sgemm", FL_OPT_FLAG, &o.no_sgemm, "CPU: skip measuring the sgemm rate (no MFU)"},
@@ -502,18 +505,19 @@ int cmd_bench(int argc, char **argv) {
     if (!o.n_sweep_seq) { o.sweep_seq[0] = o.seq; o.n_sweep_seq = 1; }
 
     const fl_backend *be;
-    if (fl_backend_select(o.device, &be)) {
+    if (fl_backend_select_dtype(o.device, o.dtype, &be)) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return 2;
     }
     bench_context c = {.o = &o, .be = be, .reference_tok_s = -1.0};
-    c.is_cuda = strcmp(be->name, "cpu") != 0;
+    c.is_cuda = strncmp(be->name, "cpu", 3) != 0;
     if (o.threads > 0) {
         omp_set_num_threads(o.threads);
         openblas_set_num_threads(o.threads);
     }
     c.threads = o.threads > 0 ? o.threads : omp_get_max_threads();
-    snprintf(c.dtype, sizeof c.dtype, "%s", be->act_size == 2 ? "bfloat16" : "float32");
+    snprintf(c.dtype, sizeof c.dtype, "%s", be->weight_size == 2 ? "bfloat16" : "float32");
+    snprintf(c.act_dtype, sizeof c.act_dtype, "%s", be->act_size == 2 ? "bfloat16" : "float32");
     fastlora_version(c.version, sizeof c.version);
     if (o.weights) snprintf(c.weights, sizeof c.weights, "%s", o.weights);
     else fl_bench_weights_name(o.preset ? o.preset : o.model_dir, o.preset != NULL, c.weights, sizeof c.weights);
@@ -566,8 +570,10 @@ int cmd_bench(int argc, char **argv) {
         return status;
     }
     size_t lora_params = fl_lora_param_count(&pre, &lc);
-    double fixed_bytes = (double)fl_config_total_params(&pre) * (double)be->act_size +
-                         (double)lora_params * (4 * sizeof(float) + (be->act_size == sizeof(float) ? 0 : be->act_size));
+    /* base matrices in the weight type (the few norm/bias vectors are counted the same way), LoRA
+     * masters + gradients + two AdamW moments in f32, and its weight-typed compute copy */
+    double fixed_bytes = (double)fl_config_total_params(&pre) * (double)be->weight_size +
+                         (double)lora_params * (4 * sizeof(float) + (be->weight_size == sizeof(float) ? 0 : be->weight_size));
     if (limit > 0 && fixed_bytes > limit) {
         fprintf(stderr, "fastlora: bench: %s does not fit: weights + LoRA state need %.2f GiB, limit %.2f GiB%s\n",
                 c.weights, fixed_bytes / 1073741824.0, limit / 1073741824.0, o.mem_limit ? " (--mem-limit)" : "");
@@ -628,7 +634,7 @@ int cmd_bench(int argc, char **argv) {
     printf("fastlora bench %s: %s (%s, %s weights), %.1fM params, LoRA r=%d alpha=%g on %s (%.2fM trainable)\n",
            c.version, c.weights, cfg->arch == FL_ARCH_QWEN2 ? "Qwen2" : "Llama", o.preset ? "random" : "loaded",
            fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, o.targets, lora_params / 1e6);
-    printf("  device: %s (%s backend, %s", c.device, be->name, c.dtype);
+    printf("  device: %s (%s backend, %s weights, %s activations", c.device, be->name, c.dtype, c.act_dtype);
     if (!c.is_cuda) printf(", %d threads", c.threads);
     if (c.driver[0]) printf(", driver %s", c.driver);
     if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
@@ -656,9 +662,15 @@ int cmd_bench(int argc, char **argv) {
             p->fits = !(limit > 0 && p->predicted_bytes > limit);
             if (n_points > 1) printf("\n== %d x %d (%d of %d) ==\n", p->B, p->T, n_run, n_points);
             if (!p->fits) {
-                printf("  does not fit: predicted %.2f GiB > limit %.2f GiB; skipped\n", p->predicted_bytes / 1073741824.0,
-                       limit / 1073741824.0);
-                if (n_points == 1) status = 2;
+                if (n_points == 1) {
+                    fprintf(stderr, "fastlora: bench: %d x %d does not fit: predicted %.2f GiB > limit %.2f GiB%s\n", p->B,
+                            p->T, p->predicted_bytes / 1073741824.0, limit / 1073741824.0,
+                            o.mem_limit ? " (--mem-limit)" : "");
+                    status = 2;
+                } else {
+                    printf("  does not fit: predicted %.2f GiB > limit %.2f GiB; skipped\n", p->predicted_bytes / 1073741824.0,
+                           limit / 1073741824.0);
+                }
                 continue;
             }
             printf("  %d x %d = %zu tokens/step, predicted memory %.2f GiB\n", p->B, p->T, (size_t)p->B * p->T,

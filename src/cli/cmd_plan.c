@@ -123,7 +123,7 @@ static int print_board(const char *path, const fl_plan_request *base, const fl_g
     FL_TRY(fl_csv_read_file(&t, path));
     printf("reference board %s vs fastlora's model (CUDA bf16, batch %d x seq %d, LoRA r=%d on %s)\n", path,
            base->batch, base->seq, base->lc.rank, base->targets);
-    printf("%-36s %-30s %10s %10s %7s  %s\n", "model", "gpu", "board", "predicted", "ratio", "speed source");
+    printf("%-36s %-50s %10s %10s %7s  %s\n", "model", "gpu", "board", "predicted", "ratio", "speed source");
     for (int i = 1; i < t.n_rows; i++) {
         const fl_csv_row *row = &t.rows[i];
         if (row->n < 3) continue;
@@ -138,16 +138,16 @@ static int print_board(const char *path, const fl_plan_request *base, const fl_g
         const fl_gpu_spec *g = fl_gpu_catalog_find(cat, gpu);
         if (!best[0] || fl_config_preset(&rq.cfg, best) || !g) {
             fl_clear_error();
-            printf("%-36.36s %-30.30s %10.1f %10s  (%s)\n", model, gpu, board, "-", !g ? "gpu not in catalog" : "no preset");
+            printf("%-36.36s %-50.50s %10.1f %10s  (%s)\n", model, gpu, board, "-", !g ? "gpu not in catalog" : "no preset");
             continue;
         }
         fl_plan_result res;
         fl_plan_gpu(&rq, g, cal, &res);
         if (!res.fits) {
-            printf("%-36.36s %-30.30s %10.1f %10s  (does not fit)\n", model, gpu, board, "-");
+            printf("%-36.36s %-50.50s %10.1f %10s  (does not fit)\n", model, gpu, board, "-");
             continue;
         }
-        printf("%-36.36s %-30.30s %10.1f %10.1f %6.2fx  %s%s\n", model, gpu, board, res.tok_s, res.tok_s / board,
+        printf("%-36.36s %-50.50s %10.1f %10.1f %6.2fx  %s%s\n", model, gpu, board, res.tok_s, res.tok_s / board,
                res.tok_s_source, res.grad_accum > 1 ? " [smaller micro-batch]" : "");
     }
     fl_csv_free(&t);

@@ -9,5 +9,9 @@ int cmd_gpus(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_board(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_convert_llama2c(int argc, char **argv);
 
 #endif

@@ -17,12 +17,16 @@ static const command commands[] = {
     {"plan", cmd_plan, "memory, fit, speed, time and cost of a fine-tuning run on every GPU"},
     {"board", cmd_board, "leaderboards (Markdown, HTML) from bench result records"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer (--text, --file, --decode, --chat)"},
+    {"train", cmd_train, "LoRA fine-tuning: model folder + JSONL data in, PEFT adapter out (checkpoints, resume, eval)"},
+    {"generate", cmd_generate, "sample text from a model (+ adapter) with a KV cache (--prompt, --chat)"},
+    {"merge", cmd_merge, "fold an adapter into the base: a full HF folder in the original dtypes"},
+    {"convert-llama2c", cmd_convert_llama2c, "a llama2.c checkpoint (+ tokenizer) as an HF Llama folder"},
 };
 
 static void usage(FILE *out) {
     fprintf(out, "usage: fastlora <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`fastlora <command> --help` describes each command's options.\n");
 }
 

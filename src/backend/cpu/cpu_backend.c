@@ -7,6 +7,7 @@
  * Every op not listed separately is shared. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_decode.h"
 
 #define CPU_SHARED_OPS                                   \
     .act_size = sizeof(float),                           \
@@ -30,7 +31,8 @@
     .swiglu_backward = swiglu_backward_cpu,              \
     .dropout = dropout_cpu,                              \
     .add_inplace = add_inplace_cpu,                      \
-    .sum_squares = sum_squares_cpu
+    .sum_squares = sum_squares_cpu,                      \
+    .attention_decode = attention_decode_cpu
 
 static const fl_backend cpu_backend = {
     CPU_SHARED_OPS,

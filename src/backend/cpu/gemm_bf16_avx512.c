@@ -37,13 +37,13 @@
 #define FL_GB_NV 2    /* zmm columns per micro-tile: NR = 16·NV */
 #endif
 #ifndef FL_GB_KC
-#define FL_GB_KC 384  /* k per block (multiple of 32) */
+#define FL_GB_KC 768  /* most k per block (multiple of 32); K is split into equal blocks below it */
 #endif
 #ifndef FL_GB_MC
 #define FL_GB_MC (FL_GB_MR * 16)   /* rows per packed A block */
 #endif
 #ifndef FL_GB_NC
-#define FL_GB_NC 1024 /* columns per packed B block (multiple of NR) */
+#define FL_GB_NC 2048 /* columns per packed B block (multiple of NR) */
 #endif
 
 enum { MR = FL_GB_MR, NV = FL_GB_NV, NR = 16 * FL_GB_NV, KC = FL_GB_KC, MC = FL_GB_MC, NC = FL_GB_NC };
@@ -68,27 +68,26 @@ static inline __mmask16 tail_mask16(int n) { return n >= 16 ? (__mmask16)0xffff 
 /* A rows [0, mr) (mr <= MR), k [0, kc) -> dst, [ceil(kc/32)][MR][16] words. Rows past mr and k
  * past kc are zero. */
 TGT static void pack_a(uint32_t *restrict dst, const float *A, int lda, int mr, int kc) {
-    int nblk = (kc + 31) / 32;
-    for (int blk = 0; blk < nblk; blk++) {
-        int k = 32 * blk, nk = kc - k;
-        __mmask16 lo = tail_mask16(nk), hi = tail_mask16(nk - 16);
-        uint32_t *d = dst + (size_t)blk * MR * 16;
-        int r = 0;
-        if (nk >= 32) {
-            for (; r < mr; r++) {
-                const float *a = A + (size_t)r * lda + k;
-                __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(a + 16), _mm512_loadu_ps(a));
-                _mm512_store_si512((void *)(d + r * 16), (__m512i)v);
-            }
-        } else {
-            for (; r < mr; r++) {
-                const float *a = A + (size_t)r * lda + k;
-                __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, a + 16), _mm512_maskz_loadu_ps(lo, a));
-                _mm512_store_si512((void *)(d + r * 16), (__m512i)v);
-            }
+    int nblk = (kc + 31) / 32, nfull = kc / 32;
+    /* row by row, so each row is one sequential stream for the hardware prefetcher */
+    for (int r = 0; r < mr; r++) {
+        const float *a = A + (size_t)r * lda;
+        uint32_t *d = dst + r * 16;
+        for (int blk = 0; blk < nfull; blk++) {
+            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(a + 32 * blk + 16), _mm512_loadu_ps(a + 32 * blk));
+            _mm512_store_si512((void *)(d + (size_t)blk * MR * 16), (__m512i)v);
         }
-        for (; r < MR; r++) _mm512_store_si512((void *)(d + r * 16), _mm512_setzero_si512());
+        if (nfull < nblk) {
+            int nk = kc - 32 * nfull;
+            const float *t = a + 32 * nfull;
+            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(tail_mask16(nk - 16), t + 16),
+                                             _mm512_maskz_loadu_ps(tail_mask16(nk), t));
+            _mm512_store_si512((void *)(d + (size_t)nfull * MR * 16), (__m512i)v);
+        }
     }
+    for (int r = mr; r < MR; r++)
+        for (int blk = 0; blk < nblk; blk++)
+            _mm512_store_si512((void *)(dst + ((size_t)blk * MR + r) * 16), _mm512_setzero_si512());
 }
 
 /* In-register transpose of a 16 × 16 block of 32-bit words: r[i] word j -> r[j] word i. */
@@ -158,6 +157,13 @@ TGT static void pack_b_nn(uint32_t *restrict dst, const uint16_t *B, int ldb, in
  * beta == 1: C += alpha·acc; else C = alpha·acc + beta·C. */
 TGT static void kernel(int kcp, const uint32_t *restrict pa, const uint32_t *restrict pb, float *C, int ldc,
                        int mr, int nr, float alpha, float beta) {
+    /* Ask for the C tile now (for writing), so its misses overlap the k loop instead of stalling
+     * the stores at the end — with C bigger than the caches (the LM head's logits) that matters. */
+    for (int r = 0; r < mr; r++) {
+        const char *c = (const char *)(C + (size_t)r * ldc);
+        for (int o = 0; o < NR * 4; o += 64) _mm_prefetch(c + o, _MM_HINT_ET0);
+        _mm_prefetch(c + NR * 4 - 4, _MM_HINT_ET0);   /* the row's last line when C is not aligned */
+    }
     __m512 acc[MR][NV];
     #pragma GCC unroll 64
     for (int r = 0; r < MR; r++)
@@ -215,61 +221,18 @@ TGT static void kernel(int kcp, const uint32_t *restrict pa, const uint32_t *res
 
 /* ---------------------------------------------------------------- driver */
 
-/* One thread's region of C: rows [m0, m1), columns [n0, n1). */
-static void region(int trans_b, int m0, int m1, int n0, int n1, int K, float alpha, const float *A, int lda,
-                   const uint16_t *B, int ldb, float beta, float *C, int ldc) {
-    int kc_max = K < KC ? K : KC;
-    int kcp_max = (kc_max + 1) / 2;
-    int kblk_max = (kc_max + 31) / 32;            /* 16-pair blocks in a packed A micro-panel */
-    int ncols = n1 - n0 < NC ? (n1 - n0 + NR - 1) / NR * NR : NC;
-    int nrows = m1 - m0 < MC ? (m1 - m0 + MR - 1) / MR * MR : MC;
-    size_t bpanel = (size_t)kcp_max * NR;         /* words per B micro-panel */
-    size_t apanel = (size_t)kblk_max * MR * 16;   /* words per A micro-panel */
-    uint32_t *bp = xaligned(sizeof(uint32_t) * bpanel * (ncols / NR));
-    uint32_t *ap = xaligned(sizeof(uint32_t) * apanel * (nrows / MR));
-
-    for (int jc = n0; jc < n1; jc += NC) {
-        int nc = n1 - jc < NC ? n1 - jc : NC;
-        for (int pc = 0; pc < K; pc += KC) {
-            int kc = K - pc < KC ? K - pc : KC;
-            int kcp = (kc + 1) / 2;
-            float beta_k = pc == 0 ? beta : 1.0f;
-            /* B panels of this block; panel stride uses kcp so consecutive panels are dense. */
-            for (int jr = 0; jr < nc; jr += NR) {
-                int nr = nc - jr < NR ? nc - jr : NR;
-                uint32_t *dst = bp + (size_t)(jr / NR) * kcp * NR;
-                if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
-                else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
-            }
-            for (int ic = m0; ic < m1; ic += MC) {
-                int mc = m1 - ic < MC ? m1 - ic : MC;
-                size_t astride = (size_t)((kc + 31) / 32) * MR * 16;
-                for (int ir = 0; ir < mc; ir += MR) {
-                    int mr = mc - ir < MR ? mc - ir : MR;
-                    pack_a(ap + (size_t)(ir / MR) * astride, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
-                }
-                for (int jr = 0; jr < nc; jr += NR) {
-                    int nr = nc - jr < NR ? nc - jr : NR;
-                    const uint32_t *pb = bp + (size_t)(jr / NR) * kcp * NR;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        int mr = mc - ir < MR ? mc - ir : MR;
-                        kernel(kcp, ap + (size_t)(ir / MR) * astride, pb, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                               mr, nr, alpha, beta_k);
-                    }
-                }
-            }
-        }
-    }
-    free(ap);
-    free(bp);
-}
-
 static void scale_c(int M, int N, float beta, float *C, int ldc) {
     for (int m = 0; m < M; m++) {
         float *c = C + (size_t)m * ldc;
         for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
     }
 }
+
+/* Largest packed B block (all of K × NC columns), shared by the threads. */
+#ifndef FL_GB_BP_MAX_MB
+#define FL_GB_BP_MAX_MB 128
+#endif
+#define BP_MAX_BYTES ((size_t)FL_GB_BP_MAX_MB << 20)
 
 void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                          const uint16_t *B, int ldb, float beta, float *C, int ldc) {
@@ -280,23 +243,85 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
     }
     double flops = 2.0 * M * N * K;
     int nthreads = flops < 8e6 ? 1 : omp_get_max_threads();
+
+    /* K in equal blocks of at most KC (rounded up to 32): K = 576 is one block, 1536 two of 768;
+     * fewer blocks means fewer passes over C. */
+    int nkb = (K + KC - 1) / KC;
+    int kc_blk = ((K + nkb - 1) / nkb + 31) / 32 * 32;
+    if (kc_blk > K) kc_blk = K;
+    int kcp_blk = (kc_blk + 1) / 2;
+    size_t apanel = (size_t)((kc_blk + 31) / 32) * MR * 16;   /* words per A micro-panel */
+
+    /* Columns per packed B block: NC, fewer when K is so deep that all-K × NC would be huge. */
+    int nc_max = NC;
+    size_t bytes_per_col = (size_t)nkb * kcp_blk * 4;
+    if ((size_t)nc_max * bytes_per_col > BP_MAX_BYTES) {
+        nc_max = (int)(BP_MAX_BYTES / bytes_per_col) / NR * NR;
+        if (nc_max < NR) nc_max = NR;
+    }
+    int ncols = N < nc_max ? (N + NR - 1) / NR * NR : nc_max;
+    int npanels_max = ncols / NR;
+    uint32_t *bp = xaligned(sizeof(uint32_t) * (size_t)nkb * kcp_blk * NR * npanels_max);
+
+    /* Rows per work item: enough items (4 per thread) to balance, at most MC. With too few rows
+     * for that, items also split the columns of a B block into chunks of panels. */
+    int mtiles = (M + MR - 1) / MR;
+    int want = 4 * nthreads;
+    int mc = (mtiles + want - 1) / want * MR;
+    if (mc > MC) mc = MC;
+    if (mc < MR) mc = MR;
+    int nic = (M + mc - 1) / mc;
+
     #pragma omp parallel num_threads(nthreads)
     {
-        int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int m0 = 0, m1 = M, n0 = 0, n1 = N;
-        int mtiles = (M + MR - 1) / MR, ntiles = (N + NR - 1) / NR;
-        if (nt == 1) {
-        } else if (mtiles >= 4 * nt || ntiles < 2 * nt) { /* split rows, in whole micro-tiles */
-            int per = (mtiles + nt - 1) / nt * MR;
-            m0 = t * per < M ? t * per : M;
-            m1 = m0 + per < M ? m0 + per : M;
-        } else { /* few rows: split columns */
-            int per = (ntiles + nt - 1) / nt * NR;
-            n0 = t * per < N ? t * per : N;
-            n1 = n0 + per < N ? n0 + per : N;
+        uint32_t *ap = xaligned(sizeof(uint32_t) * apanel * (size_t)(mc / MR));
+        for (int jc = 0; jc < N; jc += nc_max) {
+            int nc = N - jc < nc_max ? N - jc : nc_max;
+            int npanels = (nc + NR - 1) / NR;
+            /* pack B[jc block, all K], shared: panel (pc block p, jr) at (p·npanels + jr)·kcp_blk·NR */
+            #pragma omp for schedule(dynamic, 1)
+            for (int item = 0; item < nkb * npanels; item++) {
+                int p = item / npanels, j = item % npanels;
+                int pc = p * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+                int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+                uint32_t *dst = bp + (size_t)item * kcp_blk * NR;
+                if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
+                else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
+            }
+            /* implicit barrier: B block packed */
+            int nchunks = nic >= 2 * nthreads ? 1 : (want + nic - 1) / nic;
+            if (nchunks > npanels) nchunks = npanels;
+            int ppc = (npanels + nchunks - 1) / nchunks;   /* panels per chunk */
+            nchunks = (npanels + ppc - 1) / ppc;
+            #pragma omp for schedule(dynamic, 1)
+            for (int item = 0; item < nic * nchunks; item++) {
+                int ic = item / nchunks * mc, chunk = item % nchunks;
+                int mcur = M - ic < mc ? M - ic : mc;
+                int j0 = chunk * ppc, j1 = j0 + ppc < npanels ? j0 + ppc : npanels;
+                for (int p = 0; p < nkb; p++) {
+                    int pc = p * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+                    int kcp = (kc + 1) / 2;
+                    float beta_k = p == 0 ? beta : 1.0f;
+                    for (int ir = 0; ir < mcur; ir += MR) {
+                        int mr = mcur - ir < MR ? mcur - ir : MR;
+                        pack_a(ap + (size_t)(ir / MR) * apanel, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
+                    }
+                    for (int j = j0; j < j1; j++) {
+                        int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+                        const uint32_t *pb = bp + ((size_t)p * npanels + j) * kcp_blk * NR;
+                        for (int ir = 0; ir < mcur; ir += MR) {
+                            int mr = mcur - ir < MR ? mcur - ir : MR;
+                            kernel(kcp, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr,
+                                   ldc, mr, nr, alpha, beta_k);
+                        }
+                    }
+                }
+            }
+            /* implicit barrier: the B block may be overwritten */
         }
-        if (m0 < m1 && n0 < n1) region(trans_b, m0, m1, n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        free(ap);
     }
+    free(bp);
 }
 
 #else /* not x86: never selected (fl_gemm_bf16_uses_avx512 returns 0) */

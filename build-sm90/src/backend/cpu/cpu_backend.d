@@ -1,4 +1,0 @@
-build-sm90/src/backend/cpu/cpu_backend.o: src/backend/cpu/cpu_backend.c \
- src/backend/backend.h src/backend/cpu/cpu_ops.h
-src/backend/backend.h:
-src/backend/cpu/cpu_ops.h:

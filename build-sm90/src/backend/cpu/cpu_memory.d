@@ -1,4 +1,0 @@
-build-sm90/src/backend/cpu/cpu_memory.o: src/backend/cpu/cpu_memory.c \
- src/backend/cpu/cpu_ops.h src/common/error.h
-src/backend/cpu/cpu_ops.h:
-src/common/error.h:

@@ -1,3 +1,0 @@
-build-sm90/src/backend/cpu/cpu_norm.o: src/backend/cpu/cpu_norm.c \
- src/backend/cpu/cpu_ops.h
-src/backend/cpu/cpu_ops.h:

@@ -1,4 +1,0 @@
-build-sm90/src/backend/cpu/gemm_bf16.o: src/backend/cpu/gemm_bf16.c \
- src/backend/cpu/gemm_bf16.h src/common/dtype.h
-src/backend/cpu/gemm_bf16.h:
-src/common/dtype.h:

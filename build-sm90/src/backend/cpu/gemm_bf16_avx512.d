@@ -1,3 +1,0 @@
-build-sm90/src/backend/cpu/gemm_bf16_avx512.o: \
- src/backend/cpu/gemm_bf16_avx512.c src/backend/cpu/gemm_bf16.h
-src/backend/cpu/gemm_bf16.h:

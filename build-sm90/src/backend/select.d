@@ -1,4 +1,0 @@
-build-sm90/src/backend/select.o: src/backend/select.c \
- src/backend/backend.h src/common/error.h
-src/backend/backend.h:
-src/common/error.h:

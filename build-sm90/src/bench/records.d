@@ -1,4 +1,0 @@
-build-sm90/src/bench/records.o: src/bench/records.c src/bench/records.h \
- src/common/error.h
-src/bench/records.h:
-src/common/error.h:

@@ -1,6 +1,0 @@
-build-sm90/src/cli/cmd_gpus.o: src/cli/cmd_gpus.c src/cli/args.h \
- src/cli/commands.h src/common/error.h src/plan/gpu_catalog.h
-src/cli/args.h:
-src/cli/commands.h:
-src/common/error.h:
-src/plan/gpu_catalog.h:

@@ -1,5 +1,0 @@
-build-sm90/src/cli/cmd_tokenize.o: src/cli/cmd_tokenize.c \
- src/cli/commands.h src/common/error.h src/tokenizer/tokenizer.h
-src/cli/commands.h:
-src/common/error.h:
-src/tokenizer/tokenizer.h:

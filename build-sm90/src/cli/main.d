@@ -1,2 +1,0 @@
-build-sm90/src/cli/main.o: src/cli/main.c src/cli/commands.h
-src/cli/commands.h:

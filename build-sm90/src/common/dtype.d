@@ -1,2 +1,0 @@
-build-sm90/src/common/dtype.o: src/common/dtype.c src/common/dtype.h
-src/common/dtype.h:

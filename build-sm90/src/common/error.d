@@ -1,2 +1,0 @@
-build-sm90/src/common/error.o: src/common/error.c src/common/error.h
-src/common/error.h:

@@ -1,2 +1,0 @@
-build-sm90/src/common/rng.o: src/common/rng.c src/common/rng.h
-src/common/rng.h:

@@ -1,6 +1,0 @@
-build-sm90/src/tokenizer/decode.o: src/tokenizer/decode.c \
- src/tokenizer/tokenizer_internal.h src/tokenizer/tokenizer.h \
- src/common/error.h
-src/tokenizer/tokenizer_internal.h:
-src/tokenizer/tokenizer.h:
-src/common/error.h:

@@ -1,0 +1,201 @@
+/* cmd_generate.c — `fastlora generate`: see what a fine-tune learned.
+ *
+ *   fastlora generate --model DIR [--adapter DIR] --prompt "Once upon a time"
+ *   fastlora generate --model DIR --adapter run1 --chat            a conversation on stdin (one line per turn)
+ *   fastlora generate --model DIR --prompt-ids "1 415 2"  --ids    ids in, ids out (models without a tokenizer)
+ * Sampling: --temperature (0 = greedy), --top-p, --seed, --max-tokens; stops at EOS (or the chat
+ * template's end-of-turn). KV-cached (infer/decoder.c). Not a server, no batching.
+ */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "common/error.h"
+#include "engine/model.h"
+#include "infer/generate.h"
+#include "lora/adapter_io.h"
+#include "tokenizer/tokenizer.h"
+
+static const char usage_text[] =
+    "usage: fastlora generate --model DIR [--adapter DIR] (--prompt TEXT | --prompt-ids \"ID ...\" | --chat) [options]";
+
+typedef struct {
+    fl_tokenizer *tok;
+    int32_t *ids;
+    int n, cap, n_prompt;     /* ids = prompt then generated: decoding the whole keeps the spaces right */
+    size_t printed;
+    int print_ids;
+} stream_ctx;
+
+/* Starts a reply after `n` prompt ids: what they decode to counts as printed. */
+static void stream_start(stream_ctx *c, const int32_t *ids, int n) {
+    c->n = 0;
+    c->printed = 0;
+    if (c->cap < n + 1) { c->cap = n + 256; c->ids = realloc(c->ids, sizeof(int32_t) * (size_t)c->cap); }
+    memcpy(c->ids, ids, sizeof(int32_t) * (size_t)n);
+    c->n = c->n_prompt = n;
+    char *text;
+    size_t len;
+    if (c->tok && !c->print_ids && fl_tokenizer_decode(c->tok, ids, (size_t)n, 1, &text, &len) == 0) {
+        c->printed = len;
+        free(text);
+    }
+}
+
+/* Prints the text of the tokens so far beyond what was printed (whole UTF-8 characters only). */
+static void on_token(int32_t id, void *ctx_) {
+    stream_ctx *c = ctx_;
+    if (c->print_ids || !c->tok) { printf("%s%d", c->n > c->n_prompt ? " " : "", id); fflush(stdout); }
+    if (c->n == c->cap) { c->cap = c->cap ? 2 * c->cap : 256; c->ids = realloc(c->ids, sizeof(int32_t) * (size_t)c->cap); }
+    c->ids[c->n++] = id;
+    if (c->print_ids || !c->tok) return;
+    char *text;
+    size_t len;
+    if (fl_tokenizer_decode(c->tok, c->ids, (size_t)c->n, 1, &text, &len)) return;
+    /* hold back a trailing replacement character: it may be half of a multi-byte character */
+    size_t upto = len;
+    if (upto >= 3 && !memcmp(text + upto - 3, "\xEF\xBF\xBD", 3)) upto -= 3;
+    if (upto > c->printed) { fwrite(text + c->printed, 1, upto - c->printed, stdout); c->printed = upto; fflush(stdout); }
+    free(text);
+}
+
+static int parse_ids(const char *s, int32_t **out, int *n) {
+    *n = 0;
+    *out = fl_malloc(sizeof(int32_t) * (strlen(s) / 2 + 2));
+    const char *p = s;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff) { free(*out); *out = NULL; return fl_input_error("--prompt-ids: '%s' is not a list of ids", s); }
+        (*out)[(*n)++] = (int32_t)v;
+        p = end;
+    }
+    if (!*n) { free(*out); *out = NULL; return fl_input_error("--prompt-ids: no ids"); }
+    return 0;
+}
+
+int cmd_generate(int argc, char **argv) {
+    const char *model = NULL, *adapter = NULL, *prompt = NULL, *prompt_ids = NULL, *device = "cpu", *system_msg = NULL, *dtype = NULL;
+    int chat = 0, max_tokens = 128, seed = 0, print_ids = 0, no_special = 0;
+    float temperature = 0.8f, top_p = 0.95f;
+    fl_option opts[] = {
+        {"model", FL_OPT_STRING, &model, "HF model folder"},
+        {"adapter", FL_OPT_STRING, &adapter, "PEFT adapter folder (e.g. a fastlora train --out folder)"},
+        {"prompt", FL_OPT_STRING, &prompt, "text to continue"},
+        {"prompt-ids", FL_OPT_STRING, &prompt_ids, "token ids to continue (\"1 2 3\")"},
+        {"chat", FL_OPT_FLAG, &chat, "a conversation: one user turn per stdin line, with the chat template"},
+        {"system", FL_OPT_STRING, &system_msg, "system message for --chat"},
+        {"max-tokens", FL_OPT_INT, &max_tokens, "tokens to generate at most (default 128)"},
+        {"temperature", FL_OPT_FLOAT, &temperature, "0 = greedy (default 0.8)"},
+        {"top-p", FL_OPT_FLOAT, &top_p, "nucleus sampling mass (default 0.95)"},
+        {"seed", FL_OPT_INT, &seed, "sampling seed (default 0)"},
+        {"ids", FL_OPT_FLAG, &print_ids, "print token ids instead of text"},
+        {"no-special", FL_OPT_FLAG, &no_special, "do not add BOS (the tokenizer's post-processor) to --prompt"},
+        {"device", FL_OPT_STRING, &device, "cpu, cuda or auto (default cpu)"},
+        {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 (default) or f32"},
+    };
+    int rc = fl_args_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), usage_text);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!model) { fprintf(stderr, "fastlora generate: --model: required\n"); return 2; }
+    if ((prompt != NULL) + (prompt_ids != NULL) + chat != 1) {
+        fprintf(stderr, "fastlora generate: give exactly one of --prompt, --prompt-ids, --chat\n");
+        return 2;
+    }
+    if (max_tokens < 1 || max_tokens > 1 << 20) { fprintf(stderr, "fastlora generate: --max-tokens: expected >= 1\n"); return 2; }
+    if (!(temperature >= 0) || !(top_p > 0 && top_p <= 1)) {
+        fprintf(stderr, "fastlora generate: --temperature must be >= 0 and --top-p in (0, 1]\n");
+        return 2;
+    }
+    const fl_backend *be;
+    fl_tokenizer *tok = NULL;
+    fl_model m;
+    int have_model = 0;
+    fl_decoder dec = {0};
+    int32_t *ids = NULL, *out = NULL;
+    int n_ids = 0;
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 1;
+    lc.target_mask = 1u << FL_PROJ_Q; /* unused without an adapter (B = 0 and the decoder skips LoRA) */
+    rc = fl_backend_select_dtype(device, dtype, &be);
+    if (!rc && adapter) rc = fl_adapter_load_config(adapter, &lc);
+    if (!rc && (prompt || chat) && fl_tokenizer_load(&tok, model)) rc = FL_ERR_INPUT;
+    if (!rc) { rc = fl_model_init_dir(&m, model, be, &lc); have_model = !rc; }
+    if (!rc && adapter) rc = fl_model_load_adapter(&m, adapter);
+    int32_t eos = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : (have_model ? m.cfg.eos_token_id : -1);
+    fl_gen_options go = {.max_new = max_tokens, .sampler = {.temperature = temperature, .top_p = top_p, .seed = (uint64_t)seed}};
+    if (eos >= 0) go.stop_ids[go.n_stop++] = eos;
+    stream_ctx sc = {.tok = tok, .print_ids = print_ids};
+    go.on_token = on_token;
+    go.ctx = &sc;
+    if (!rc && prompt_ids) rc = parse_ids(prompt_ids, &ids, &n_ids);
+    if (!rc && prompt) {
+        fl_token_ids t = {0};
+        rc = fl_tokenizer_encode(tok, prompt, strlen(prompt), no_special ? 0 : FL_ENCODE_ADD_SPECIAL, &t);
+        ids = t.ids;
+        n_ids = (int)t.n;
+        if (!rc && !n_ids) rc = fl_input_error("--prompt: encodes to no tokens");
+    }
+    if (!rc && !chat) {
+        int capacity = n_ids + max_tokens;
+        rc = fl_decoder_init(&dec, &m, capacity, adapter != NULL);
+        out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
+        int n_out, stopped;
+        if (!rc && tok && !print_ids) { fputs(prompt, stdout); fflush(stdout); }
+        stream_start(&sc, ids, n_ids);
+        if (!rc) rc = fl_generate(&dec, ids, n_ids, &go, out, &n_out, &stopped);
+        if (!rc) putchar('\n');
+    } else if (!rc && chat) {
+        /* a multi-turn conversation: the whole history is re-rendered each turn (simple and exact) */
+        fl_chat_message *msgs = fl_calloc(1024, sizeof *msgs);
+        int n_msgs = 0;
+        int32_t eot = -1;
+        fl_chat_format fmt;
+        rc = fl_tokenizer_chat_format(tok, &fmt);
+        if (!rc) {
+            const char *marker = fmt == FL_CHAT_CHATML ? "<|im_end|>" : fmt == FL_CHAT_LLAMA3 ? "<|eot_id|>" : NULL;
+            if (marker) eot = fl_tokenizer_token_to_id(tok, marker);
+            if (eot >= 0 && go.n_stop < 8) go.stop_ids[go.n_stop++] = eot;
+        }
+        if (!rc && system_msg) msgs[n_msgs++] = (fl_chat_message){"system", strdup(system_msg)};
+        rc = rc ? rc : fl_decoder_init(&dec, &m, m.cfg.max_position_embeddings > 0 ? m.cfg.max_position_embeddings : 4096,
+                                       adapter != NULL);
+        out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (len = getline(&line, &cap, stdin)) > 0)) {
+            while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+            if (!len) continue;
+            msgs[n_msgs++] = (fl_chat_message){"user", strdup(line)};
+            fl_chat_rendered r = {0};
+            rc = fl_tokenizer_chat_render(tok, FL_CHAT_AUTO, msgs, (size_t)n_msgs, 1, &r);
+            if (!rc && (int)r.ids.n + max_tokens > dec.capacity) rc = fl_input_error("the conversation is longer than the model's context");
+            int n_out = 0, stopped;
+            if (!rc) stream_start(&sc, r.ids.ids, (int)r.ids.n);
+            fl_decoder_reset(&dec);
+            if (!rc) rc = fl_generate(&dec, r.ids.ids, (int)r.ids.n, &go, out, &n_out, &stopped);
+            fl_chat_rendered_free(&r);
+            putchar('\n');
+            char *reply = NULL;
+            size_t rl;
+            if (!rc && fl_tokenizer_decode(tok, out, (size_t)n_out, 1, &reply, &rl) == 0)
+                msgs[n_msgs++] = (fl_chat_message){"assistant", reply};
+        }
+        free(line);
+        for (int i = 0; i < n_msgs; i++) free((void *)msgs[i].content);
+        free(msgs);
+    }
+    if (rc) fprintf(stderr, "fastlora generate: %s\n", fl_last_error());
+    fl_decoder_free(&dec);
+    free(sc.ids);
+    free(ids);
+    free(out);
+    if (have_model) fl_model_free(&m);
+    fl_tokenizer_free(tok);
+    return rc;
+}

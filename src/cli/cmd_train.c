@@ -1,0 +1,66 @@
+/* cmd_train.c — `fastlora train`: a model folder and a dataset in, a PEFT adapter out.
+ *
+ *   fastlora train --model DIR --data train.jsonl --out run1 [--eval-frac 0.05] [--max-steps 500] ...
+ *   fastlora train --config run1/train_config.json            repeat a run exactly
+ *   fastlora train --config run1/train_config.json --resume run1   continue after Ctrl-C / a crash
+ * Every option lives in train/options.h (one table: command line, config file, saved config).
+ * The loop is train/trainer.c; this file only loads the model and the tokenizer.
+ */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engine/model.h"
+#include "train/trainer.h"
+
+static const char usage_text[] =
+    "usage: fastlora train --model DIR --data FILE --out DIR [options]\n"
+    "       fastlora train --config FILE.json [options]      (options from a JSON file; the command line wins)\n"
+    "Data: JSONL with {\"text\"}, {\"prompt\",\"completion\"}, {\"messages\":[...]} or {\"instruction\",\"input\",\"output\"}\n"
+    "per line, or a fastlora tokens file (docs/TRAINING.md). Documents longer than --seq are split\n"
+    "(--truncate to cut them); several documents are packed per row with attention reset between them.";
+
+int cmd_train(int argc, char **argv) {
+    fl_train_options o;
+    fl_train_options_default(&o);
+    int rc = fl_train_options_parse_args(&o, argc, argv, usage_text);
+    if (rc) { fl_train_options_free(&o); return rc < 0 ? 0 : rc; }
+    if (!o.model) {
+        fprintf(stderr, "fastlora train: --model: required (a Hugging Face model folder)\n");
+        fl_train_options_free(&o);
+        return 2;
+    }
+    const fl_backend *be = NULL;
+    fl_tokenizer *tok = NULL;
+    fl_model m;
+    int have_model = 0;
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = o.rank;
+    lc.alpha = o.alpha;
+    lc.use_rslora = o.rslora;
+    lc.dropout = o.dropout;
+    lc.seed = (uint64_t)o.seed;
+    rc = fl_train_options_validate(&o);
+    if (!rc) rc = fl_lora_parse_targets(o.targets, &lc.target_mask);
+    if (!rc) rc = fl_backend_select_dtype(o.device, o.dtype, &be);
+    if (!rc && fl_tokenizer_load(&tok, o.model)) {
+        tok = NULL;
+        if (strcmp(o.format, "tokens")) {
+            fprintf(stderr, "fastlora train: note: no usable tokenizer in %s (%s); only a tokens file can be read\n",
+                    o.model, fl_last_error());
+        }
+    }
+    if (!rc) {
+        rc = fl_model_init_dir(&m, o.model, be, &lc);
+        have_model = !rc;
+    }
+    fl_train_result res;
+    if (!rc) rc = fl_train_run(&o, &m, tok, &res);
+    if (rc && rc != 130) fprintf(stderr, "fastlora train: %s\n", fl_last_error());
+    if (have_model) fl_model_free(&m);
+    fl_tokenizer_free(tok);
+    fl_train_options_free(&o);
+    return rc;
+}

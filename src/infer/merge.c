@@ -1,0 +1,204 @@
+/* merge.c — LoRA merge into a full HF folder (see merge.h). */
+#include "infer/merge.h"
+
+#include <cblas.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "io/file_util.h"
+#include "io/safetensors.h"
+#include "lora/adapter_io.h"
+#include "model/config.h"
+
+static int copy_file(const char *src, const char *dst) {
+    FILE *in = fopen(src, "rb");
+    if (!in) return fl_input_error("%s: cannot open: %s", src, strerror(errno));
+    fl_atomic_file out;
+    int status = fl_atomic_file_open(&out, dst);
+    if (status) { fclose(in); return status; }
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out.fp);
+    int bad = ferror(in);
+    fclose(in);
+    if (bad) { fl_atomic_file_abort(&out); return fl_input_error("%s: read error", src); }
+    return fl_atomic_file_commit(&out);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Which (layer, projection) a base tensor name is, or -1. */
+static int adapted_slot(const char *name, int n_layers, int *layer, fl_proj *proj) {
+    int l, used = 0;
+    if (sscanf(name, "model.layers.%d.%n", &l, &used) != 1 || used == 0 || l < 0 || l >= n_layers) return -1;
+    for (int p = 0; p < FL_N_PROJ; p++) {
+        char want[96];
+        snprintf(want, sizeof want, "%s.weight", fl_proj_modules[p]);
+        if (!strcmp(name + used, want)) { *layer = l; *proj = (fl_proj)p; return 0; }
+    }
+    return -1;
+}
+
+/* The shard file names: ["model.safetensors"] or the distinct files of the index, in order. */
+static int shard_names(const char *model_dir, char ***names, int *n, int *sharded) {
+    *n = 0;
+    *names = NULL;
+    char *single = fl_path_join(model_dir, "model.safetensors");
+    char *index = fl_path_join(model_dir, "model.safetensors.index.json");
+    int status = 0;
+    *sharded = 0;
+    if (fl_file_exists(single)) {
+        *names = fl_malloc(sizeof(char *));
+        (*names)[(*n)++] = strdup("model.safetensors");
+    } else if (fl_file_exists(index)) {
+        *sharded = 1;
+        json_error_t jerr;
+        json_t *root = json_load_file(index, 0, &jerr);
+        json_t *map = root ? json_object_get(root, "weight_map") : NULL;
+        if (!json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
+        else {
+            *names = fl_malloc(sizeof(char *) * (json_object_size(map) + 1));
+            const char *k;
+            json_t *v;
+            json_object_foreach(map, k, v) {
+                const char *f = json_string_value(v);
+                if (!f || strchr(f, '/')) { status = fl_input_error("%s: weight_map['%s'] is not a file name", index, k); break; }
+                int seen = 0;
+                for (int i = 0; i < *n && !seen; i++) seen = !strcmp((*names)[i], f);
+                if (!seen) (*names)[(*n)++] = strdup(f);
+            }
+        }
+        json_decref(root);
+    } else {
+        status = fl_input_error("%s: no model.safetensors or model.safetensors.index.json", model_dir);
+    }
+    free(single);
+    free(index);
+    return status;
+}
+
+static int merge_shard(const char *in_path, const char *out_path, const fl_model_config *cfg, const fl_lora_config *lc,
+                       const fl_lora_buffer *lora, int *merged_count) {
+    fl_safetensors st;
+    FL_TRY(fl_safetensors_open(&st, in_path));
+    fl_st_write_tensor *out = fl_calloc((size_t)st.n_tensors + 1, sizeof *out);
+    void **owned = fl_calloc((size_t)st.n_tensors + 1, sizeof *owned);
+    float s = fl_lora_scale(lc);
+    int status = 0;
+    for (int i = 0; i < st.n_tensors && !status; i++) {
+        const fl_st_tensor *t = &st.tensors[i];
+        out[i].name = t->name;
+        out[i].dtype = t->dtype;
+        out[i].ndim = t->ndim;
+        memcpy(out[i].shape, t->shape, sizeof t->shape);
+        out[i].data = t->data;
+        int l;
+        fl_proj p;
+        if (adapted_slot(t->name, cfg->n_layers, &l, &p) || !lora->layers[l].a[p]) continue;
+        int in, oc;
+        fl_proj_dims(cfg, p, &in, &oc);
+        if (t->ndim != 2 || t->shape[0] != oc || t->shape[1] != in) {
+            status = fl_input_error("%s: tensor '%s' has a shape that disagrees with config.json", in_path, t->name);
+            break;
+        }
+        if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16) {
+            status = fl_input_error("%s: tensor '%s' has dtype %s (merge supports F32, BF16, F16)", in_path, t->name,
+                                    fl_dtype_name(t->dtype));
+            break;
+        }
+        float *w = fl_malloc(t->numel * sizeof(float));
+        fl_convert_to_f32(w, t->data, t->dtype, t->numel);
+        /* W (OC, IC) += s · B (OC, R) · A (R, IC) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, oc, in, lc->rank, s, lora->layers[l].b[p], lc->rank,
+                    lora->layers[l].a[p], in, 1.0f, w, in);
+        void *dst = w;
+        if (t->dtype != FL_F32) {
+            uint16_t *h = fl_malloc(t->numel * sizeof(uint16_t));
+            for (size_t k = 0; k < t->numel; k++) h[k] = t->dtype == FL_BF16 ? fl_f32_to_bf16(w[k]) : fl_f32_to_f16(w[k]);
+            free(w);
+            dst = h;
+        }
+        owned[i] = dst;
+        out[i].data = dst;
+        (*merged_count)++;
+    }
+    if (!status) {
+        const char **meta = fl_calloc(2 * (size_t)st.n_metadata + 1, sizeof *meta);
+        for (int i = 0; i < st.n_metadata; i++) { meta[2 * i] = st.metadata_keys[i]; meta[2 * i + 1] = st.metadata_values[i]; }
+        if (!st.n_metadata) { meta[0] = "format"; meta[1] = "pt"; }
+        status = fl_safetensors_write(out_path, out, st.n_tensors, meta, st.n_metadata ? st.n_metadata : 1);
+        free(meta);
+    }
+    for (int i = 0; i < st.n_tensors; i++) free(owned[i]);
+    free(owned);
+    free(out);
+    fl_safetensors_close(&st);
+    return status;
+}
+
+int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir) {
+    fl_model_config cfg;
+    char *config_path = fl_path_join(model_dir, "config.json");
+    int status = fl_config_load(&cfg, config_path);
+    free(config_path);
+    if (status) return status;
+    fl_lora_config lc;
+    FL_TRY(fl_adapter_load_config(adapter_dir, &lc));
+    fl_lora_buffer lora;
+    fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
+    status = fl_adapter_load_weights(adapter_dir, &lora, &cfg, &lc);
+    char **names = NULL;
+    int n_names = 0, sharded = 0, merged = 0;
+    if (!status) status = shard_names(model_dir, &names, &n_names, &sharded);
+    if (!status) status = fl_mkdir_p(out_dir);
+    for (int i = 0; i < n_names && !status; i++) {
+        char *in = fl_path_join(model_dir, names[i]), *out = fl_path_join(out_dir, names[i]);
+        status = merge_shard(in, out, &cfg, &lc, &lora, &merged);
+        free(in);
+        free(out);
+    }
+    int expected = 0;
+    for (int l = 0; l < cfg.n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) expected += lora.layers[l].a[p] != NULL;
+    if (!status && merged != expected)
+        status = fl_input_error("%s: merged %d of the adapter's %d matrices (tensors missing from the model?)", model_dir,
+                                merged, expected);
+    /* config, generation config, tokenizer files, the shard index: copied as they are */
+    DIR *d = status ? NULL : opendir(model_dir);
+    struct dirent *e;
+    while (d && !status && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || ends_with(e->d_name, ".safetensors") || ends_with(e->d_name, ".bin") ||
+            ends_with(e->d_name, ".pth") || ends_with(e->d_name, ".pt"))
+            continue;
+        char *src = fl_path_join(model_dir, e->d_name), *dst = fl_path_join(out_dir, e->d_name);
+        struct stat sb;
+        if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode)) status = copy_file(src, dst);
+        free(src);
+        free(dst);
+    }
+    if (d) closedir(d);
+    /* Llama-3's tiktoken tokenizer lives in original/ */
+    char *orig = fl_path_join(model_dir, "original/tokenizer.model");
+    if (!status && fl_file_exists(orig)) {
+        char *odir = fl_path_join(out_dir, "original"), *dst = fl_path_join(out_dir, "original/tokenizer.model");
+        status = fl_mkdir_p(odir);
+        if (!status) status = copy_file(orig, dst);
+        free(odir);
+        free(dst);
+    }
+    free(orig);
+    for (int i = 0; i < n_names; i++) free(names[i]);
+    free(names);
+    fl_lora_buffer_free(&lora);
+    return status;
+}

@@ -1,0 +1,14 @@
+/* merge.h — folding a LoRA adapter into the base weights: W' = W + s·B·A ([out, in]), written as a
+ * complete Hugging Face model folder that transformers loads without PEFT.
+ *
+ * Every tensor keeps its name and its ORIGINAL dtype (BF16 stays BF16: W + s·B·A is computed in
+ * f32, then rounded once, to nearest even); tensors that are not adapted are copied byte for byte.
+ * A sharded model (model.safetensors.index.json) stays sharded with the same file names and index;
+ * config.json, generation_config.json and the tokenizer files are copied. Not the adapter reader
+ * (lora/adapter_io.h). */
+#ifndef FL_INFER_MERGE_H
+#define FL_INFER_MERGE_H
+
+int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir);
+
+#endif

@@ -1,0 +1,237 @@
+/* checkpoint.c — atomic training checkpoints (see checkpoint.h). */
+#include "train/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "io/file_util.h"
+#include "io/safetensors.h"
+#include "lora/adapter_io.h"
+
+/* Removes a folder of plain files (checkpoints have no subfolders). */
+static void remove_flat_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = fl_path_join(dir, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) { fsync(fd); close(fd); }
+}
+
+static int is_step_name(const char *name) {
+    if (strncmp(name, "step-", 5) || !name[5]) return 0;
+    for (const char *c = name + 5; *c; c++)
+        if (*c < '0' || *c > '9') return 0;
+    return 1;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The step-* folder names under root, sorted (zero-padded, so by step). */
+static char **list_steps(const char *root, size_t *n) {
+    *n = 0;
+    DIR *d = opendir(root);
+    if (!d) return NULL;
+    size_t cap = 16;
+    char **names = fl_malloc(cap * sizeof *names);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!is_step_name(e->d_name)) continue;
+        if (*n == cap) { cap *= 2; names = realloc(names, cap * sizeof *names); if (!names) fl_die("out of memory"); }
+        names[(*n)++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, *n, sizeof *names, cmp_str);
+    return names;
+}
+
+static void free_names(char **names, size_t n) {
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Leftovers of interrupted writes. */
+static void remove_temp_dirs(const char *root) {
+    DIR *d = opendir(root);
+    if (!d) return;
+    struct dirent *e;
+    char *victims[64];
+    int nv = 0;
+    while ((e = readdir(d)) && nv < 64)
+        if (!strncmp(e->d_name, ".tmp-step-", 10) || !strncmp(e->d_name, ".old-step-", 10)) victims[nv++] = fl_path_join(root, e->d_name);
+    closedir(d);
+    for (int i = 0; i < nv; i++) { remove_flat_dir(victims[i]); free(victims[i]); }
+}
+
+static int write_state(const char *dir, const fl_train_state *st) {
+    json_t *o = json_object();
+    json_object_set_new(o, "step", json_integer(st->step));
+    json_object_set_new(o, "adam_step", json_integer(st->adam_step));
+    json_object_set_new(o, "micro_step", json_integer((json_int_t)st->micro_step));
+    json_object_set_new(o, "epoch", json_integer((json_int_t)st->epoch));
+    json_object_set_new(o, "row", json_integer((json_int_t)st->row));
+    json_object_set_new(o, "tokens", json_integer((json_int_t)st->tokens));
+    json_object_set_new(o, "n_params", json_integer((json_int_t)st->n_params));
+    json_object_set_new(o, "seed", json_integer((json_int_t)st->seed));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    char *path = fl_path_join(dir, "trainer_state.json");
+    int status = fl_write_file_atomic(path, text, strlen(text));
+    free(path);
+    free(text);
+    return status;
+}
+
+int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state *st, const char *base_name, int keep,
+                       int crash_test, char **saved) {
+    if (saved) *saved = NULL;
+    FL_TRY(fl_mkdir_p(root));
+    remove_temp_dirs(root);
+    char name[64], tmp_name[96];
+    snprintf(name, sizeof name, "step-%08d", st->step);
+    snprintf(tmp_name, sizeof tmp_name, ".tmp-%s-%d", name, (int)getpid());
+    char *final = fl_path_join(root, name), *tmp = fl_path_join(root, tmp_name);
+    int status = fl_mkdir_p(tmp);
+    if (!status) status = fl_adapter_save(tmp, &m->lora, &m->cfg, &m->lora_cfg, base_name);
+    if (!status) {
+        /* AdamW moments, downloaded from backend memory */
+        size_t n = m->lora.n;
+        float *host = fl_malloc(2 * n * sizeof(float) + 1);
+        m->be->download(host, m->adam_m.data, n * sizeof(float));
+        m->be->download(host + n, m->adam_v.data, n * sizeof(float));
+        fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)n}, .data = host},
+                                   {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)n}, .data = host + n}};
+        char *path = fl_path_join(tmp, "optimizer.safetensors");
+        status = fl_safetensors_write(path, t, 2, NULL, 0);
+        free(path);
+        free(host);
+    }
+    if (!status && crash_test) raise(SIGKILL); /* test hook: a kill -9 in the middle of the write */
+    if (!status) status = write_state(tmp, st);
+    if (!status) {
+        fsync_path(tmp);
+        if (fl_file_exists(final)) { /* the same step again (a resumed run): replace it */
+            size_t cap = strlen(root) + 96;
+            char *old_name = fl_malloc(cap);
+            snprintf(old_name, cap, "%s/.old-%s", root, name);
+            if (rename(final, old_name) != 0) status = fl_input_error("%s: cannot move aside: %s", final, strerror(errno));
+            else remove_flat_dir(old_name);
+            free(old_name);
+        }
+        if (!status && rename(tmp, final) != 0) status = fl_input_error("%s: rename failed: %s", final, strerror(errno));
+        fsync_path(root);
+    }
+    if (status) {
+        remove_flat_dir(tmp);
+    } else {
+        size_t n;
+        char **names = list_steps(root, &n);
+        for (size_t i = 0; i + (size_t)keep < n; i++) {
+            char *p = fl_path_join(root, names[i]);
+            remove_flat_dir(p);
+            free(p);
+        }
+        free_names(names, n);
+        if (saved) *saved = strdup(final);
+    }
+    free(final);
+    free(tmp);
+    return status;
+}
+
+static int get_u64(json_t *o, const char *key, const char *path, uint64_t *out) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return fl_input_error("%s: field '%s': expected a non-negative integer", path, key);
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
+    memset(st, 0, sizeof *st);
+    char *path = fl_path_join(dir, "trainer_state.json");
+    json_error_t jerr;
+    json_t *o = json_load_file(path, 0, &jerr);
+    int status = 0;
+    if (!o) status = fl_input_error("%s: cannot read the checkpoint state: %s", path, jerr.text);
+    uint64_t step = 0, adam = 0;
+    if (!status) status = get_u64(o, "step", path, &step);
+    if (!status) status = get_u64(o, "adam_step", path, &adam);
+    if (!status) status = get_u64(o, "micro_step", path, &st->micro_step);
+    if (!status) status = get_u64(o, "epoch", path, &st->epoch);
+    if (!status) status = get_u64(o, "row", path, &st->row);
+    if (!status) status = get_u64(o, "tokens", path, &st->tokens);
+    if (!status) status = get_u64(o, "n_params", path, &st->n_params);
+    if (!status) status = get_u64(o, "seed", path, &st->seed);
+    json_decref(o);
+    free(path);
+    if (status) return status;
+    if (step > 1u << 30 || adam > 1u << 30) return fl_input_error("%s: step counters out of range", dir);
+    st->step = (int)step;
+    st->adam_step = (int)adam;
+    fl_lora_config lc;
+    FL_TRY(fl_adapter_load_config(dir, &lc));
+    if (lc.rank != m->lora_cfg.rank || lc.alpha != m->lora_cfg.alpha || lc.target_mask != m->lora_cfg.target_mask ||
+        lc.use_rslora != m->lora_cfg.use_rslora || st->n_params != m->lora.n)
+        return fl_input_error("%s: the checkpoint's LoRA (r %d, alpha %g, %llu params) differs from this run's "
+                              "(r %d, alpha %g, %zu params); resume with the same options",
+                              dir, lc.rank, lc.alpha, (unsigned long long)st->n_params, m->lora_cfg.rank,
+                              m->lora_cfg.alpha, m->lora.n);
+    FL_TRY(fl_model_load_adapter(m, dir));
+    path = fl_path_join(dir, "optimizer.safetensors");
+    fl_safetensors sf;
+    status = fl_safetensors_open(&sf, path);
+    for (int i = 0; i < 2 && !status; i++) {
+        const fl_st_tensor *t = fl_safetensors_find(&sf, i ? "adam_v" : "adam_m");
+        if (!t || t->dtype != FL_F32 || t->ndim != 1 || (size_t)t->shape[0] != m->lora.n)
+            status = fl_input_error("%s: tensor '%s' missing or not F32 [%zu]", path, i ? "adam_v" : "adam_m", m->lora.n);
+        else m->be->upload(i ? m->adam_v.data : m->adam_m.data, t->data, m->lora.n * sizeof(float));
+    }
+    fl_safetensors_close(&sf);
+    free(path);
+    if (status) return status;
+    m->adam_step = st->adam_step;
+    m->micro_step = st->micro_step;
+    fl_model_zero_grads(m);
+    return 0;
+}
+
+int fl_checkpoint_find(const char *dir, char **out) {
+    *out = NULL;
+    char *state = fl_path_join(dir, "trainer_state.json");
+    int here = fl_file_exists(state);
+    free(state);
+    if (here) { *out = strdup(dir); return 0; }
+    char *root = fl_path_join(dir, "checkpoints");
+    size_t n;
+    char **names = list_steps(root, &n);
+    for (size_t i = n; i-- > 0 && !*out;) {
+        char *p = fl_path_join(root, names[i]);
+        char *s = fl_path_join(p, "trainer_state.json");
+        if (fl_file_exists(s)) *out = p;
+        else free(p);
+        free(s);
+    }
+    free_names(names, n);
+    free(root);
+    if (!*out) return fl_input_error("--resume %s: no checkpoint there (expected a step-* folder with trainer_state.json, or an output folder with checkpoints/)", dir);
+    return 0;
+}

@@ -1,0 +1,25 @@
+/* llama2c.h — converting a karpathy/llama2.c checkpoint ("legacy v0" .bin) and its tokenizer .bin
+ * into a Hugging Face Llama folder that fastlora (and transformers) load, with no Python.
+ *
+ * Checkpoint: 7 little-endian int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size
+ * (negative: untied classifier), seq_len), then f32 tensors, every matrix (out, in) row-major:
+ * token_embedding (V, dim), rms_att (L, dim), wq (L, dim, dim), wk (L, kvd, dim), wv (L, kvd, dim),
+ * wo (L, dim, dim), rms_ffn (L, dim), w1 = gate (L, hidden, dim), w2 = down (L, dim, hidden),
+ * w3 = up (L, hidden, dim), rms_final (dim), freq_cis_real/imag (seq_len, hs/2) (skipped),
+ * [wcls (V, dim) when untied]. llama2.c rotates INTERLEAVED pairs (2j, 2j+1) of each head; HF
+ * rotates (j, j+hs/2), so q and k rows are permuted per head: new row j = old row 2j, new row
+ * hs/2 + j = old row 2j+1 (llama2.c export.py permute_original). RMSNorm eps 1e-5, RoPE θ 10000.
+ *
+ * Tokenizer .bin: int32 max_token_length, then per id: f32 score, int32 length, bytes (llama2.c
+ * tokenizer.py export: '▁' written as ' ', <s>/</s> as "\n<s>\n"/"\n</s>\n"). Written as a
+ * SentencePiece-BPE tokenizer.json (byte fallback, Prepend/Replace "▁" normalizer, BOS
+ * post-processor — the layout of HF's LlamaConverter), merges ranked by the merged piece's score,
+ * which is how SentencePiece BPE and llama2.c's encoder pick merges.
+ */
+#ifndef FL_TRAIN_LLAMA2C_H
+#define FL_TRAIN_LLAMA2C_H
+
+/* tokenizer_bin may be NULL (no tokenizer files written). */
+int fl_llama2c_convert(const char *checkpoint_bin, const char *tokenizer_bin, const char *out_dir);
+
+#endif

@@ -1,0 +1,31 @@
+/* metrics.h — what a run records: one JSON line per step in OUT/metrics.jsonl
+ *   {"step": 12, "loss": 2.31, "lr": 0.0002, "grad_norm": 0.83, "tokens": 4096, "tok_per_s": 51234.5}
+ *   {"step": 50, "eval_loss": 2.12, "eval_tokens": 20480}
+ * and the loss curve (train and eval against step) as a self-contained SVG that any browser shows.
+ * On --resume the file is cut back to the checkpoint's step so a resumed run reads as one run.
+ * Not the progress line (train/trainer.c). */
+#ifndef FL_TRAIN_METRICS_H
+#define FL_TRAIN_METRICS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct { int step; double value; } fl_point;
+
+typedef struct {
+    fl_point *train, *eval;
+    size_t n_train, n_eval, cap_train, cap_eval;
+    FILE *fp;
+} fl_metrics;
+
+/* Opens OUT/metrics.jsonl: truncated when keep_upto_step < 0, else the lines of steps <= keep_upto_step
+ * are kept (and loaded into the curves). */
+int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step);
+void fl_metrics_train(fl_metrics *mt, int step, double loss, double lr, double grad_norm, size_t tokens, double tok_per_s);
+void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens);
+void fl_metrics_close(fl_metrics *mt);
+
+/* Writes the curves as an SVG (atomically). */
+int fl_metrics_write_svg(const fl_metrics *mt, const char *path, const char *title);
+
+#endif

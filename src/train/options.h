@@ -1,0 +1,85 @@
+/* options.h — every option of a training run, in one table (FL_TRAIN_OPTIONS): the command line
+ * (`fastlora train --name value`), the JSON config file (`--config run.json` with the same names as
+ * keys, `-` or `_`), and the resolved configuration saved as `train_config.json` in the output
+ * folder all walk the same list, so they cannot drift apart. Precedence: defaults < config file <
+ * command line. `fastlora train --config OUT/train_config.json` repeats a run exactly.
+ * Not the loop (train/trainer.h).
+ */
+#ifndef FL_TRAIN_OPTIONS_H
+#define FL_TRAIN_OPTIONS_H
+
+#include <stdio.h>
+
+/* X(name on the command line, kind, field, default, help) — kinds: STR, INT, FLOAT, FLAG */
+#define FL_TRAIN_OPTIONS(X)                                                                                   \
+    X("model", STR, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                   \
+    X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, alpaca) or tokens file") \
+    X("out", STR, out, NULL, "output folder: adapter, checkpoints/, metrics.jsonl, loss.svg, train_config.json") \
+    X("eval-data", STR, eval_data, NULL, "evaluation data (else --eval-frac of --data)")                      \
+    X("eval-frac", FLOAT, eval_frac, 0.0f, "fraction of --data documents held out for eval (0: none)")         \
+    X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca or tokens")                       \
+    X("seq", INT, seq, 512, "positions per row (T)")                                                          \
+    X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
+    X("grad-accum", INT, grad_accum, 1, "micro-batches per optimizer step")                                    \
+    X("epochs", FLOAT, epochs, 1.0f, "passes over the training rows (ignored when --max-steps > 0)")          \
+    X("max-steps", INT, max_steps, 0, "optimizer steps (0: from --epochs)")                                   \
+    X("lr", FLOAT, lr, 2e-4f, "peak learning rate")                                                          \
+    X("schedule", STR, schedule, "cosine", "after warmup: cosine, linear or constant")                        \
+    X("warmup", INT, warmup, 0, "linear warmup steps")                                                        \
+    X("warmup-ratio", FLOAT, warmup_ratio, 0.0f, "warmup as a fraction of the steps (when --warmup is 0)")     \
+    X("min-lr-ratio", FLOAT, min_lr_ratio, 0.0f, "final lr / peak lr for cosine and linear")                  \
+    X("weight-decay", FLOAT, weight_decay, 0.0f, "AdamW decoupled weight decay")                             \
+    X("beta1", FLOAT, beta1, 0.9f, "AdamW beta1")                                                            \
+    X("beta2", FLOAT, beta2, 0.999f, "AdamW beta2")                                                          \
+    X("adam-eps", FLOAT, adam_eps, 1e-8f, "AdamW epsilon")                                                   \
+    X("clip", FLOAT, clip, 1.0f, "max global gradient norm (0: no clipping)")                                \
+    X("rank", INT, rank, 16, "LoRA rank r")                                                                  \
+    X("alpha", FLOAT, alpha, 32.0f, "LoRA alpha (scale alpha/r)")                                            \
+    X("dropout", FLOAT, dropout, 0.0f, "LoRA dropout")                                                       \
+    X("targets", STR, targets, "all", "adapted projections: q,k,v,o,gate,up,down or all")                     \
+    X("rslora", FLAG, rslora, 0, "scale alpha/sqrt(r)")                                                      \
+    X("seed", INT, seed, 1234, "seed of the LoRA init, shuffle, eval split and dropout")                     \
+    X("no-packing", FLAG, no_packing, 0, "one document per row (default: pack several)")                     \
+    X("truncate", FLAG, truncate, 0, "truncate documents longer than --seq (default: split them)")            \
+    X("no-shuffle", FLAG, no_shuffle, 0, "keep the data order")                                              \
+    X("eval-every", INT, eval_every, 50, "eval loss every N steps (and at the end)")                          \
+    X("eval-max-rows", INT, eval_max_rows, 0, "evaluate on at most N rows (0: all)")                         \
+    X("save-every", INT, save_every, 100, "checkpoint every N steps (0: only at the end and on Ctrl-C)")       \
+    X("keep", INT, keep, 3, "checkpoints kept (the last K)")                                                 \
+    X("log-every", INT, log_every, 10, "a log line every N steps when not on a terminal")                    \
+    X("strict", FLAG, strict, 0, "stop at the first bad data line (default: report and skip)")                \
+    X("device", STR, device, "cpu", "cpu, cuda or auto")                                                     \
+    X("dtype", STR, dtype, NULL, "weight dtype: bf16 (the default: fast) or f32 (the exact CPU reference)")   \
+    X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)")
+
+#define FL_OPT_FIELD_STR const char *
+#define FL_OPT_FIELD_INT int
+#define FL_OPT_FIELD_FLOAT float
+#define FL_OPT_FIELD_FLAG int
+
+typedef struct {
+#define X(name, kind, field, def, help) FL_OPT_FIELD_##kind field;
+    FL_TRAIN_OPTIONS(X)
+#undef X
+    /* not options: */
+    FILE *log;               /* progress and messages (NULL: stderr) */
+    int crash_in_checkpoint; /* test hook: SIGKILL itself while writing the N-th checkpoint (0: never) */
+    int inject_nan_step;     /* test hook: poison the loss at this step (0: never) */
+    char *owned[64];         /* strings read from a config file */
+    int n_owned;
+} fl_train_options;
+
+void fl_train_options_default(fl_train_options *o);
+/* Applies a JSON config file (an object of option names -> values). Unknown keys and wrong types
+ * are errors naming the file and key. */
+int fl_train_options_load_json(fl_train_options *o, const char *path);
+/* Parses command-line arguments over *o (after defaults and config). `--config FILE` is applied
+ * first wherever it appears. Returns 0, -1 for --help, 2 for bad input (message printed). */
+int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, const char *usage);
+/* Writes the resolved options as JSON (resume omitted). */
+int fl_train_options_save_json(const fl_train_options *o, const char *path);
+/* Checks ranges (seq > 0, ...) and names (schedule, format, targets). */
+int fl_train_options_validate(const fl_train_options *o);
+void fl_train_options_free(fl_train_options *o);
+
+#endif

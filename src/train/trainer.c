@@ -1,0 +1,354 @@
+/* trainer.c — the training loop (see trainer.h). */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "io/file_util.h"
+#include "lora/adapter_io.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+#include "train/schedule.h"
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+fl_step_stats fl_train_accumulate(fl_model *m, const fl_batch *micro, int n_micro) {
+    size_t total = 0;
+    for (int i = 0; i < n_micro; i++) {
+        size_t N = (size_t)micro[i].B * micro[i].T;
+        for (size_t t = 0; t < N; t++) total += micro[i].targets[t] != -100;
+    }
+    fl_step_stats sum = {0};
+    float scale = total ? 1.0f / (float)total : 0.0f;
+    for (int i = 0; i < n_micro; i++) {
+        /* a micro-batch with no counted token has nothing to contribute (and scale 0 would mean "its own mean") */
+        size_t N = (size_t)micro[i].B * micro[i].T, here = 0;
+        for (size_t t = 0; t < N; t++) here += micro[i].targets[t] != -100;
+        if (!here) continue;
+        fl_step_stats s = fl_model_forward(m, &micro[i], scale);
+        fl_model_backward(m);
+        sum.loss_sum += s.loss_sum;
+        sum.n_counted += s.n_counted;
+    }
+    sum.loss = sum.n_counted ? sum.loss_sum / (double)sum.n_counted : 0.0;
+    return sum;
+}
+
+/* Fills B rows starting at row r0 of rows (rows past the end are padding). */
+static void fill_rows(const fl_rows *rows, const fl_dataset *ds, size_t r0, int B, size_t limit, int32_t *ids,
+                      int32_t *targets, int32_t *pos, int32_t *seg) {
+    int T = rows->T;
+    for (int b = 0; b < B; b++) {
+        size_t off = (size_t)b * T;
+        if (r0 + b < limit) {
+            fl_rows_fill(rows, ds, r0 + b, ids + off, targets + off, pos + off, seg + off);
+        } else {
+            for (int t = 0; t < T; t++) { ids[off + t] = 0; targets[off + t] = -100; pos[off + t] = 0; seg[off + t] = t; }
+        }
+    }
+}
+
+double fl_train_eval_loss(fl_model *m, const fl_rows *rows, const fl_dataset *ds, int B, size_t max_rows,
+                          size_t *n_tokens) {
+    size_t limit = max_rows && max_rows < rows->n_rows ? max_rows : rows->n_rows;
+    size_t N = (size_t)B * rows->T;
+    int32_t *buf = fl_malloc(4 * N * sizeof(int32_t));
+    int32_t *ids = buf, *targets = buf + N, *pos = buf + 2 * N, *seg = buf + 3 * N;
+    int was_training = m->training;
+    uint64_t micro = m->micro_step;
+    m->training = 0;
+    double sum = 0;
+    size_t counted = 0;
+    for (size_t r = 0; r < limit; r += (size_t)B) {
+        fill_rows(rows, ds, r, B, limit, ids, targets, pos, seg);
+        fl_batch batch = {.B = B, .T = rows->T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+        fl_step_stats s = fl_model_forward(m, &batch, 1.0f);
+        sum += s.loss_sum;
+        counted += s.n_counted;
+    }
+    m->have_forward = 0;
+    m->training = was_training;
+    m->micro_step = micro;
+    free(buf);
+    if (n_tokens) *n_tokens = counted;
+    return counted ? sum / (double)counted : NAN;
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+static void format_duration(char *out, size_t cap, double s) {
+    if (!(s >= 0) || s > 1e7) { snprintf(out, cap, "?"); return; }
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(out, cap, "%dh%02dm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(out, cap, "%dm%02ds", t / 60, t % 60);
+    else snprintf(out, cap, "%ds", t);
+}
+
+typedef struct {
+    FILE *log;
+    int tty, line_open;
+} progress;
+
+static void progress_message(progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress_message(progress *p, const char *fmt, ...) {
+    if (p->line_open) { fputc('\n', p->log); p->line_open = 0; }
+    va_list args;
+    va_start(args, fmt);
+    vfprintf(p->log, fmt, args);
+    va_end(args);
+    fflush(p->log);
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const fl_train_options *opt;
+    fl_model *m;
+    fl_dataset train_ds, eval_ds_own;
+    const fl_dataset *eval_ds;
+    uint32_t *train_idx, *eval_idx;
+    size_t n_train, n_eval;
+    fl_pack_options pack;
+    fl_rows rows, eval_rows;
+    fl_metrics metrics;
+    progress prog;
+    char *ckpt_root, *svg_path;
+    int n_saves;
+} run_ctx;
+
+static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
+    const fl_train_options *o = c->opt;
+    fl_data_options d = fl_data_options_default();
+    FL_TRY(fl_data_format_parse(o->format, &d.format));
+    d.strict = o->strict;
+    d.eos_id = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : c->m->cfg.eos_token_id;
+    d.vocab_size = c->m->cfg.vocab_size;
+    d.log = c->prog.log;
+    FL_TRY(fl_dataset_load(&c->train_ds, o->data, tok, &d));
+    res->n_bad_lines = c->train_ds.n_bad;
+    if (o->eval_data) {
+        FL_TRY(fl_dataset_load(&c->eval_ds_own, o->eval_data, tok, &d));
+        res->n_bad_lines += c->eval_ds_own.n_bad;
+        c->eval_ds = &c->eval_ds_own;
+        fl_split_eval(c->train_ds.n_docs, 0.0, 0, &c->train_idx, &c->n_train, &c->eval_idx, &c->n_eval);
+        free(c->eval_idx);
+        c->n_eval = c->eval_ds_own.n_docs;
+        c->eval_idx = fl_malloc(sizeof(uint32_t) * (c->n_eval + 1));
+        for (size_t i = 0; i < c->n_eval; i++) c->eval_idx[i] = (uint32_t)i;
+    } else {
+        c->eval_ds = &c->train_ds;
+        fl_split_eval(c->train_ds.n_docs, o->eval_frac, (uint64_t)o->seed, &c->train_idx, &c->n_train, &c->eval_idx,
+                      &c->n_eval);
+    }
+    if (!c->n_train) return fl_input_error("%s: no usable training documents (%zu lines, %zu skipped)", o->data,
+                                           c->train_ds.n_lines, c->train_ds.n_bad);
+    res->n_train_docs = c->n_train;
+    res->n_eval_docs = c->n_eval;
+    return 0;
+}
+
+static void run_free(run_ctx *c) {
+    fl_dataset_free(&c->train_ds);
+    fl_dataset_free(&c->eval_ds_own);
+    free(c->train_idx);
+    free(c->eval_idx);
+    fl_rows_free(&c->rows);
+    fl_rows_free(&c->eval_rows);
+    fl_metrics_close(&c->metrics);
+    free(c->ckpt_root);
+    free(c->svg_path);
+}
+
+static int save_checkpoint(run_ctx *c, const fl_train_state *st) {
+    c->n_saves++;
+    char *dir = NULL;
+    int status = fl_checkpoint_save(c->ckpt_root, c->m, st, c->opt->model, c->opt->keep,
+                                    c->opt->crash_in_checkpoint == c->n_saves, &dir);
+    if (!status) status = fl_metrics_write_svg(&c->metrics, c->svg_path, "fastlora train: loss");
+    if (!status) progress_message(&c->prog, "step %d: checkpoint %s\n", st->step, dir);
+    free(dir);
+    return status;
+}
+
+static void do_eval(run_ctx *c, int step, double *out) {
+    size_t tokens;
+    double loss = fl_train_eval_loss(c->m, &c->eval_rows, c->eval_ds, c->opt->batch, (size_t)c->opt->eval_max_rows, &tokens);
+    fl_metrics_eval(&c->metrics, step, loss, tokens);
+    progress_message(&c->prog, "step %d: eval loss %.4f (%zu tokens)\n", step, loss, tokens);
+    if (out) *out = loss;
+}
+
+int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl_train_result *res) {
+    memset(res, 0, sizeof *res);
+    res->first_eval_loss = res->last_eval_loss = NAN;
+    FL_TRY(fl_train_options_validate(opt));
+    run_ctx c = {.opt = opt, .m = m};
+    c.prog.log = opt->log ? opt->log : stderr;
+    c.prog.tty = isatty(fileno(c.prog.log));
+    FL_TRY(fl_mkdir_p(opt->out));
+    int status = load_data(&c, tok, res);
+    if (status) { run_free(&c); return status; }
+    c.pack = (fl_pack_options){.T = opt->seq, .packing = !opt->no_packing, .truncate = opt->truncate,
+                               .shuffle = !opt->no_shuffle, .seed = (uint64_t)opt->seed};
+    fl_pack_options eval_pack = c.pack;
+    eval_pack.shuffle = 0;
+    fl_rows_build(&c.eval_rows, c.eval_ds, c.eval_idx, c.n_eval, &eval_pack, 0);
+    int have_eval = c.eval_rows.n_rows > 0;
+
+    /* steps and schedule */
+    fl_train_state st = {.seed = (uint64_t)opt->seed, .n_params = m->lora.n};
+    fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, 0);
+    if (!c.rows.n_rows) { run_free(&c); return fl_input_error("%s: no training rows (every document lacks target tokens)", opt->data); }
+    size_t rows_per_step = (size_t)opt->batch * opt->grad_accum;
+    int total = opt->max_steps > 0 ? opt->max_steps : (int)ceil(opt->epochs * (double)c.rows.n_rows / (double)rows_per_step);
+    if (total < 1) total = 1;
+    fl_lr_schedule sched = {.lr = opt->lr, .min_lr_ratio = opt->min_lr_ratio, .total_steps = total,
+                            .warmup = opt->warmup ? opt->warmup : (int)(opt->warmup_ratio * total + 0.5)};
+    fl_sched_parse(opt->schedule, &sched.kind);
+    fl_adamw_config adam = {.lr = opt->lr, .beta1 = opt->beta1, .beta2 = opt->beta2, .eps = opt->adam_eps,
+                            .weight_decay = opt->weight_decay, .max_grad_norm = opt->clip};
+
+    c.ckpt_root = fl_path_join(opt->out, "checkpoints");
+    c.svg_path = fl_path_join(opt->out, "loss.svg");
+    if (opt->resume) {
+        char *dir = NULL;
+        status = fl_checkpoint_find(opt->resume, &dir);
+        if (!status) status = fl_checkpoint_load(dir, m, &st);
+        if (!status && st.seed != (uint64_t)opt->seed)
+            status = fl_input_error("%s: the checkpoint was made with --seed %llu, this run has %d", dir,
+                                    (unsigned long long)st.seed, opt->seed);
+        if (!status) progress_message(&c.prog, "resuming from %s at step %d (epoch %llu, row %llu)\n", dir, st.step,
+                                      (unsigned long long)st.epoch, (unsigned long long)st.row);
+        free(dir);
+        if (!status && st.epoch != 0) {
+            fl_rows_free(&c.rows);
+            fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
+        }
+        if (!status && st.row > c.rows.n_rows) status = fl_input_error("--resume: the checkpoint's data position (row %llu) is past this data's %zu rows; same --data and options?", (unsigned long long)st.row, c.rows.n_rows);
+    }
+    char *config_path = fl_path_join(opt->out, "train_config.json");
+    if (!status) status = fl_train_options_save_json(opt, config_path);
+    free(config_path);
+    if (!status) status = fl_metrics_open(&c.metrics, opt->out, opt->resume ? st.step : -1);
+    if (status) { run_free(&c); return status; }
+
+    progress_message(&c.prog,
+                     "train: %zu documents (%zu bad lines skipped), %zu rows of %d per epoch%s; eval: %zu documents, %zu rows\n"
+                     "%d steps of %d x %d rows, lr %g %s (warmup %d), LoRA r %d alpha %g on %zu parameters\n",
+                     c.n_train, res->n_bad_lines, c.rows.n_rows, opt->seq, opt->no_packing ? "" : " (packed)", c.n_eval,
+                     c.eval_rows.n_rows, total, opt->grad_accum, opt->batch, opt->lr, opt->schedule, sched.warmup,
+                     m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
+
+    if (have_eval && !opt->resume) do_eval(&c, 0, &res->first_eval_loss);
+
+    /* the step's rows: grad_accum micro-batches of B rows */
+    int B = opt->batch, T = opt->seq, A = opt->grad_accum;
+    size_t N = (size_t)B * T;
+    int32_t *buf = fl_malloc(4 * N * (size_t)A * sizeof(int32_t));
+    fl_batch *micro = fl_calloc((size_t)A, sizeof *micro);
+    struct sigaction sa = {0}, old_sa;
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_sa);
+
+    double train_time = 0, last_eval = NAN;
+    size_t run_tokens = 0;
+    int start_step = st.step, saved_at = -1, rc = 0;
+    while (st.step < total) {
+        double t0 = now_s();
+        for (int a = 0; a < A; a++) {
+            int32_t *base = buf + 4 * N * (size_t)a;
+            int32_t *ids = base, *targets = base + N, *pos = base + 2 * N, *seg = base + 3 * N;
+            for (int b = 0; b < B; b++) {
+                if (st.row >= c.rows.n_rows) { /* next epoch: a fresh shuffle */
+                    st.epoch++;
+                    st.row = 0;
+                    fl_rows_free(&c.rows);
+                    fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
+                }
+                size_t off = (size_t)b * T;
+                fl_rows_fill(&c.rows, &c.train_ds, st.row++, ids + off, targets + off, pos + off, seg + off);
+            }
+            micro[a] = (fl_batch){.B = B, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+        }
+        fl_step_stats s = fl_train_accumulate(m, micro, A);
+        double lr = fl_lr_at(&sched, st.step);
+        double norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
+        if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
+        if (!isfinite(s.loss) || !isfinite(norm)) {
+            progress_message(&c.prog, "step %d: %s is %s; stopping. The last good checkpoint is in %s (resume from it "
+                             "with a lower --lr or more --warmup).\n", st.step + 1,
+                             !isfinite(s.loss) ? "the loss" : "the gradient norm",
+                             isnan(!isfinite(s.loss) ? s.loss : norm) ? "NaN" : "Inf", c.ckpt_root);
+            fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss (stopped: NaN/Inf)");
+            rc = fl_fail(FL_ERR_INTERNAL, "step %d: non-finite loss or gradients (loss %g, grad norm %g)", st.step + 1,
+                         s.loss, norm);
+            break;
+        }
+        adam.lr = (float)lr;
+        fl_model_optimizer_step(m, &adam);
+        st.step++;
+        st.adam_step = m->adam_step;
+        st.micro_step = m->micro_step;
+        st.tokens += s.n_counted;
+        run_tokens += s.n_counted;
+        double dt = now_s() - t0;
+        train_time += dt;
+        double tps = train_time > 0 ? run_tokens / train_time : 0;
+        fl_metrics_train(&c.metrics, st.step, s.loss, lr, norm, s.n_counted, tps);
+        res->last_loss = s.loss;
+        char eta[32];
+        format_duration(eta, sizeof eta, (total - st.step) * (train_time / (st.step - start_step)));
+        if (c.prog.tty) {
+            fprintf(c.prog.log, "\rstep %d/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s   ", st.step, total, s.loss, lr,
+                    tps, eta);
+            fflush(c.prog.log);
+            c.prog.line_open = 1;
+        } else if (opt->log_every && (st.step % opt->log_every == 0 || st.step == 1 || st.step == total)) {
+            progress_message(&c.prog, "step %d/%d loss %.4f lr %.3e grad_norm %.3f %.0f tok/s ETA %s\n", st.step, total,
+                             s.loss, lr, norm, tps, eta);
+        }
+        if (have_eval && opt->eval_every && st.step % opt->eval_every == 0) do_eval(&c, st.step, &last_eval);
+        int stop = interrupted;
+        if ((opt->save_every && st.step % opt->save_every == 0) || stop || st.step == total) {
+            if (have_eval && st.step == total && !(opt->eval_every && st.step % opt->eval_every == 0))
+                do_eval(&c, st.step, &last_eval);
+            rc = save_checkpoint(&c, &st);
+            saved_at = st.step;
+            if (rc) break;
+        }
+        if (stop) {
+            progress_message(&c.prog, "interrupted at step %d; resume with --resume %s\n", st.step, opt->out);
+            rc = 130;
+            break;
+        }
+    }
+    (void)saved_at;
+    sigaction(SIGINT, &old_sa, NULL);
+    if (rc == 0) {
+        res->last_eval_loss = last_eval;
+        rc = fl_adapter_save(opt->out, &m->lora, &m->cfg, &m->lora_cfg, opt->model);
+        if (!rc) rc = fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss");
+        if (!rc) progress_message(&c.prog, "done: %d steps, last loss %.4f%s; adapter in %s\n", st.step, res->last_loss,
+                                  have_eval ? "" : " (no eval set)", opt->out);
+    }
+    res->steps = st.step;
+    free(buf);
+    free(micro);
+    run_free(&c);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* trainer.h — the training loop: data in, PEFT adapter out.
+ *
+ *   fl_train_options o; fl_train_options_default(&o); o.data = "train.jsonl"; o.out = "run1";
+ *   fl_model m; fl_model_init_dir(&m, "SmolLM2-135M", fl_backend_cpu(), &lora_cfg);
+ *   fl_train_result r; int rc = fl_train_run(&o, &m, tok, &r);
+ *
+ * One optimizer step = grad_accum micro-batches of B rows × T positions; the loss of the step is
+ * Σ(token losses) / Σ(counted tokens) over ALL its micro-batches, and each micro-batch's backward is
+ * scaled by 1 / (counted tokens of the whole step) — so 1×8 and 8×1 give the same gradient (the
+ * per-micro-batch-mean accumulation bug does not exist here). Then NaN/Inf check, clipping, AdamW
+ * at the scheduled lr. Eval every eval_every steps (and before the first step, and at the end),
+ * checkpoints every save_every steps, at the end and on Ctrl-C (SIGINT). Writes into OUT:
+ * adapter_config.json + adapter_model.safetensors (final), checkpoints/step-N/, metrics.jsonl,
+ * loss.svg, train_config.json. Returns 0; 130 when interrupted (checkpoint saved); 1 when the loss
+ * or gradients became NaN/Inf (nothing saved past the last good checkpoint); 2 for bad input.
+ * Not data loading (train/data.h) or packing (train/batch.h).
+ */
+#ifndef FL_TRAIN_TRAINER_H
+#define FL_TRAIN_TRAINER_H
+
+#include "engine/model.h"
+#include "tokenizer/tokenizer.h"
+#include "train/batch.h"
+#include "train/options.h"
+
+typedef struct {
+    int steps;                 /* optimizer steps done in total */
+    double last_loss;          /* loss of the last step */
+    double first_eval_loss;    /* eval loss before training (NAN: no eval) */
+    double last_eval_loss;     /* eval loss at the end (NAN: no eval) */
+    size_t n_train_docs, n_eval_docs, n_bad_lines;
+} fl_train_result;
+
+/* Forward + backward over n_micro micro-batches, gradients (+=) normalized by the counted tokens of
+ * all of them. Returns the summed stats (loss = Σ loss / Σ counted). */
+fl_step_stats fl_train_accumulate(fl_model *m, const fl_batch *micro, int n_micro);
+
+/* Mean eval loss over the first max_rows rows (0: all), B rows per forward, no dropout. The dropout
+ * stream counter is left as it was. */
+double fl_train_eval_loss(fl_model *m, const fl_rows *rows, const fl_dataset *ds, int B, size_t max_rows,
+                          size_t *n_tokens);
+
+int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl_train_result *res);
+
+#endif
