@@ -128,6 +128,7 @@ static void run_large_shapes(int big) {
     static const int shapes[][3] = {
         {128, 576, 576}, {100, 1536, 576}, {460, 100, 1101}, {64, 2100, 576}, {100, 576, 1536},
         {257, 192, 576}, {33, 49, 4097}, {4096, 16, 576}, {4096, 576, 8}, {2, 3000, 70}, {100, 4200, 64},
+        {8, 2080, 6000}, /* several groups of K blocks */
     };
     int n = (int)(sizeof shapes / sizeof shapes[0]);
     if (!big) n = 4;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -27,6 +28,8 @@ int cmd_train(int argc, char **argv) {
     fl_train_options_default(&o);
     int rc = fl_train_options_parse_args(&o, argc, argv, usage_text);
     if (rc) { fl_train_options_free(&o); return rc < 0 ? 0 : rc; }
+    /* test hook (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write */
+    if (getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT")) o.crash_in_checkpoint = atoi(getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT"));
     if (!o.model) {
         fprintf(stderr, "fastlora train: --model: required (a Hugging Face model folder)\n");
         fl_train_options_free(&o);

@@ -250,7 +250,9 @@ static int load_jsonl(fl_dataset *ds, const char *path, fl_tokenizer *tok, const
                           : fl_data_parse_line(buf, len, tok, opt, &doc);
         if (!rc) { dataset_push(ds, doc); continue; }
         if (opt->strict) {
-            status = fl_input_error("%s:%zu: %s (--strict: stopping at the first bad line)", path, lineno, fl_last_error());
+            char why[768];
+            snprintf(why, sizeof why, "%s", fl_last_error()); /* fl_input_error rewrites that buffer */
+            status = fl_input_error("%s:%zu: %s (--strict: stopping at the first bad line)", path, lineno, why);
             break;
         }
         ds->n_bad++;

@@ -65,6 +65,7 @@ typedef struct {
     FILE *log;               /* progress and messages (NULL: stderr) */
     int crash_in_checkpoint; /* test hook: SIGKILL itself while writing the N-th checkpoint (0: never) */
     int inject_nan_step;     /* test hook: poison the loss at this step (0: never) */
+    int stop_at_step;        /* test hook: behave as if Ctrl-C came during this step (0: never) */
     char *owned[64];         /* strings read from a config file */
     int n_owned;
 } fl_train_options;

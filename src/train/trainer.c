@@ -323,7 +323,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                              s.loss, lr, norm, tps, eta);
         }
         if (have_eval && opt->eval_every && st.step % opt->eval_every == 0) do_eval(&c, st.step, &last_eval);
-        int stop = interrupted;
+        int stop = interrupted || opt->stop_at_step == st.step;
         if ((opt->save_every && st.step % opt->save_every == 0) || stop || st.step == total) {
             if (have_eval && st.step == total && !(opt->eval_every && st.step % opt->eval_every == 0))
                 do_eval(&c, st.step, &last_eval);

@@ -5,61 +5,83 @@
  *   backward: D_t = dout_t·out_t, dp_tj = dout_t·v_j, ds_tj = p_tj (dp_tj − D_t),
  *             dq_t = Σ_j ds_tj k_j / sqrt(HS), dk_j += ds_tj q_t / sqrt(HS), dv_j += p_tj dout_t.
  * Query head h reads key/value head h / (NH/NKV), never a materialized copy. Query t of row b
- * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention). */
+ * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention).
+ *
+ * Blocking: queries go in blocks of QB rows; a block sees keys [0, t_end) and its scores are one
+ * (QB, t_end) GEMM, so all the arithmetic runs in sgemm (single-threaded inside our parallel
+ * loop). Only the diagonal block computes masked-out entries. Scratch is O(QB·T) per thread. */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "common/error.h"
+#include "common/fastmath.h"
 
-static inline float dot(const float *a, const float *b, int n) {
-    float s = 0.0f;
-    #pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+#define QB 64 /* query rows per block */
+
+/* S (rows, n_keys) = Q (rows, HS; row stride ldq) · Kᵀ (keys row stride ldk) */
+static void scores_gemm(float *S, const float *Q, int ldq, const float *K, int ldk, int rows, int n_keys, int HS) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_keys, HS, 1.0f, Q, ldq, K, ldk, 0.0f, S, n_keys);
 }
 
-/* y += a·x */
-static inline void axpy(float *restrict y, float a, const float *restrict x, int n) {
-    #pragma omp simd
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
+/* P[r][j] = exp(S[r][j]·scale − lse_r) inside [seg_start, t], 0 outside. With lse NULL, computes
+ * the row's log-sum-exp first and stores it in lse_out. */
+static void masked_softmax_rows(float *P, const float *S, int rows, int n_keys, int t0, const int32_t *seg, float scale,
+                                const float *lse_in, float *lse_out) {
+    for (int r = 0; r < rows; r++) {
+        int t = t0 + r, j0 = seg[r];
+        const float *s = S + (size_t)r * n_keys;
+        float *p = P + (size_t)r * n_keys;
+        float L;
+        if (lse_in) {
+            L = lse_in[r];
+        } else {
+            float max = -INFINITY;
+            for (int j = j0; j <= t; j++) max = s[j] > max ? s[j] : max;
+            max *= scale;
+            float sum = 0.0f;
+            #pragma omp simd reduction(+ : sum)
+            for (int j = j0; j <= t; j++) sum += fl_expf(s[j] * scale - max);
+            L = max + logf(sum);
+            lse_out[r] = L;
+        }
+        for (int j = 0; j < j0; j++) p[j] = 0.0f;
+        #pragma omp simd
+        for (int j = j0; j <= t; j++) p[j] = fl_expf(s[j] * scale - L);
+        for (int j = t + 1; j < n_keys; j++) p[j] = 0.0f;
+    }
 }
 
 void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
                            const int32_t *seg_start, int B, int T, int NH, int NKV, int HS) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
-    int group = NH / NKV;
+    int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
     float scale = 1.0f / sqrtf((float)HS);
+    int ldq = NH * HS, ldkv = NKV * HS;
     #pragma omp parallel
     {
-        float *scores = fl_malloc(sizeof(float) * (size_t)T);
-        #pragma omp for schedule(dynamic, 8) collapse(3)
+        float *S = fl_malloc(sizeof(float) * QB * (size_t)T), *P = fl_malloc(sizeof(float) * QB * (size_t)T);
+        float lse_block[QB];
+        #pragma omp for schedule(dynamic, 1) collapse(3)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++)
-                for (int t = 0; t < T; t++) {
-                    int kvh = h / group;
-                    size_t row = (size_t)b * T + t;
-                    int j0 = seg_start[row];
-                    const float *qt = q + (row * NH + h) * HS;
-                    float max = -INFINITY;
-                    for (int j = j0; j <= t; j++) {
-                        float s = dot(qt, k + (((size_t)b * T + j) * NKV + kvh) * HS, HS) * scale;
-                        scores[j] = s;
-                        if (s > max) max = s;
-                    }
-                    float sum = 0.0f;
-                    #pragma omp simd reduction(+ : sum)
-                    for (int j = j0; j <= t; j++) sum += (scores[j] = expf(scores[j] - max));
-                    float *ot = out + (row * NH + h) * HS;
-                    memset(ot, 0, sizeof(float) * (size_t)HS);
-                    float inv_sum = 1.0f / sum;
-                    for (int j = j0; j <= t; j++)
-                        axpy(ot, scores[j] * inv_sum, v + (((size_t)b * T + j) * NKV + kvh) * HS, HS);
-                    lse[((size_t)b * NH + h) * T + t] = max + logf(sum);
+                for (int blk = n_blocks - 1; blk >= 0; blk--) { /* big blocks first: better balance */
+                    int t0 = blk * QB, rows = T - t0 < QB ? T - t0 : QB, n_keys = t0 + rows;
+                    const float *k_b = k + (size_t)b * T * ldkv + (size_t)(h / group) * HS;
+                    const float *v_b = v + (size_t)b * T * ldkv + (size_t)(h / group) * HS;
+                    const float *q_blk = q + ((size_t)b * T + t0) * ldq + (size_t)h * HS;
+                    scores_gemm(S, q_blk, ldq, k_b, ldkv, rows, n_keys, HS);
+                    masked_softmax_rows(P, S, rows, n_keys, t0, seg_start + (size_t)b * T + t0, scale, NULL, lse_block);
+                    /* out_blk (rows, HS) = P · V */
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, n_keys, 1.0f, P, n_keys, v_b, ldkv,
+                                0.0f, out + ((size_t)b * T + t0) * ldq + (size_t)h * HS, ldq);
+                    memcpy(lse + ((size_t)b * NH + h) * T + t0, lse_block, sizeof(float) * (size_t)rows);
                 }
-        free(scores);
+        free(S);
+        free(P);
     }
 }
 
@@ -68,35 +90,55 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                             int NH, int NKV, int HS) {
     float *dq = dq_, *dk = dk_, *dv = dv_;
     const float *dout = dout_, *out = out_, *q = q_, *k = k_, *v = v_;
-    int group = NH / NKV;
+    int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
     float scale = 1.0f / sqrtf((float)HS);
+    int ldq = NH * HS, ldkv = NKV * HS;
     /* One task per (batch, kv head): it owns dk/dv of that head, so no two threads write the same row. */
-    #pragma omp parallel for schedule(dynamic, 1) collapse(2)
-    for (int b = 0; b < B; b++)
-        for (int kvh = 0; kvh < NKV; kvh++) {
-            for (int t = 0; t < T; t++) {
-                size_t row = (size_t)b * T + t;
-                memset(dk + (row * NKV + kvh) * HS, 0, sizeof(float) * (size_t)HS);
-                memset(dv + (row * NKV + kvh) * HS, 0, sizeof(float) * (size_t)HS);
-            }
-            for (int h = kvh * group; h < (kvh + 1) * group; h++)
+    #pragma omp parallel
+    {
+        float *S = fl_malloc(sizeof(float) * QB * (size_t)T), *P = fl_malloc(sizeof(float) * QB * (size_t)T);
+        #pragma omp for schedule(dynamic, 1) collapse(2)
+        for (int b = 0; b < B; b++)
+            for (int kvh = 0; kvh < NKV; kvh++) {
+                const float *k_b = k + (size_t)b * T * ldkv + (size_t)kvh * HS;
+                const float *v_b = v + (size_t)b * T * ldkv + (size_t)kvh * HS;
+                float *dk_b = dk + (size_t)b * T * ldkv + (size_t)kvh * HS;
+                float *dv_b = dv + (size_t)b * T * ldkv + (size_t)kvh * HS;
                 for (int t = 0; t < T; t++) {
-                    size_t row = (size_t)b * T + t;
-                    int j0 = seg_start[row];
-                    const float *qt = q + (row * NH + h) * HS, *dot_ = dout + (row * NH + h) * HS;
-                    float *dqt = dq + (row * NH + h) * HS;
-                    float D = dot(dot_, out + (row * NH + h) * HS, HS);
-                    float L = lse[((size_t)b * NH + h) * T + t];
-                    memset(dqt, 0, sizeof(float) * (size_t)HS);
-                    for (int j = j0; j <= t; j++) {
-                        size_t kv_off = (((size_t)b * T + j) * NKV + kvh) * HS;
-                        const float *kj = k + kv_off, *vj = v + kv_off;
-                        float p = expf(dot(qt, kj, HS) * scale - L);
-                        float ds = p * (dot(dot_, vj, HS) - D) * scale;
-                        axpy(dqt, ds, kj, HS);
-                        axpy(dk + kv_off, ds, qt, HS);
-                        axpy(dv + kv_off, p, dot_, HS);
-                    }
+                    memset(dk_b + (size_t)t * ldkv, 0, sizeof(float) * (size_t)HS);
+                    memset(dv_b + (size_t)t * ldkv, 0, sizeof(float) * (size_t)HS);
                 }
-        }
+                for (int h = kvh * group; h < (kvh + 1) * group; h++)
+                    for (int blk = 0; blk < n_blocks; blk++) {
+                        int t0 = blk * QB, rows = T - t0 < QB ? T - t0 : QB, n_keys = t0 + rows;
+                        size_t q_off = ((size_t)b * T + t0) * ldq + (size_t)h * HS;
+                        const float *q_blk = q + q_off, *do_blk = dout + q_off, *o_blk = out + q_off;
+                        const float *lse_blk = lse + ((size_t)b * NH + h) * T + t0;
+                        scores_gemm(S, q_blk, ldq, k_b, ldkv, rows, n_keys, HS);
+                        masked_softmax_rows(P, S, rows, n_keys, t0, seg_start + (size_t)b * T + t0, scale, lse_blk, NULL);
+                        /* dV += Pᵀ · dO */
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, P, n_keys, do_blk,
+                                    ldq, 1.0f, dv_b, ldkv);
+                        /* dP (in S) = dO · Vᵀ;  dS = P ⊙ (dP − D) · scale */
+                        scores_gemm(S, do_blk, ldq, v_b, ldkv, rows, n_keys, HS);
+                        for (int r = 0; r < rows; r++) {
+                            const float *dor = do_blk + (size_t)r * ldq, *orow = o_blk + (size_t)r * ldq;
+                            float D = 0.0f;
+                            #pragma omp simd reduction(+ : D)
+                            for (int e = 0; e < HS; e++) D += dor[e] * orow[e];
+                            float *s = S + (size_t)r * n_keys;
+                            const float *p = P + (size_t)r * n_keys;
+                            #pragma omp simd
+                            for (int j = 0; j < n_keys; j++) s[j] = p[j] * (s[j] - D) * scale;
+                        }
+                        /* dQ_blk = dS · K;  dK += dSᵀ · Q_blk */
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, n_keys, 1.0f, S, n_keys, k_b,
+                                    ldkv, 0.0f, dq + q_off, ldq);
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, S, n_keys, q_blk,
+                                    ldq, 1.0f, dk_b, ldkv);
+                    }
+            }
+        free(S);
+        free(P);
+    }
 }

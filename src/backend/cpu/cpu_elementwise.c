@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "common/fastmath.h"
 #include "common/rng.h"
 
 void swiglu_forward_cpu(void *out_, const void *gate_, const void *up_, size_t N) {
@@ -11,7 +12,7 @@ void swiglu_forward_cpu(void *out_, const void *gate_, const void *up_, size_t N
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < N; i++) {
         float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        out[i] = g / (1.0f + fl_expf(-g)) * up[i];
     }
 }
 
@@ -20,7 +21,7 @@ void swiglu_backward_cpu(void *dgate_, void *dup_, const void *dout_, const void
     const float *dout = dout_, *gate = gate_, *up = up_;
     #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < N; i++) {
-        float g = gate[i], sig = 1.0f / (1.0f + expf(-g));
+        float g = gate[i], sig = 1.0f / (1.0f + fl_expf(-g));
         float d = dout[i];
         dgate[i] = d * up[i] * sig * (1.0f + g * (1.0f - sig));
         dup[i] = d * g * sig;

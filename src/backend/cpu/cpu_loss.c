@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "common/fastmath.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "common/error.h"
 
@@ -71,13 +72,13 @@ static double lm_head_loss_impl(float *dinp, float *logits_out, const float *inp
             for (int i = 0; i < V; i++) max = row[i] > max ? row[i] : max;
             float sum = 0.0f; /* f32 partial sums in 16 lanes: relative error ~1e-7·sqrt(V/16) */
             #pragma omp simd reduction(+ : sum)
-            for (int i = 0; i < V; i++) sum += expf(row[i] - max);
+            for (int i = 0; i < V; i++) sum += fl_expf(row[i] - max);
             double lse = max + log(sum);
             row_loss[r] = lse - row[target];
             if (dinp) {
                 float scale = grad_scale / sum;
                 #pragma omp simd
-                for (int i = 0; i < V; i++) row[i] = scale * expf(row[i] - max);
+                for (int i = 0; i < V; i++) row[i] = scale * fl_expf(row[i] - max);
                 row[target] -= grad_scale;
             }
         }

@@ -5,17 +5,25 @@
  * packed operands store (k, k+1) pairs as one 32-bit word:
  *
  *   B micro-panel (NR = 16·NV columns of C, one K block): [kp][NR] words, kp = k/2 — one zmm load
- *     per 16 columns per k-pair. Padded with zero columns past N and a zero k past an odd K.
+ *     per 16 columns per k-pair. Zero columns past N, a zero k past an odd K. For nt (B (N, K))
+ *     the pairs are already words in B's rows: 16 × 16 word transposes; for nn (B (K, N)) two
+ *     rows are zero-extended and interleaved.
  *   A micro-panel (MR rows of C, one K block): [kp/16][MR][16] words — each row's 32 bf16 of a
- *     32-k chunk are one `vcvtne2ps2bf16` of two f32 loads (RNE), stored as they come, no
- *     transpose; the kernel broadcasts (embedded {1to16}) from constant offsets r·64 + j·4.
+ *     32-k chunk are one `vcvtne2ps2bf16` (RNE) of two f32 loads, stored as they come, no
+ *     transpose; the kernel broadcasts word j of row r from the constant offset r·64 + j·4.
  *
- * The micro-kernel keeps an MR × NR tile of C in MR·NV zmm accumulators (14 × 32 → 28 of 32
- * registers) and per k-pair issues NV B loads and MR broadcast-FMAs. The loops around it follow
- * the usual five-loop scheme: NC columns (packed B block, KC × NC), KC depth (the B micro-panel,
- * 16 KB at KC = 256... see docs/CPU-GEMM.md, stays in L1 across the MC/MR row tiles), MC rows
- * (packed A block, L2). Threads split M (each packs its own copy of the B block: B is reused by
- * M/threads rows, so packing it twice is cheap and needs no barrier); with few rows they split N.
+ * Micro-kernel: an MR × NR = 14 × 32 tile of C in 28 zmm accumulators (+ 2 for B, 1 for the
+ * broadcast A pair); per k-pair 2 B loads, 14 broadcasts, 28 vdpbf16ps. Measured alone it runs at
+ * ~97% of the core's vdpbf16ps peak (dev/cpu/kernel_lab.c). Around it:
+ *   - K is cut into equal blocks of at most KC = 768 (K = 576 is one block, so C is written once);
+ *   - a B block (a group of K blocks, <= 8 MB, × up to NC = 2048 columns) is packed once, shared
+ *     by all threads (work split in panels, dynamic), then a barrier;
+ *   - work items are MC-row slices of C (at most MC = 224 rows, smaller so that there are about
+ *     4 items per thread; with very few rows, also chunks of the B block's panels), taken
+ *     dynamically — so a thread slowed by other load on the machine does less, not holds up all;
+ *   - an item runs the group's K blocks in turn: pack its A rows for the block (L2-resident), then
+ *     for each B micro-panel (L1: 36 KB at K = 576) sweep its row tiles; a barrier ends the group.
+ * Details and measurements: docs/CPU-GEMM.md.
  */
 #include "backend/cpu/gemm_bf16.h"
 
@@ -228,11 +236,10 @@ static void scale_c(int M, int N, float beta, float *C, int ldc) {
     }
 }
 
-/* Largest packed B block (all of K × NC columns), shared by the threads. */
-#ifndef FL_GB_BP_MAX_MB
-#define FL_GB_BP_MAX_MB 128
+#ifndef FL_GB_KGROUP_MB
+#define FL_GB_KGROUP_MB 8
 #endif
-#define BP_MAX_BYTES ((size_t)FL_GB_BP_MAX_MB << 20)
+#define KGROUP_BYTES ((size_t)FL_GB_KGROUP_MB << 20)
 
 void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                          const uint16_t *B, int ldb, float beta, float *C, int ldc) {
@@ -252,16 +259,17 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
     int kcp_blk = (kc_blk + 1) / 2;
     size_t apanel = (size_t)((kc_blk + 31) / 32) * MR * 16;   /* words per A micro-panel */
 
-    /* Columns per packed B block: NC, fewer when K is so deep that all-K × NC would be huge. */
     int nc_max = NC;
-    size_t bytes_per_col = (size_t)nkb * kcp_blk * 4;
-    if ((size_t)nc_max * bytes_per_col > BP_MAX_BYTES) {
-        nc_max = (int)(BP_MAX_BYTES / bytes_per_col) / NR * NR;
-        if (nc_max < NR) nc_max = NR;
-    }
     int ncols = N < nc_max ? (N + NR - 1) / NR * NR : nc_max;
     int npanels_max = ncols / NR;
-    uint32_t *bp = xaligned(sizeof(uint32_t) * (size_t)nkb * kcp_blk * NR * npanels_max);
+    /* K blocks are packed and run in groups of up to KGROUP_BYTES of packed B (L3-resident): a
+     * group costs two barriers, and on a shared machine each barrier may wait out another
+     * process's time slice, so deep K (the LM head's backward, K = 49152) must not pay 2 per block. */
+    size_t bblock = sizeof(uint32_t) * (size_t)kcp_blk * NR * npanels_max;   /* one K block */
+    int kgroup = (int)(KGROUP_BYTES / bblock);
+    if (kgroup < 1) kgroup = 1;
+    if (kgroup > nkb) kgroup = nkb;
+    uint32_t *bp = xaligned(bblock * kgroup);
 
     /* Rows per work item: enough items (4 per thread) to balance, at most MC. With too few rows
      * for that, items also split the columns of a B block into chunks of panels. */
@@ -278,46 +286,49 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
         for (int jc = 0; jc < N; jc += nc_max) {
             int nc = N - jc < nc_max ? N - jc : nc_max;
             int npanels = (nc + NR - 1) / NR;
-            /* pack B[jc block, all K], shared: panel (pc block p, jr) at (p·npanels + jr)·kcp_blk·NR */
-            #pragma omp for schedule(dynamic, 1)
-            for (int item = 0; item < nkb * npanels; item++) {
-                int p = item / npanels, j = item % npanels;
-                int pc = p * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-                int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-                uint32_t *dst = bp + (size_t)item * kcp_blk * NR;
-                if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
-                else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
-            }
-            /* implicit barrier: B block packed */
             int nchunks = nic >= 2 * nthreads ? 1 : (want + nic - 1) / nic;
             if (nchunks > npanels) nchunks = npanels;
             int ppc = (npanels + nchunks - 1) / nchunks;   /* panels per chunk */
             nchunks = (npanels + ppc - 1) / ppc;
-            #pragma omp for schedule(dynamic, 1)
-            for (int item = 0; item < nic * nchunks; item++) {
-                int ic = item / nchunks * mc, chunk = item % nchunks;
-                int mcur = M - ic < mc ? M - ic : mc;
-                int j0 = chunk * ppc, j1 = j0 + ppc < npanels ? j0 + ppc : npanels;
-                for (int p = 0; p < nkb; p++) {
-                    int pc = p * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-                    int kcp = (kc + 1) / 2;
-                    float beta_k = p == 0 ? beta : 1.0f;
-                    for (int ir = 0; ir < mcur; ir += MR) {
-                        int mr = mcur - ir < MR ? mcur - ir : MR;
-                        pack_a(ap + (size_t)(ir / MR) * apanel, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
-                    }
-                    for (int j = j0; j < j1; j++) {
-                        int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-                        const uint32_t *pb = bp + ((size_t)p * npanels + j) * kcp_blk * NR;
+            for (int p0 = 0; p0 < nkb; p0 += kgroup) {
+                int np = nkb - p0 < kgroup ? nkb - p0 : kgroup;
+                /* pack B[K blocks p0..p0+np, jc block], shared; (block p0+q, panel j) at (q·npanels + j)·kcp_blk·NR */
+                #pragma omp for schedule(dynamic, 1)
+                for (int bi = 0; bi < np * npanels; bi++) {
+                    int q = bi / npanels, j = bi % npanels;
+                    int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+                    int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+                    uint32_t *dst = bp + (size_t)bi * kcp_blk * NR;
+                    if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
+                    else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
+                }
+                /* implicit barrier: B packed */
+                #pragma omp for schedule(dynamic, 1)
+                for (int item = 0; item < nic * nchunks; item++) {
+                    int ic = item / nchunks * mc, chunk = item % nchunks;
+                    int mcur = M - ic < mc ? M - ic : mc;
+                    int j0 = chunk * ppc, j1 = j0 + ppc < npanels ? j0 + ppc : npanels;
+                    for (int q = 0; q < np; q++) {
+                        int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+                        int kcp = (kc + 1) / 2;
+                        float beta_k = pc == 0 ? beta : 1.0f;
                         for (int ir = 0; ir < mcur; ir += MR) {
                             int mr = mcur - ir < MR ? mcur - ir : MR;
-                            kernel(kcp, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr,
-                                   ldc, mr, nr, alpha, beta_k);
+                            pack_a(ap + (size_t)(ir / MR) * apanel, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
+                        }
+                        for (int j = j0; j < j1; j++) {
+                            int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+                            const uint32_t *pb = bp + ((size_t)q * npanels + j) * kcp_blk * NR;
+                            for (int ir = 0; ir < mcur; ir += MR) {
+                                int mr = mcur - ir < MR ? mcur - ir : MR;
+                                kernel(kcp, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr,
+                                       ldc, mr, nr, alpha, beta_k);
+                            }
                         }
                     }
                 }
+                /* implicit barrier: C tiles of these K blocks done, B may be overwritten */
             }
-            /* implicit barrier: the B block may be overwritten */
         }
         free(ap);
     }

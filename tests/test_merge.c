@@ -1,0 +1,177 @@
+/* test_merge.c — `fastlora merge`: the merged folder's logits equal base + adapter logits; every
+ * tensor keeps its dtype (a BF16, sharded copy of a fixture stays BF16 and sharded, with its index);
+ * untouched tensors are byte-identical; config and other files are copied; a mismatched adapter is
+ * a clear error. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "engine/model.h"
+#include "infer/merge.h"
+#include "io/file_util.h"
+#include "io/safetensors.h"
+#include "lora/adapter_io.h"
+#include "test.h"
+
+static void rm_rf(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* logits (T, V) of `model` (+ `adapter` when not NULL) on the f32 CPU backend */
+static float *logits_of(const char *model, const char *adapter, const int32_t *ids, int T, int *V) {
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 1;
+    if (adapter && fl_adapter_load_config(adapter, &lc)) return NULL;
+    fl_model m;
+    if (fl_model_init_dir(&m, model, fl_backend_cpu(), &lc)) { printf("    %s\n", fl_last_error()); return NULL; }
+    if (adapter && fl_model_load_adapter(&m, adapter)) { fl_model_free(&m); return NULL; }
+    *V = m.cfg.vocab_size;
+    float *out = malloc(sizeof(float) * (size_t)T * *V);
+    fl_model_logits(&m, ids, 1, T, out);
+    fl_model_free(&m);
+    return out;
+}
+
+static double max_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+TEST(merge_f32_logits_equal_base_plus_adapter) {
+    const char *model = "tests/fixtures/hf/llama_gqa/model", *adapter = "tests/fixtures/hf/llama_gqa/adapter";
+    char out[] = "/tmp/fastlora-merge-XXXXXX";
+    CHECK(mkdtemp(out) != NULL);
+    CHECK(fl_merge_adapter(model, adapter, out) == 0);
+    int32_t ids[16];
+    for (int i = 0; i < 16; i++) ids[i] = (i * 41 + 5) % 200;
+    int V = 0, V2 = 0;
+    float *ref = logits_of(model, adapter, ids, 16, &V), *got = logits_of(out, NULL, ids, 16, &V2);
+    CHECK(ref && got && V == V2);
+    if (ref && got) {
+        double d = max_diff(ref, got, 16 * (size_t)V);
+        printf("    max |logit diff| merged vs base+adapter: %.2e\n", d);
+        CHECK(d < 1e-4);
+        float *base = logits_of(model, NULL, ids, 16, &V);
+        CHECK(max_diff(base, ref, 16 * (size_t)V) > 1e-2); /* the adapter does change the logits */
+        free(base);
+    }
+    /* names, dtypes, untouched tensors byte-identical, config copied */
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/model.safetensors", model);
+    snprintf(b, sizeof b, "%s/model.safetensors", out);
+    fl_safetensors sa, sb;
+    CHECK(fl_safetensors_open(&sa, a) == 0 && fl_safetensors_open(&sb, b) == 0);
+    CHECK_EQ_INT(sa.n_tensors, sb.n_tensors);
+    int changed = 0;
+    for (int i = 0; i < sa.n_tensors; i++) {
+        const fl_st_tensor *t = &sa.tensors[i], *u = fl_safetensors_find(&sb, t->name);
+        CHECK(u && u->dtype == t->dtype && u->nbytes == t->nbytes);
+        if (u && memcmp(t->data, u->data, t->nbytes)) changed++;
+    }
+    CHECK_EQ_INT(changed, 2 * 7); /* 2 layers x 7 adapted projections */
+    fl_safetensors_close(&sa);
+    fl_safetensors_close(&sb);
+    snprintf(b, sizeof b, "%s/config.json", out);
+    CHECK(fl_file_exists(b));
+    snprintf(b, sizeof b, "%s/generation_config.json", out);
+    CHECK(fl_file_exists(b));
+    free(ref);
+    free(got);
+    rm_rf(out);
+}
+
+/* A BF16 copy of a fixture model, in two shards with an index. */
+static int write_bf16_sharded(const char *src, const char *dst) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    fl_safetensors st;
+    if (fl_safetensors_open(&st, path)) return 1;
+    int n = st.n_tensors, half = n / 2;
+    fl_st_write_tensor *t = calloc((size_t)n, sizeof *t);
+    uint16_t **bufs = calloc((size_t)n, sizeof *bufs);
+    json_t *map = json_object();
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const fl_st_tensor *s = &st.tensors[i];
+        bufs[i] = malloc(s->numel * 2 + 2);
+        for (size_t k = 0; k < s->numel; k++) bufs[i][k] = fl_f32_to_bf16(((const float *)s->data)[k]);
+        t[i] = (fl_st_write_tensor){.name = s->name, .dtype = FL_BF16, .ndim = s->ndim, .data = bufs[i]};
+        memcpy(t[i].shape, s->shape, sizeof s->shape);
+        json_object_set_new(map, s->name, json_string(i < half ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors"));
+        total += s->numel * 2;
+    }
+    const char *meta[] = {"format", "pt"};
+    int rc = 0;
+    snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dst);
+    rc |= fl_safetensors_write(path, t, half, meta, 1);
+    snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dst);
+    rc |= fl_safetensors_write(path, t + half, n - half, meta, 1);
+    json_t *index = json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)total, "weight_map", map);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dst);
+    rc |= json_dump_file(index, path, JSON_INDENT(2));
+    json_decref(index);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp %s/config.json %s/generation_config.json %s/", src, src, dst);
+    rc |= system(cmd);
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    free(bufs);
+    free(t);
+    fl_safetensors_close(&st);
+    return rc;
+}
+
+TEST(merge_bf16_sharded_keeps_dtype_and_shards) {
+    const char *src = "tests/fixtures/hf/qwen2_bias_tied/model", *adapter = "tests/fixtures/hf/qwen2_bias_tied/adapter";
+    char dir[] = "/tmp/fastlora-merge16-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char base[600], out[600], path[700];
+    snprintf(base, sizeof base, "%s/base", dir);
+    snprintf(out, sizeof out, "%s/merged", dir);
+    fl_mkdir_p(base);
+    CHECK(write_bf16_sharded(src, base) == 0);
+    CHECK(fl_merge_adapter(base, adapter, out) == 0);
+    const char *shards[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+    int bf16 = 0, total = 0;
+    for (int s = 0; s < 2; s++) {
+        snprintf(path, sizeof path, "%s/%s", out, shards[s]);
+        fl_safetensors st;
+        CHECK(fl_safetensors_open(&st, path) == 0);
+        for (int i = 0; i < st.n_tensors; i++) { bf16 += st.tensors[i].dtype == FL_BF16; total++; }
+        fl_safetensors_close(&st);
+    }
+    CHECK(total > 0 && bf16 == total);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", out);
+    CHECK(fl_file_exists(path));
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    CHECK(!fl_file_exists(path));
+    int32_t ids[12];
+    for (int i = 0; i < 12; i++) ids[i] = (i * 29 + 3) % 160;
+    int V = 0;
+    float *ref = logits_of(base, adapter, ids, 12, &V), *got = logits_of(out, NULL, ids, 12, &V);
+    CHECK(ref && got);
+    if (ref && got) {
+        double d = max_diff(ref, got, 12 * (size_t)V);
+        printf("    bf16: max |logit diff| merged vs base+adapter: %.2e (one bf16 rounding of W + s·B·A)\n", d);
+        CHECK(d < 5e-2);
+    }
+    free(ref);
+    free(got);
+    rm_rf(dir);
+}
+
+TEST(merge_bad_input_adapter_of_another_model) {
+    char out[] = "/tmp/fastlora-mergebad-XXXXXX";
+    CHECK(mkdtemp(out) != NULL);
+    int rc = fl_merge_adapter("tests/fixtures/hf/llama_gqa/model", "tests/fixtures/hf/qwen2_bias_tied/adapter", out);
+    CHECK_EQ_INT(rc, FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "wrong shape");
+    rc = fl_merge_adapter("tests/fixtures/hf/llama_gqa/model", "/nonexistent", out);
+    CHECK_EQ_INT(rc, FL_ERR_INPUT);
+    rm_rf(out);
+}

@@ -1,0 +1,502 @@
+/* test_train.c — the training loop's guarantees, on the CPU reference backend (f32):
+ *   packing: a packed row gives the loss and gradients of its documents run one by one;
+ *   accumulation: 1 micro-batch of 8 rows and 8 micro-batches of 1 row give the same gradient and
+ *     update (loss normalized over all counted tokens of the step), unlike a per-micro-batch mean;
+ *   resume: 2N steps in one run == N steps, Ctrl-C (checkpoint), --resume, N more: identical adapter
+ *     bytes (with dropout, grad accumulation, shuffle and an epoch boundary in between);
+ *   crash safety: a SIGKILL in the middle of a checkpoint write leaves the previous one intact and
+ *     resumable (the CLI, FASTLORA_TEST_CRASH_IN_CHECKPOINT);
+ *   NaN: stops with a clear message, no adapter past the last good checkpoint;
+ *   schedule, options file, and the stories260K end-to-end fine-tune (when ../shared exists). */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/rng.h"
+#include "engine/model.h"
+#include "io/file_util.h"
+#include "lora/adapter_io.h"
+#include "test.h"
+#include "train/checkpoint.h"
+#include "train/llama2c.h"
+#include "train/schedule.h"
+#include "train/trainer.h"
+
+static fl_model_config tiny_config(void) {
+    fl_model_config c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "tiny");
+    c.vocab_size = 64;
+    c.hidden_size = 32;
+    c.intermediate_size = 48;
+    c.n_layers = 2;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 8;
+    c.max_position_embeddings = 128;
+    c.rope_theta = 10000.0;
+    c.rms_norm_eps = 1e-5f;
+    c.bos_token_id = 1;
+    c.eos_token_id = 2;
+    return c;
+}
+
+/* A tiny random model whose LoRA B is non-zero, so every LoRA gradient is non-zero. */
+static void tiny_model(fl_model *m, float dropout) {
+    fl_model_config c = tiny_config();
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 4;
+    lc.alpha = 8;
+    lc.dropout = dropout;
+    fl_model_init_random(m, &c, 5, fl_backend_cpu(), &lc);
+    fl_rng_fill_uniform(m->lora.data, m->lora.n, fl_rng_stream(77, 1, 2, 3), -0.2f, 0.2f);
+    fl_model_sync_lora(m);
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n, double *max_a) {
+    double d = 0, ma = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        ma = fmax(ma, fabs(a[i]));
+    }
+    if (max_a) *max_a = ma;
+    return d;
+}
+
+TEST(train_packing_equals_documents_one_by_one) {
+    fl_model m;
+    tiny_model(&m, 0.0f);
+    /* three documents (ids), with a prompt mask on the second */
+    int lens[3] = {7, 5, 9};
+    int32_t docs[3][9];
+    uint8_t masks[3][9];
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < lens[d]; i++) {
+            docs[d][i] = (int32_t)((d * 17 + i * 7 + 3) % 64);
+            masks[d][i] = !(d == 1 && i < 3);
+        }
+    /* packed: one row of T = 24 (6 + 4 + 8 positions, 6 padding) */
+    enum { T = 24 };
+    int32_t ids[T], tg[T], pos[T], seg[T];
+    int o = 0, total = 0;
+    for (int d = 0; d < 3; d++) {
+        for (int i = 0; i + 1 < lens[d]; i++) {
+            ids[o + i] = docs[d][i];
+            tg[o + i] = masks[d][i + 1] ? docs[d][i + 1] : -100;
+            total += tg[o + i] != -100;
+            pos[o + i] = i;
+            seg[o + i] = o;
+        }
+        o += lens[d] - 1;
+    }
+    for (int t = o; t < T; t++) { ids[t] = 5; tg[t] = -100; pos[t] = 0; seg[t] = t; }
+    float scale = 1.0f / (float)total;
+    fl_batch packed = {.B = 1, .T = T, .ids = ids, .targets = tg, .pos = pos, .seg_start = seg};
+    fl_step_stats sp = fl_model_forward(&m, &packed, scale);
+    fl_model_backward(&m);
+    float *g_packed = malloc(sizeof(float) * m.grads.n);
+    memcpy(g_packed, m.grads.data, sizeof(float) * m.grads.n);
+    fl_model_zero_grads(&m);
+    /* one by one, same normalization */
+    double loss_sum = 0;
+    for (int d = 0; d < 3; d++) {
+        int n = lens[d] - 1;
+        int32_t t1[8];
+        for (int i = 0; i < n; i++) t1[i] = masks[d][i + 1] ? docs[d][i + 1] : -100;
+        fl_batch one = {.B = 1, .T = n, .ids = docs[d], .targets = t1};
+        loss_sum += fl_model_forward(&m, &one, scale).loss_sum;
+        fl_model_backward(&m);
+    }
+    CHECK_EQ_INT(sp.n_counted, total);
+    CHECK_CLOSE(sp.loss_sum, loss_sum, 1e-5, 1e-5);
+    double ma, diff = max_abs_diff(m.grads.data, g_packed, m.grads.n, &ma);
+    printf("    loss %.6f vs %.6f, max |grad diff| %.2e of max |grad| %.2e\n", sp.loss_sum, loss_sum, diff, ma);
+    CHECK(ma > 1e-4);
+    CHECK(diff <= 1e-5 * ma + 1e-9);
+    /* and without the segment reset the documents WOULD see each other (the test can fail) */
+    fl_model_zero_grads(&m);
+    fl_batch leaky = {.B = 1, .T = T, .ids = ids, .targets = tg, .pos = pos, .seg_start = NULL};
+    double leak = fl_model_forward(&m, &leaky, scale).loss_sum;
+    fl_model_backward(&m);
+    CHECK(fabs(leak - loss_sum) > 1e-3);
+    free(g_packed);
+    fl_model_free(&m);
+}
+
+TEST(train_accumulation_1x8_equals_8x1) {
+    enum { R = 8, T = 12 };
+    int32_t ids[R * T], tg[R * T];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            ids[r * T + t] = (int32_t)((r * 31 + t * 11 + 1) % 64);
+            /* very different counted tokens per row: row r keeps only its last r+1 targets */
+            tg[r * T + t] = t >= T - (r + 1) ? (int32_t)((r * 13 + t * 5 + 2) % 64) : -100;
+        }
+    fl_model a, b;
+    tiny_model(&a, 0.0f);
+    tiny_model(&b, 0.0f);
+    fl_batch one = {.B = R, .T = T, .ids = ids, .targets = tg};
+    fl_batch micro[R];
+    for (int r = 0; r < R; r++) micro[r] = (fl_batch){.B = 1, .T = T, .ids = ids + r * T, .targets = tg + r * T};
+    fl_step_stats sa = fl_train_accumulate(&a, &one, 1);
+    fl_step_stats sb = fl_train_accumulate(&b, micro, R);
+    CHECK_EQ_INT(sa.n_counted, sb.n_counted);
+    CHECK_CLOSE(sa.loss, sb.loss, 1e-6, 1e-6);
+    double ma, diff = max_abs_diff(a.grads.data, b.grads.data, a.grads.n, &ma);
+    printf("    1x8 vs 8x1: loss %.7f vs %.7f, max |grad diff| %.2e (max |grad| %.2e)\n", sa.loss, sb.loss, diff, ma);
+    CHECK(diff <= 1e-5 * ma);
+    /* the per-micro-batch mean (the bug) is far off */
+    fl_model c;
+    tiny_model(&c, 0.0f);
+    for (int r = 0; r < R; r++) {
+        fl_model_forward(&c, &micro[r], 0.0f); /* 0: this micro-batch's own mean */
+        fl_model_backward(&c);
+    }
+    for (size_t i = 0; i < c.grads.n; i++) c.grads.data[i] /= R;
+    double bug = max_abs_diff(c.grads.data, a.grads.data, a.grads.n, NULL);
+    printf("    per-micro-batch mean would differ by %.2e\n", bug);
+    CHECK(bug > 1e-2 * ma);
+    /* the same update. AdamW's first step is lr·g/(|g|+eps): wherever |g| is itself at the f32
+     * rounding level (~1e-8 here) its sign is noise, so compare where |g| > 1e-4·max|g| */
+    float *g = malloc(sizeof(float) * a.grads.n);
+    memcpy(g, a.grads.data, sizeof(float) * a.grads.n);
+    fl_adamw_config opt = fl_adamw_config_default();
+    opt.lr = 1e-2f;
+    fl_model_optimizer_step(&a, &opt);
+    fl_model_optimizer_step(&b, &opt);
+    double worst = 0;
+    size_t compared = 0;
+    for (size_t i = 0; i < a.lora.n; i++)
+        if (fabs(g[i]) > 1e-4 * ma) { worst = fmax(worst, fabs((double)a.lora.data[i] - b.lora.data[i])); compared++; }
+    printf("    max |update diff| %.2e over %zu of %zu params (lr %.0e)\n", worst, compared, a.lora.n, opt.lr);
+    CHECK(compared > a.lora.n / 2);
+    CHECK(worst <= 1e-4 * opt.lr);
+    free(g);
+    fl_model_free(&a);
+    fl_model_free(&b);
+    fl_model_free(&c);
+}
+
+TEST(train_lr_schedules) {
+    fl_lr_schedule s = {.kind = FL_SCHED_COSINE, .lr = 1.0f, .min_lr_ratio = 0.1f, .warmup = 4, .total_steps = 14};
+    CHECK_CLOSE(fl_lr_at(&s, 0), 0.25, 1e-6, 0);
+    CHECK_CLOSE(fl_lr_at(&s, 3), 1.0, 1e-6, 0);
+    CHECK_CLOSE(fl_lr_at(&s, 4), 1.0, 1e-6, 0);
+    CHECK_CLOSE(fl_lr_at(&s, 13), 0.1, 1e-6, 0);
+    CHECK_CLOSE(fl_lr_at(&s, 8) + 0.0, 0.1 + 0.9 * 0.5 * (1 + cos(M_PI * 4 / 9.0)), 1e-6, 0);
+    s.kind = FL_SCHED_LINEAR;
+    CHECK_CLOSE(fl_lr_at(&s, 8), 0.1 + 0.9 * (1 - 4 / 9.0), 1e-6, 0);
+    s.kind = FL_SCHED_CONSTANT;
+    CHECK_CLOSE(fl_lr_at(&s, 13), 1.0, 1e-6, 0);
+}
+
+/* ---- whole runs ------------------------------------------------------------------------------ */
+
+static char *temp_dir(void) {
+    char *dir = strdup("/tmp/fastlora-train-XXXXXX");
+    return mkdtemp(dir);
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* A tokens file of n_docs documents with varied lengths (ids < 64). */
+static char *write_token_data(const char *dir, int n_docs) {
+    fl_dataset ds = {0};
+    for (int d = 0; d < n_docs; d++) {
+        int32_t ids[40];
+        int n = 3 + (d * 7) % 29;
+        for (int i = 0; i < n; i++) ids[i] = (int32_t)((d * 5 + i * i + 3) % 61 + 3);
+        fl_dataset_add(&ds, ids, NULL, n);
+    }
+    char *path = malloc(strlen(dir) + 32);
+    sprintf(path, "%s/data.tokens", dir);
+    if (fl_tokens_file_write(path, &ds)) printf("    %s\n", fl_last_error());
+    fl_dataset_free(&ds);
+    return path;
+}
+
+static void run_options(fl_train_options *o, const char *data, const char *out, FILE *log) {
+    fl_train_options_default(o);
+    o->data = data;
+    o->out = out;
+    o->seq = 16;
+    o->batch = 2;
+    o->grad_accum = 2;
+    o->max_steps = 8;
+    o->lr = 1e-2f;
+    o->warmup = 2;
+    o->save_every = 4;
+    o->eval_every = 4;
+    o->eval_frac = 0.1f;
+    o->rank = 4;
+    o->alpha = 8;
+    o->dropout = 0.1f;
+    o->log = log;
+}
+
+static int run(fl_train_options *o, fl_train_result *res) {
+    fl_model m;
+    tiny_model(&m, o->dropout);
+    fl_rng_fill_uniform(m.lora.data, m.lora.n, fl_rng_stream(9, 9, 9, 9), -0.1f, 0.1f); /* same start every time */
+    fl_model_sync_lora(&m);
+    int rc = fl_train_run(o, &m, NULL, res);
+    fl_model_free(&m);
+    return rc;
+}
+
+static int files_equal(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int eq = fa && fb;
+    while (eq) {
+        int ca = getc(fa), cb = getc(fb);
+        if (ca != cb) eq = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return eq;
+}
+
+TEST(train_resume_is_bitwise_identical) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30); /* ~22 rows of 16 per epoch: 8 steps x 4 rows cross an epoch */
+    char out_a[256], out_b[256], path_a[600], path_b[600];
+    snprintf(out_a, sizeof out_a, "%s/a", dir);
+    snprintf(out_b, sizeof out_b, "%s/b", dir);
+    FILE *log = fopen("/dev/null", "w");
+    fl_train_options o;
+    fl_train_result ra, rb;
+    run_options(&o, data, out_a, log);
+    CHECK_EQ_INT(run(&o, &ra), 0);
+    CHECK_EQ_INT(ra.steps, 8);
+    /* run b: interrupted after step 4 (the Ctrl-C path), then resumed */
+    run_options(&o, data, out_b, log);
+    o.stop_at_step = 4;
+    CHECK_EQ_INT(run(&o, &rb), 130);
+    CHECK_EQ_INT(rb.steps, 4);
+    run_options(&o, data, out_b, log);
+    o.resume = out_b;
+    CHECK_EQ_INT(run(&o, &rb), 0);
+    CHECK_EQ_INT(rb.steps, 8);
+    snprintf(path_a, sizeof path_a, "%s/adapter_model.safetensors", out_a);
+    snprintf(path_b, sizeof path_b, "%s/adapter_model.safetensors", out_b);
+    CHECK(files_equal(path_a, path_b));
+    snprintf(path_a, sizeof path_a, "%s/checkpoints/step-00000008/optimizer.safetensors", out_a);
+    snprintf(path_b, sizeof path_b, "%s/checkpoints/step-00000008/optimizer.safetensors", out_b);
+    CHECK(files_equal(path_a, path_b));
+    /* and a different seed is a different run (the comparison can fail) */
+    char out_c[256];
+    snprintf(out_c, sizeof out_c, "%s/c", dir);
+    run_options(&o, data, out_c, log);
+    o.seed = 99;
+    CHECK_EQ_INT(run(&o, &rb), 0);
+    snprintf(path_a, sizeof path_a, "%s/adapter_model.safetensors", out_a);
+    snprintf(path_b, sizeof path_b, "%s/adapter_model.safetensors", out_c);
+    CHECK(!files_equal(path_a, path_b));
+    /* outputs: metrics, curve, config; keep = 3 checkpoints at most */
+    snprintf(path_a, sizeof path_a, "%s/loss.svg", out_a);
+    CHECK(fl_file_exists(path_a));
+    snprintf(path_a, sizeof path_a, "%s/train_config.json", out_a);
+    fl_train_options back;
+    fl_train_options_default(&back);
+    CHECK(fl_train_options_load_json(&back, path_a) == 0);
+    CHECK(back.seq == 16 && back.grad_accum == 2 && back.lr == 1e-2f && back.dropout == 0.1f && back.max_steps == 8);
+    fl_train_options_free(&back);
+    fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+TEST(train_nan_stops_and_keeps_last_good_checkpoint) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 20);
+    char out[256], path[320];
+    snprintf(out, sizeof out, "%s/run", dir);
+    char *log_text = NULL;
+    size_t log_len = 0;
+    FILE *log = open_memstream(&log_text, &log_len);
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, log);
+    o.inject_nan_step = 6;
+    int rc = run(&o, &r);
+    fclose(log);
+    CHECK_EQ_INT(rc, 1);
+    CHECK_EQ_INT(r.steps, 5);
+    CHECK_STR_CONTAINS(log_text, "step 6: the loss is NaN; stopping. The last good checkpoint is in");
+    snprintf(path, sizeof path, "%s/checkpoints/step-00000004/trainer_state.json", out);
+    CHECK(fl_file_exists(path));
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", out);
+    CHECK(!fl_file_exists(path)); /* no final adapter from a diverged run */
+    free(log_text);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+TEST(train_bad_input_config_files) {
+    char path[] = "/tmp/fastlora-config-XXXXXX";
+    int fd = mkstemp(path);
+    const char *cases[][2] = {
+        {"{\"lr\": \"fast\"}", "lr: expected a number"},
+        {"{\"learning_rate\": 1}", "'learning_rate' is not a training option"},
+        {"{\"seq\": 1.5}", "seq: expected an integer"},
+        {"{\"no_packing\": 1}", "no_packing: expected true or false"},
+        {"[1]", "expected a JSON object"},
+        {"{\"lr\": 1", "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(cases[i][0], f);
+        fclose(f);
+        fl_train_options o;
+        fl_train_options_default(&o);
+        CHECK_EQ_INT(fl_train_options_load_json(&o, path), FL_ERR_INPUT);
+        CHECK_STR_CONTAINS(fl_last_error(), cases[i][1]);
+        fl_train_options_free(&o);
+    }
+    /* a good one: underscores and dashes both, strings owned */
+    FILE *f = fopen(path, "w");
+    fputs("{\"grad_accum\": 4, \"eval-frac\": 0.25, \"schedule\": \"linear\", \"no-packing\": true}", f);
+    fclose(f);
+    fl_train_options o;
+    fl_train_options_default(&o);
+    CHECK(fl_train_options_load_json(&o, path) == 0);
+    CHECK(o.grad_accum == 4 && o.eval_frac == 0.25f && !strcmp(o.schedule, "linear") && o.no_packing == 1);
+    fl_train_options_free(&o);
+    close(fd);
+    unlink(path);
+}
+
+/* ---- crash safety through the CLI --------------------------------------------------------------- */
+
+/* Writes a tiny HF folder (the llama_gqa fixture model) path for CLI runs. */
+#define FIXTURE_MODEL "tests/fixtures/hf/llama_gqa/model"
+
+TEST(train_kill_during_checkpoint_write_keeps_previous) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char cmd[2048], path[512];
+    const char *common = "--seq 16 --batch 2 --max-steps 6 --save-every 2 --rank 4 --alpha 8 --lr 0.01 --dtype f32 "
+                         "--log-every 0 --eval-every 0";
+    /* reference: uninterrupted */
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/ref %s >/dev/null 2>&1", bin, FIXTURE_MODEL, data,
+             dir, common);
+    CHECK_EQ_INT(system(cmd), 0);
+    /* killed (SIGKILL) in the middle of writing its 2nd checkpoint (step 4) */
+    snprintf(cmd, sizeof cmd, "FASTLORA_TEST_CRASH_IN_CHECKPOINT=2 %s train --model %s --data %s --out %s/run %s "
+             ">/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir, common);
+    int rc = system(cmd);
+    CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + 9, "expected death by SIGKILL, got status %d", rc);
+    snprintf(path, sizeof path, "%s/run/checkpoints/step-00000002/trainer_state.json", dir);
+    CHECK(fl_file_exists(path));
+    snprintf(path, sizeof path, "%s/run/checkpoints/step-00000004", dir);
+    CHECK(!fl_file_exists(path));
+    /* the previous checkpoint is intact: it loads */
+    fl_lora_config lc;
+    snprintf(path, sizeof path, "%s/run/checkpoints/step-00000002", dir);
+    CHECK(fl_adapter_load_config(path, &lc) == 0);
+    /* resuming from the folder picks step 2 and ends where the uninterrupted run ended, bit for bit */
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run %s --resume %s/run >/dev/null 2>&1", bin,
+             FIXTURE_MODEL, data, dir, common, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/ref/adapter_model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/run/adapter_model.safetensors", dir);
+    CHECK(files_equal(a, b));
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* ---- the end-to-end proof: stories260K fine-tuned on tiny shakespeare ----------------------------- */
+
+TEST(train_stories260k_shakespeare_eval_loss_falls) {
+    const char *shared = fl_test_shared_dir();
+    if (!shared) SKIP("../shared not found");
+    char ckpt[512], tokbin[512], text_path[512];
+    snprintf(ckpt, sizeof ckpt, "%s/data/stories260K/stories260K.bin", shared);
+    snprintf(tokbin, sizeof tokbin, "%s/data/stories260K/tok512.bin", shared);
+    snprintf(text_path, sizeof text_path, "%s/data/tinyshakespeare/input.txt", shared);
+    if (!fl_file_exists(ckpt) || !fl_file_exists(text_path)) SKIP("stories260K or tinyshakespeare missing in ../shared");
+    char *dir = temp_dir();
+    char model_dir[300], data[300], out[300];
+    snprintf(model_dir, sizeof model_dir, "%s/stories260K", dir);
+    snprintf(data, sizeof data, "%s/shakespeare.jsonl", dir);
+    snprintf(out, sizeof out, "%s/run", dir);
+    CHECK(fl_llama2c_convert(ckpt, tokbin, model_dir) == 0);
+    /* paragraphs of the first ~300 KB as {"text"} lines */
+    FILE *in = fopen(text_path, "rb"), *jf = fopen(data, "w");
+    char *para = malloc(1 << 16);
+    size_t plen = 0, total = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, in) && total < 300000) {
+        size_t n = strlen(line);
+        total += n;
+        if (n <= 1 || plen + n >= (1 << 16) - 1) {
+            if (plen) {
+                para[plen] = 0;
+                json_t *o = json_pack("{s:s}", "text", para);
+                char *s = json_dumps(o, 0);
+                fprintf(jf, "%s\n", s);
+                free(s);
+                json_decref(o);
+            }
+            plen = 0;
+            if (n <= 1) continue;
+        }
+        memcpy(para + plen, line, n);
+        plen += n;
+    }
+    free(para);
+    fclose(in);
+    fclose(jf);
+    fl_tokenizer *tok = NULL;
+    CHECK(fl_tokenizer_load(&tok, model_dir) == 0);
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 8;
+    lc.alpha = 16;
+    fl_model m;
+    CHECK(fl_model_init_dir(&m, model_dir, fl_backend_cpu(), &lc) == 0);
+    fl_train_options o;
+    fl_train_options_default(&o);
+    o.data = data;
+    o.out = out;
+    o.model = model_dir;
+    o.eval_frac = 0.05f;
+    o.seq = 128;
+    o.batch = 4;
+    o.max_steps = 120;
+    o.lr = 5e-3f;
+    o.warmup = 10;
+    o.eval_every = 60;
+    o.eval_max_rows = 24;
+    o.save_every = 0;
+    o.rank = 8;
+    o.alpha = 16;
+    FILE *log = fopen("/dev/null", "w");
+    o.log = log;
+    fl_train_result r;
+    CHECK_EQ_INT(fl_train_run(&o, &m, tok, &r), 0);
+    fclose(log);
+    printf("    stories260K on shakespeare: eval loss %.4f (base) -> %.4f after %d steps\n", r.first_eval_loss,
+           r.last_eval_loss, r.steps);
+    CHECK(r.first_eval_loss > 4.0);
+    CHECK(r.last_eval_loss < r.first_eval_loss - 1.0);
+    fl_model_free(&m);
+    fl_tokenizer_free(tok);
+    remove_tree(dir);
+    free(dir);
+}
