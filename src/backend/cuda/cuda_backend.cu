@@ -143,6 +143,7 @@ static const fl_backend cuda_backend = {
     .lm_head_loss = lm_head_loss_cuda,
     .adamw_update = adamw_update_cuda,
     .sum_squares = sum_squares_cuda,
+    .attention_decode = NULL, /* KV-cache decoding has no CUDA kernel yet: generate runs on the CPU */
 };
 
 extern "C" const fl_backend *fl_backend_cuda(void) {
