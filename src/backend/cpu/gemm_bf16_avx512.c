@@ -240,6 +240,18 @@ static void scale_c(int M, int N, float beta, float *C, int ldc) {
 #define FL_GB_KGROUP_MB 8
 #endif
 #define KGROUP_BYTES ((size_t)FL_GB_KGROUP_MB << 20)
+#define PRIVATE_B_BYTES ((size_t)64 << 10)
+
+/* Packs B panel bi of a group: K block p0 + bi / npanels, panel bi % npanels of the jc block. */
+static void pack_b_item(uint32_t *bp, int bi, int npanels, int p0, int kc_blk, int kcp_blk, int K, int nc, int jc,
+                        int trans_b, const uint16_t *B, int ldb) {
+    int q = bi / npanels, j = bi % npanels;
+    int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+    int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+    uint32_t *dst = bp + (size_t)bi * kcp_blk * NR;
+    if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
+    else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
+}
 
 void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                          const uint16_t *B, int ldb, float beta, float *C, int ldc) {
@@ -269,7 +281,10 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
     int kgroup = (int)(KGROUP_BYTES / bblock);
     if (kgroup < 1) kgroup = 1;
     if (kgroup > nkb) kgroup = nkb;
-    uint32_t *bp = xaligned(bblock * kgroup);
+    /* A small B block (LoRA ranks, tiny N) is packed by every thread for itself: duplicate work
+     * of a few µs that saves the barrier after shared packing. */
+    int private_b = nthreads > 1 && bblock * kgroup <= PRIVATE_B_BYTES;
+    uint32_t *bp = private_b ? NULL : xaligned(bblock * kgroup);
 
     /* Rows per work item: enough items (4 per thread) to balance, at most MC. With too few rows
      * for that, items also split the columns of a B block into chunks of panels. */
@@ -283,6 +298,8 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
     #pragma omp parallel num_threads(nthreads)
     {
         uint32_t *ap = xaligned(sizeof(uint32_t) * apanel * (size_t)(mc / MR));
+        uint32_t *bmine = private_b ? xaligned(bblock * kgroup) : NULL;
+        uint32_t *bpt = private_b ? bmine : bp;
         for (int jc = 0; jc < N; jc += nc_max) {
             int nc = N - jc < nc_max ? N - jc : nc_max;
             int npanels = (nc + NR - 1) / NR;
@@ -292,17 +309,14 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
             nchunks = (npanels + ppc - 1) / ppc;
             for (int p0 = 0; p0 < nkb; p0 += kgroup) {
                 int np = nkb - p0 < kgroup ? nkb - p0 : kgroup;
-                /* pack B[K blocks p0..p0+np, jc block], shared; (block p0+q, panel j) at (q·npanels + j)·kcp_blk·NR */
-                #pragma omp for schedule(dynamic, 1)
-                for (int bi = 0; bi < np * npanels; bi++) {
-                    int q = bi / npanels, j = bi % npanels;
-                    int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-                    int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-                    uint32_t *dst = bp + (size_t)bi * kcp_blk * NR;
-                    if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
-                    else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
+                /* pack B[K blocks p0..p0+np, jc block]; (block p0+q, panel j) at (q·npanels + j)·kcp_blk·NR */
+                if (private_b) {
+                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, kcp_blk, K, nc, jc, trans_b, B, ldb);
+                } else {
+                    #pragma omp for schedule(dynamic, 1)
+                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, kcp_blk, K, nc, jc, trans_b, B, ldb);
+                    /* implicit barrier: B packed */
                 }
-                /* implicit barrier: B packed */
                 #pragma omp for schedule(dynamic, 1)
                 for (int item = 0; item < nic * nchunks; item++) {
                     int ic = item / nchunks * mc, chunk = item % nchunks;
@@ -318,7 +332,7 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
                         }
                         for (int j = j0; j < j1; j++) {
                             int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-                            const uint32_t *pb = bp + ((size_t)q * npanels + j) * kcp_blk * NR;
+                            const uint32_t *pb = bpt + ((size_t)q * npanels + j) * kcp_blk * NR;
                             for (int ir = 0; ir < mcur; ir += MR) {
                                 int mr = mcur - ir < MR ? mcur - ir : MR;
                                 kernel(kcp, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr,
@@ -330,6 +344,7 @@ void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const fl
                 /* implicit barrier: C tiles of these K blocks done, B may be overwritten */
             }
         }
+        free(bmine);
         free(ap);
     }
     free(bp);
