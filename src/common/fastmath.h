@@ -9,13 +9,14 @@
 #define FL_FASTMATH_H
 
 #include <stdint.h>
-#include <string.h>
 
-#pragma omp declare simd notinbranch
+
 static inline float fl_expf(float x) {
     x = x < -87.3f ? -87.3f : x;
     x = x > 88.7f ? 88.7f : x;
-    float kf = __builtin_roundevenf(x * 1.44269504088896341f);
+    /* round to nearest with the 1.5·2^23 trick (exact for |x·log2 e| < 2^22; GCC vectorizes it,
+     * while __builtin_roundevenf stops the vectorizer) */
+    float kf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - kf * 0.693145751953125f;        /* ln 2 high part (exact in f32 for |k| < 2^10) */
     r = r - kf * 1.428606765330187045e-06f;       /* ln 2 low part */
     /* Taylor/minimax-ish coefficients for e^r on [-ln2/2, ln2/2] */
@@ -29,11 +30,8 @@ static inline float fl_expf(float x) {
     int32_t k = (int32_t)kf;
     /* 2^k via the exponent field; k in [-126, 128] after the clamp. Split to stay in range. */
     int32_t k1 = k >> 1, k2 = k - k1;
-    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, 4);
-    memcpy(&s2, &b2, 4);
-    float result = p * s1 * s2;
+    union { uint32_t u; float f; } s1 = {.u = (uint32_t)(k1 + 127) << 23}, s2 = {.u = (uint32_t)(k2 + 127) << 23};
+    float result = p * s1.f * s2.f;
     return x <= -87.3f ? 0.0f : result;
 }
 
