@@ -13,6 +13,7 @@
  * (including Qwen tool calls and the Llama-3.1+ template with dates and tools) is an error that
  * lists these formats. Not here: tool/function messages, other roles.
  */
+#include "common/strbuf.h"
 #include "tokenizer/tokenizer_internal.h"
 
 #include "common/error.h"
@@ -69,22 +70,9 @@ static char *chatml_default_system(const char *t) {
     return NULL;
 }
 
-typedef struct { char *p; size_t n, cap; } sbuf;
+typedef fl_strbuf sbuf;
 
-static void put(sbuf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = fl_malloc(cap);
-        if (b->n) memcpy(np, b->p, b->n);
-        free(b->p);
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+static void put(sbuf *b, const char *s, size_t n) { fl_strbuf_append(b, s, n); }
 static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
 
 /* Python str.isspace() code points (Jinja's `trim` is str.strip()). */

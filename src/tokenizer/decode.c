@@ -7,6 +7,7 @@
  * their bytes, or one U+FFFD per byte when the run is not valid UTF-8), Fuse, Strip(1 leading
  * space). Not here: transformers' clean_up_tokenization_spaces (a transformers-level option).
  */
+#include "common/strbuf.h"
 #include "tokenizer/tokenizer_internal.h"
 
 #include "common/error.h"
@@ -14,22 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { char *p; size_t n, cap; } buf;
+typedef fl_strbuf buf;
 
-static void buf_put(buf *b, const void *src, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = fl_malloc(cap);
-        if (b->n) memcpy(np, b->p, b->n);
-        free(b->p);
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
+static void buf_put(buf *b, const void *src, size_t n) { fl_strbuf_append(b, src, n); }
 
 static const char REPLACEMENT[] = "\xEF\xBF\xBD";
 
