@@ -679,6 +679,7 @@ int cmd_bench(int argc, char **argv) {
             }
             printf("  %d x %d = %zu tokens/step, predicted memory %.2f GiB\n", p->B, p->T, (size_t)p->B * p->T,
                    p->predicted_bytes / 1073741824.0);
+            fl_model_print_memory(c.m, p->B, p->T, stdout);
             run_point(&c, p);
             print_result(&c, p);
             if (o.json_path && p->n_timed > 0 && !p->interrupted) {

@@ -360,6 +360,16 @@ double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
     return norm;
 }
 
+void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out) {
+    const double MiB = 1048576.0;
+    size_t lora = m->lora.n * sizeof(float);
+    size_t lora_w = m->lora_w == (void *)m->lora.data ? 0 : m->lora.n * m->be->weight_size;
+    size_t act = fl_activations_bytes(&m->cfg, m->lora_cfg.rank, B, T, m->be->act_size);
+    fprintf(out, "  memory plan: base weights %.1f MiB, LoRA %.1f MiB (+%.1f compute copy), grads %.1f MiB, "
+                 "AdamW m+v %.1f MiB, activations %.1f MiB for %d x %d\n",
+            m->base.bytes / MiB, lora / MiB, lora_w / MiB, lora / MiB, 2 * lora / MiB, act / MiB, B, T);
+}
+
 /* ---- FLOPs --------------------------------------------------------------------------------- */
 
 double fl_model_flops_per_step(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T) {

@@ -12,6 +12,7 @@
 #define FL_MODEL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend/backend.h"
 #include "engine/activations.h"
@@ -82,6 +83,10 @@ double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt);
 void fl_model_zero_grads(fl_model *m);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
+
+/* Prints the MiB of each memory category (base weights, LoRA params + compute copy, grads, AdamW
+ * moments, and the activations a (B, T) step allocates) on one line. */
+void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out);
 
 /* RoPE inverse frequencies as transformers computes them (f32), llama3 scaling applied. */
 void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (HS/2) */);
