@@ -271,3 +271,30 @@ TEST(dropout_mask_statistics) {
     CHECK_MSG(kept > 74300 && kept < 75700, "kept %zu of %zu", kept, n);
     free(x); free(y); free(y2);
 }
+
+/* matmul_backward_weight has its own kernel when one side is a LoRA rank (<= 64): check both
+ * orientations, ragged chunk tails, and the sgemm path, against a double-precision sum. */
+TEST(matmul_backward_weight_small_rank_kernel) {
+    const int shapes[][3] = {{300, 100, 16}, {300, 16, 100}, {37, 3, 70}, {37, 70, 3}, {64, 96, 80}, {5, 33, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
+        float *dout = malloc(sizeof(float) * N * OC), *inp = malloc(sizeof(float) * N * IC);
+        float *dw = malloc(sizeof(float) * OC * IC);
+        fill(dout, (size_t)N * OC, 30 + s, -1, 1);
+        fill(inp, (size_t)N * IC, 40 + s, -1, 1);
+        fill(dw, (size_t)OC * IC, 50 + s, -1, 1);
+        double *want = malloc(sizeof(double) * OC * IC);
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < IC; i++) {
+                double acc = 0;
+                for (int n = 0; n < N; n++) acc += (double)dout[n * OC + o] * inp[n * IC + i];
+                want[o * IC + i] = dw[o * IC + i] + 0.5 * acc;
+            }
+        matmul_backward_weight_cpu(dw, dout, inp, 0.5f, N, IC, OC);
+        double worst = 0;
+        for (int k = 0; k < OC * IC; k++) worst = fabs(dw[k] - want[k]) > worst ? fabs(dw[k] - want[k]) : worst;
+        /* f32 sums of N products of magnitude <= 1: error ~ N · 2^-24 · sqrt(N) at worst */
+        CHECK_MSG(worst <= 1e-4, "N=%d IC=%d OC=%d: max error %g", N, IC, OC, worst);
+        free(dout); free(inp); free(dw); free(want);
+    }
+}

@@ -2,6 +2,7 @@
  * sgemm (the reference backend), with bf16 weights through our AVX512-BF16 GEMM (gemm_bf16.h).
  * HF layout: weight (OC, IC) row-major, so forward is inp · weightᵀ. Activations are f32 in both. */
 #include <cblas.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/gemm_bf16.h"
@@ -29,9 +30,73 @@ void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight,
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, IC, OC, alpha, dout, OC, weight, IC, beta, dinp, IC);
 }
 
+/* ---- LoRA weight gradients: one side is the rank ----------------------------------------------
+ * dweight (OC, IC) += alpha · doutᵀ · inp sums N (thousands of tokens) outer products, and one of
+ * OC, IC is the LoRA rank (4..64). BLAS kernels block for square-ish shapes and reach ~1/3 of
+ * their rate here, so this case has its own kernel: C (P, Q) += alpha · Σ_n X[n, p] · Y[n, q] with P
+ * small, vectorized over Q in chunks of 32 with 4 x 2 vector accumulators held across the whole n
+ * loop (each Y chunk loaded once per 4 rows of C). The other case (small IC) computes Cᵀ the same
+ * way and stores it transposed. Same f32 arithmetic, different summation order than sgemm. */
+typedef float v16f __attribute__((vector_size(64)));
+
+static inline v16f load16(const float *p) {
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* C[p][q] (or C[q][p] when transposed_store) += alpha · Σ_n X[n·ldx + p] · Y[n·ldy + q],
+ * p in [0, P), q in [0, Q). */
+static void small_rank_tn(float *C, int ldc, int transposed_store, const float *X, int ldx, const float *Y, int ldy,
+                          float alpha, size_t N, int P, int Q) {
+    int q_chunks = (Q + 31) / 32, p_blocks = (P + 3) / 4;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int qc = 0; qc < q_chunks; qc++)
+        for (int pb = 0; pb < p_blocks; pb++) {
+            int q0 = qc * 32, p0 = pb * 4, np = P - p0 < 4 ? P - p0 : 4;
+            float out[4][32];
+            if (Q - q0 >= 32) {
+                v16f acc[4][2] = {{{0}}};
+                for (size_t n = 0; n < N; n++) {
+                    const float *y = Y + n * (size_t)ldy + q0, *x = X + n * (size_t)ldx + p0;
+                    v16f y0 = load16(y), y1 = load16(y + 16);
+                    for (int k = 0; k < 4; k++) {
+                        float xv = k < np ? x[k] : 0.0f;
+                        acc[k][0] += xv * y0;
+                        acc[k][1] += xv * y1;
+                    }
+                }
+                for (int k = 0; k < np; k++) {
+                    memcpy(out[k], &acc[k][0], 64);
+                    memcpy(out[k] + 16, &acc[k][1], 64);
+                }
+            } else { /* ragged last chunk */
+                int nq = Q - q0;
+                for (int k = 0; k < np; k++)
+                    for (int j = 0; j < nq; j++) out[k][j] = 0.0f;
+                for (size_t n = 0; n < N; n++) {
+                    const float *y = Y + n * (size_t)ldy + q0, *x = X + n * (size_t)ldx + p0;
+                    for (int k = 0; k < np; k++)
+                        for (int j = 0; j < nq; j++) out[k][j] += x[k] * y[j];
+                }
+            }
+            int nq = Q - q0 < 32 ? Q - q0 : 32;
+            for (int k = 0; k < np; k++)
+                for (int j = 0; j < nq; j++) {
+                    float *c = transposed_store ? &C[(size_t)(q0 + j) * ldc + p0 + k] : &C[(size_t)(p0 + k) * ldc + q0 + j];
+                    *c += alpha * out[k][j];
+                }
+        }
+}
+
 void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
                                 int OC) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N, alpha, dout, OC, inp, IC, 1.0f, dweight, IC);
+    if (OC <= 64 && OC <= IC) /* dlora_a (R, IC) = doutᵀ (R, N) · inp */
+        small_rank_tn(dweight, IC, 0, dout, OC, inp, IC, alpha, N, OC, IC);
+    else if (IC <= 64) /* dlora_b (OC, R) = doutᵀ · xa: computed as (R, OC) and stored transposed */
+        small_rank_tn(dweight, IC, 1, inp, IC, dout, OC, alpha, N, IC, OC);
+    else
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, (int)N, alpha, dout, OC, inp, IC, 1.0f, dweight, IC);
 }
 
 /* ---- bf16 weights ---- */
