@@ -20,6 +20,7 @@
 #include "common/rng.h"
 #include "engine/model.h"
 #include "io/file_util.h"
+#include "io/safetensors.h"
 #include "lora/adapter_io.h"
 #include "test.h"
 #include "train/checkpoint.h"
@@ -499,4 +500,38 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     fl_tokenizer_free(tok);
     remove_tree(dir);
     free(dir);
+}
+
+/* --adapter: training starts from a given PEFT adapter (its rank, alpha and targets replace the
+ * flags). With lr 0 one step leaves it unchanged, so the saved adapter equals the input bit for bit. */
+TEST(train_starts_from_given_adapter) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char cmd[2048], path[512];
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run --adapter tests/fixtures/hf/llama_gqa/adapter "
+             "--rank 16 --alpha 1 --seq 16 --batch 2 --max-steps 1 --lr 0 --dtype f32 --device cpu --log-every 0 "
+             "--eval-every 0 >/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    fl_lora_config got, want;
+    snprintf(path, sizeof path, "%s/run", dir);
+    CHECK(fl_adapter_load_config(path, &got) == 0);
+    CHECK(fl_adapter_load_config("tests/fixtures/hf/llama_gqa/adapter", &want) == 0);
+    CHECK_EQ_INT(got.rank, want.rank);
+    CHECK(got.alpha == want.alpha);
+    CHECK_EQ_INT(got.target_mask, want.target_mask);
+    fl_safetensors a, b;
+    snprintf(path, sizeof path, "%s/run/adapter_model.safetensors", dir);
+    CHECK(fl_safetensors_open(&a, path) == 0);
+    CHECK(fl_safetensors_open(&b, "tests/fixtures/hf/llama_gqa/adapter/adapter_model.safetensors") == 0);
+    CHECK_EQ_INT(a.n_tensors, b.n_tensors);
+    for (int i = 0; i < a.n_tensors; i++) {
+        const fl_st_tensor *t = fl_safetensors_find(&b, a.tensors[i].name);
+        CHECK_MSG(t && t->nbytes == a.tensors[i].nbytes && !memcmp(t->data, a.tensors[i].data, t->nbytes),
+                  "%s differs from the starting adapter", a.tensors[i].name);
+    }
+    fl_safetensors_close(&a);
+    fl_safetensors_close(&b);
+    remove_tree(dir);
 }

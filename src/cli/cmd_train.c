@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "engine/model.h"
+#include "lora/adapter_io.h"
 #include "train/trainer.h"
 
 static const char usage_text[] =
@@ -47,6 +48,10 @@ int cmd_train(int argc, char **argv) {
     lc.seed = (uint64_t)o.seed;
     rc = fl_train_options_validate(&o);
     if (!rc) rc = fl_lora_parse_targets(o.targets, &lc.target_mask);
+    if (!rc && o.adapter) { /* a given adapter decides the LoRA shape; the seed still drives dropout */
+        rc = fl_adapter_load_config(o.adapter, &lc);
+        lc.seed = (uint64_t)o.seed;
+    }
     if (!rc) rc = fl_backend_select_dtype(o.device, o.dtype, &be);
     if (!rc && fl_tokenizer_load(&tok, o.model)) {
         tok = NULL;
@@ -58,6 +63,7 @@ int cmd_train(int argc, char **argv) {
     if (!rc) {
         rc = fl_model_init_dir(&m, o.model, be, &lc);
         have_model = !rc;
+        if (!rc && o.adapter) rc = fl_model_load_adapter(&m, o.adapter);
     }
     fl_train_result res;
     if (!rc) rc = fl_train_run(&o, &m, tok, &res);

@@ -48,8 +48,9 @@
     X("keep", INT, keep, 3, "checkpoints kept (the last K)")                                                 \
     X("log-every", INT, log_every, 10, "a log line every N steps when not on a terminal")                    \
     X("strict", FLAG, strict, 0, "stop at the first bad data line (default: report and skip)")                \
-    X("device", STR, device, "cpu", "cpu, cuda or auto")                                                     \
+    X("device", STR, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")                \
     X("dtype", STR, dtype, NULL, "weight dtype: bf16 (the default: fast) or f32 (the exact CPU reference)")   \
+    X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets, rsLoRA, dropout win)") \
     X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)")
 
 #define FL_OPT_FIELD_STR const char *
