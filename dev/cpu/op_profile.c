@@ -14,10 +14,10 @@
 
 static fl_backend wrapped;
 static const fl_backend *inner;
-enum { OP_EMB, OP_NORM_F, OP_NORM_B, OP_MM_F, OP_MM_BI, OP_MM_BW, OP_ROPE, OP_ATT_F, OP_ATT_B, OP_SWI_F, OP_SWI_B,
+enum { OP_EMB, OP_NORM_F, OP_NORM_B, OP_MM_F, OP_MM_BI, OP_MM_BW, OP_MM_F_LORA, OP_MM_BI_LORA, OP_ROPE, OP_ATT_F, OP_ATT_B, OP_SWI_F, OP_SWI_B,
        OP_LOSS, OP_ADAM, OP_COPY, OP_N };
 static const char *names[OP_N] = {"embedding", "rmsnorm fwd", "rmsnorm bwd", "matmul fwd", "matmul bwd input",
-                                  "matmul bwd weight", "rope", "attention fwd", "attention bwd", "swiglu fwd",
+                                  "matmul bwd weight", "  of which LoRA fwd", "  of which LoRA bwd", "rope", "attention fwd", "attention bwd", "swiglu fwd",
                                   "swiglu bwd", "lm head + loss", "adamw", "copy/zero/add"};
 static double spent[OP_N];
 static long calls[OP_N];
@@ -27,8 +27,16 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
 static void w_emb(void *o, const int32_t *i, const void *t, size_t N, int C) { TIMED(OP_EMB, inner->embedding_forward(o, i, t, N, C)); }
 static void w_nf(void *o, float *r, const void *x, const void *w, float e, size_t N, int C) { TIMED(OP_NORM_F, inner->rmsnorm_forward(o, r, x, w, e, N, C)); }
 static void w_nb(void *d, const void *g, const void *x, const void *w, const float *r, size_t N, int C) { TIMED(OP_NORM_B, inner->rmsnorm_backward(d, g, x, w, r, N, C)); }
-static void w_mf(void *o, const void *x, const void *w, const void *b, float a, float be, size_t N, int I, int O) { TIMED(OP_MM_F, inner->matmul_forward(o, x, w, b, a, be, N, I, O)); }
-static void w_mbi(void *d, const void *g, const void *w, float a, float be, size_t N, int I, int O) { TIMED(OP_MM_BI, inner->matmul_backward_input(d, g, w, a, be, N, I, O)); }
+static void w_mf(void *o, const void *x, const void *w, const void *b, float a, float be, size_t N, int I, int O) {
+    double t0 = now();
+    TIMED(OP_MM_F, inner->matmul_forward(o, x, w, b, a, be, N, I, O));
+    if (I <= 64 || O <= 64) { spent[OP_MM_F_LORA] += now() - t0; calls[OP_MM_F_LORA]++; }
+}
+static void w_mbi(void *d, const void *g, const void *w, float a, float be, size_t N, int I, int O) {
+    double t0 = now();
+    TIMED(OP_MM_BI, inner->matmul_backward_input(d, g, w, a, be, N, I, O));
+    if (I <= 64 || O <= 64) { spent[OP_MM_BI_LORA] += now() - t0; calls[OP_MM_BI_LORA]++; }
+}
 static void w_mbw(float *d, const void *g, const void *x, float a, size_t N, int I, int O) { TIMED(OP_MM_BW, inner->matmul_backward_weight(d, g, x, a, N, I, O)); }
 static void w_rf(void *x, const int32_t *p, const float *f, size_t N, int H, int S) { TIMED(OP_ROPE, inner->rope_forward(x, p, f, N, H, S)); }
 static void w_rb(void *x, const int32_t *p, const float *f, size_t N, int H, int S) { TIMED(OP_ROPE, inner->rope_backward(x, p, f, N, H, S)); }
@@ -73,7 +81,7 @@ int main(int argc, char **argv) {
     double sum = 0;
     printf("%s %d x %d on %s: %.1f ms/step, %.1f tok/s\n", preset, B, T, inner->name, total / steps * 1e3, B * T * steps / total);
     for (int i = 0; i < OP_N; i++) {
-        sum += spent[i];
+        if (i != OP_MM_F_LORA && i != OP_MM_BI_LORA) sum += spent[i];
         printf("  %-18s %8.1f ms/step %5.1f%%  (%ld calls/step)\n", names[i], spent[i] / steps * 1e3, 100 * spent[i] / total, calls[i] / steps);
     }
     printf("  %-18s %8.1f ms/step %5.1f%%\n", "(outside ops)", (total - sum) / steps * 1e3, 100 * (total - sum) / total);
