@@ -271,6 +271,8 @@ TEST(cuda_op_attention_simple) {
     CUDA_OR_SKIP(cu);
     attention_case(cu, "simple", 256, 8, 2, 64);
     attention_case(cu, "simple", 77, 4, 2, 96);  /* a head size only the simple kernels take */
+    attention_case(cu, "simple", 50, 4, 2, 16);  /* heads below a warp's width: the HF fixtures' sizes */
+    attention_case(cu, "simple", 40, 6, 2, 8);
 }
 
 TEST(cuda_op_swiglu_dropout_add) {

@@ -34,7 +34,7 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         snprintf(name, sizeof name, "fwd %s T=%d HS=%d lse", variant ? "simple" : "mma", T, HS);
         lab_check(name, lab_rel_err(lab_host_f32(lse_d, N * NH), lse), 1e-3);
     }
-    CUDA_CHECK(cudaMemcpy(lse_d, lse.data(), N * NH * 4, cudaMemcpyHostToDevice));
+    lab_copy(lse_d, lse.data(), N * NH * 4, cudaMemcpyHostToDevice);
     bf16 *o_ref = lab_dev_bf16(out);
     lab_poison(dq_d, nq * 2);
     lab_poison(dk_d, nkv * 2);

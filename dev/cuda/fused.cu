@@ -24,7 +24,7 @@ int main(void) {
         CUDA_CHECK(cudaMalloc(&dx_d, N * C * 2));
         CUDA_CHECK(cudaMalloc(&r_d, N * 4));
         lab_poison(y_d, N * C * 2);
-        CUDA_CHECK(cudaMemset(dx_d, 0, N * C * 2));
+        lab_memset(dx_d, 0, N * C * 2);
         rmsnorm_forward(y_d, r_d, x_d, w_d, 1e-6f, N, C, s);
         rmsnorm_backward(dx_d, dy_d, x_d, w_d, r_d, N, C, s);
         lab_check("rmsnorm_forward", lab_rel_err(lab_host_bf16(y_d, N * C), y), 1e-2);
@@ -71,8 +71,8 @@ int main(void) {
     size_t P = 18464768; /* Qwen2.5-1.5B rank-16 LoRA on all seven projections */
     float *pm, *pv, *pp, *pg;
     bf16 *pw;
-    CUDA_CHECK(cudaMalloc(&pm, P * 4)); CUDA_CHECK(cudaMemset(pm, 0, P * 4));
-    CUDA_CHECK(cudaMalloc(&pv, P * 4)); CUDA_CHECK(cudaMemset(pv, 0, P * 4));
+    CUDA_CHECK(cudaMalloc(&pm, P * 4)); lab_memset(pm, 0, P * 4);
+    CUDA_CHECK(cudaMalloc(&pv, P * 4)); lab_memset(pv, 0, P * 4);
     pp = lab_dev(lab_rand(P, 9));
     pg = lab_dev(lab_rand(P, 10));
     CUDA_CHECK(cudaMalloc(&pw, P * 2));

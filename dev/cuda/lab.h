@@ -30,6 +30,19 @@ static inline void lab_init(void) {
            fl_cuda.prop.multiProcessorCount);
 }
 
+/* Copies and fills go through the backend's stream and wait for it. The stream is created with
+ * cudaStreamNonBlocking, so plain cudaMemcpy / cudaMemset (legacy default stream) would NOT be
+ * ordered against the kernels: a download could read an output before its kernel finished, a
+ * poison memset could land after the kernel wrote the output. */
+static inline void lab_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, fl_cuda.stream));
+    CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
+}
+static inline void lab_memset(void *d, int value, size_t bytes) {
+    CUDA_CHECK(cudaMemsetAsync(d, value, bytes, fl_cuda.stream));
+    CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
+}
+
 static inline float lab_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
 /* n bf16-representable floats ~ U(lo, hi) */
@@ -45,29 +58,29 @@ static inline bf16 *lab_dev_bf16(const std::vector<float> &h) {
     CUDA_CHECK(cudaMalloc(&d, h.size() * 2 + 16));
     std::vector<bf16> t(h.size());
     for (size_t i = 0; i < h.size(); i++) t[i] = __float2bfloat16_rn(h[i]);
-    CUDA_CHECK(cudaMemcpy(d, t.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    lab_copy(d, t.data(), h.size() * 2, cudaMemcpyHostToDevice);
     return d;
 }
 template <typename T> static inline T *lab_dev(const std::vector<T> &h) {
     T *d;
     CUDA_CHECK(cudaMalloc(&d, h.size() * sizeof(T) + 16));
-    CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    lab_copy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
     return d;
 }
 static inline std::vector<float> lab_host_bf16(const bf16 *d, size_t n) {
     std::vector<bf16> t(n);
-    CUDA_CHECK(cudaMemcpy(t.data(), d, n * 2, cudaMemcpyDeviceToHost));
+    lab_copy(t.data(), d, n * 2, cudaMemcpyDeviceToHost);
     std::vector<float> h(n);
     for (size_t i = 0; i < n; i++) h[i] = __bfloat162float(t[i]);
     return h;
 }
 static inline std::vector<float> lab_host_f32(const float *d, size_t n) {
     std::vector<float> h(n);
-    CUDA_CHECK(cudaMemcpy(h.data(), d, n * 4, cudaMemcpyDeviceToHost));
+    lab_copy(h.data(), d, n * 4, cudaMemcpyDeviceToHost);
     return h;
 }
 /* Poisons an output so unwritten elements show up as NaN. */
-static inline void lab_poison(void *d, size_t bytes) { CUDA_CHECK(cudaMemset(d, 0xff, bytes)); }
+static inline void lab_poison(void *d, size_t bytes) { lab_memset(d, 0xff, bytes); }
 
 static inline double lab_rel_err(const std::vector<float> &got, const std::vector<float> &want) {
     double num = 0, den = 0;

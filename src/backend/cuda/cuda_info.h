@@ -41,7 +41,7 @@ double fl_cuda_measure_copy_gbs(size_t bytes, int iters);
  * device (no host-device sync after the forward); 0 (default): exact, waits. For the bench. */
 void fl_cuda_set_deferred_loss(int on);
 /* Which attention forward runs: "mma" (tensor cores, HS 64/128; the default) or "simple" (CUDA
- * cores, any HS multiple of 32 up to 256). The environment variable FL_CUDA_ATTN=simple|mma sets
+ * cores, any HS up to 256). The environment variable FL_CUDA_ATTN=simple|mma sets
  * the start value; the setter overrides it (tests run both). The backward is the simple pair of
  * kernels in both cases (docs/CUDA.md). */
 const char *fl_cuda_attention_variant(void);

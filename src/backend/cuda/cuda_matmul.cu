@@ -81,15 +81,19 @@ static gemm_plan *plan_get(const gemm_key *key) {
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac));
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(fl_cuda.lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found));
+    /* No algorithm shows up either as found == 0 or, depending on the cuBLASLt version, as
+     * CUBLAS_STATUS_NOT_SUPPORTED from the call itself: both get the message that names the problem. */
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(fl_cuda.lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-    if (!found) {
+    if (st != CUBLAS_STATUS_SUCCESS || !found) {
         fprintf(stderr,
                 "fastlora: cuBLASLt has no algorithm for %c%c m=%lld n=%lld k=%lld (ld %lld/%lld/%lld, %s output, "
-                "alignment %d/%d/%d bytes, bias %d)\n",
+                "alignment %d/%d/%d bytes, bias %d): %s\n",
                 key->transa ? 'T' : 'N', key->transb ? 'T' : 'N', (long long)key->m, (long long)key->n,
                 (long long)key->k, (long long)key->lda, (long long)key->ldb, (long long)key->ldc,
-                key->ctype == CUDA_R_32F ? "f32" : "bf16", key->align_a, key->align_b, key->align_c, key->bias);
+                key->ctype == CUDA_R_32F ? "f32" : "bf16", key->align_a, key->align_b, key->align_c, key->bias,
+                st != CUBLAS_STATUS_SUCCESS ? fl_cublas_status_string(st) : "0 results");
         abort();
     }
     p->algo = result.algo;

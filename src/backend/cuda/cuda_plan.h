@@ -51,7 +51,7 @@ typedef struct {
 int fl_cuda_attn_mma_supported(int HS);
 /* Forward, mma kernel: grid (ceil(T/BQ), NH, B), 128 threads, Q tile + one K and V tile in smem. */
 fl_cuda_launch fl_cuda_attn_forward_launch(int B, int T, int NH, int HS);
-/* Simple kernels (any HS multiple of 32 up to 256): forward one warp per query row; backward
+/* Simple kernels (any HS up to 256): forward one warp per query row; backward
  * dq pass one warp per query row, dk/dv pass one warp per key row. */
 fl_cuda_launch fl_cuda_attn_simple_launch(int B, int T, int heads, int HS);
 
