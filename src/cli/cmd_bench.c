@@ -284,7 +284,11 @@ static void run_point(bench_context *c, bench_point *p) {
     p->step_s = fl_calloc((size_t)o->steps, sizeof(double));
     reset_peak_rss();
 #ifdef FL_HAVE_CUDA
-    if (c->is_cuda) fl_cuda_reset_peak();
+    if (c->is_cuda) {
+        fl_cuda_reset_peak();
+        /* no host wait for the loss inside a step: the loss printed per step is the previous one */
+        fl_cuda_set_deferred_loss(1);
+    }
 #endif
     if (o->warmup) printf("  warming up (%d untimed step%s)...\n", o->warmup, o->warmup == 1 ? "" : "s");
     fflush(stdout);
