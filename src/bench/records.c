@@ -9,29 +9,14 @@
 #include <strings.h>
 
 #include "common/error.h"
+#include "model/config.h"
 
-/* ---- presets -> the Hugging Face names of their weights (same table as tools/peer_bench.py) ---- */
-
-static const struct { const char *preset, *weights; } weights_names[] = {
-    {"qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B"},
-    {"qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B"},
-    {"qwen2.5-7b", "Qwen/Qwen2.5-7B"},
-    {"smollm2-135m", "HuggingFaceTB/SmolLM2-135M"},
-    {"smollm2-360m", "HuggingFaceTB/SmolLM2-360M"},
-    {"smollm2-1.7b", "HuggingFaceTB/SmolLM2-1.7B"},
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0"},
-    {"llama-3.2-1b", "meta-llama/Llama-3.2-1B"},
-};
-#define N_WEIGHTS_NAMES (sizeof weights_names / sizeof weights_names[0])
+/* ---- presets / folders -> the Hugging Face names of their weights (model/config.c) ----------- */
 
 void fl_bench_weights_name(const char *preset_or_dir, int is_preset, char *out, size_t cap) {
     if (is_preset) {
-        for (size_t i = 0; i < N_WEIGHTS_NAMES; i++)
-            if (!strcasecmp(preset_or_dir, weights_names[i].preset)) {
-                snprintf(out, cap, "%s", weights_names[i].weights);
-                return;
-            }
-        snprintf(out, cap, "%s", preset_or_dir);
+        const char *hf = fl_config_preset_hf_name(preset_or_dir);
+        snprintf(out, cap, "%s", hf ? hf : preset_or_dir);
         return;
     }
     /* a folder: its last non-empty component */
@@ -41,14 +26,8 @@ void fl_bench_weights_name(const char *preset_or_dir, int is_preset, char *out, 
     while (start > 0 && preset_or_dir[start - 1] != '/') start--;
     char base[256];
     snprintf(base, sizeof base, "%.*s", (int)(len - start), preset_or_dir + start);
-    for (size_t i = 0; i < N_WEIGHTS_NAMES; i++) {
-        const char *slash = strchr(weights_names[i].weights, '/');
-        if (slash && !strcasecmp(slash + 1, base)) {
-            snprintf(out, cap, "%s", weights_names[i].weights);
-            return;
-        }
-    }
-    snprintf(out, cap, "%s", base);
+    const char *preset = fl_config_preset_for_hf_name(base);
+    snprintf(out, cap, "%s", preset ? fl_config_preset_hf_name(preset) : base);
 }
 
 void fl_bench_format_tok_s(double v, char *out, size_t cap) {

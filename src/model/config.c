@@ -167,6 +167,7 @@ int fl_config_load(fl_model_config *cfg, const char *path) {
 
 typedef struct {
     const char *name;
+    const char *hf_name;   /* the Hugging Face id of the weights this config describes */
     fl_arch arch;
     int V, C, FF, L, NH, NKV, HS, max_pos;
     double theta;
@@ -176,15 +177,31 @@ typedef struct {
 } preset;
 
 static const preset presets[] = {
-    {"qwen2.5-0.5b",   FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643},
-    {"qwen2.5-1.5b",   FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643},
-    {"qwen2.5-7b",     FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643},
-    {"smollm2-135m",   FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
-    {"smollm2-360m",   FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
-    {"smollm2-1.7b",   FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0},
-    {"tinyllama-1.1b", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2},
-    {"llama-3.2-1b",   FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001},
+    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643},
+    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643},
+    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643},
+    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
+    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
+    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001},
 };
+
+const char *fl_config_preset_hf_name(const char *name) {
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcasecmp(name, presets[i].name)) return presets[i].hf_name;
+    return NULL;
+}
+
+const char *fl_config_preset_for_hf_name(const char *hf_name) {
+    const char *slash = strrchr(hf_name, '/');
+    const char *base = slash ? slash + 1 : hf_name;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const char *hf_base = strrchr(presets[i].hf_name, '/') + 1;
+        if (!strcasecmp(hf_name, presets[i].hf_name) || !strcasecmp(base, hf_base)) return presets[i].name;
+    }
+    return NULL;
+}
 
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b";

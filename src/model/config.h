@@ -44,6 +44,10 @@ int fl_config_load(fl_model_config *cfg, const char *path);
 int fl_config_preset(fl_model_config *cfg, const char *name);
 /* A comma-separated list of preset names (static storage). */
 const char *fl_config_preset_names(void);
+/* The Hugging Face id of a preset's weights ("smollm2-135m" -> "HuggingFaceTB/SmolLM2-135M"), or NULL. */
+const char *fl_config_preset_hf_name(const char *name);
+/* The preset whose weights are `hf_name` (a full id, or its last path component), or NULL. */
+const char *fl_config_preset_for_hf_name(const char *hf_name);
 
 /* Derived sizes. */
 static inline int fl_config_q_dim(const fl_model_config *c) { return c->n_heads * c->head_dim; }
