@@ -318,3 +318,41 @@ TEST(train_batch_shuffle_is_seeded_permutation) {
     free(tr);
     free(ev);
 }
+
+/* A JSON array of records (Alpaca's alpaca_data.json shape) loads like JSONL; a bad element is
+ * reported as file:[index] and skipped. `--fields` maps a dataset's own keys onto ours. */
+TEST(train_data_json_array_and_field_map) {
+    fl_tokenizer *tok = load_tok();
+    if (!tok) { CHECK(0); return; }
+    const char *array = "[\n {\"instruction\": \"Say hi\", \"input\": \"\", \"output\": \"hi\"},\n"
+                        " {\"instruction\": 3},\n"
+                        " {\"question\": \"2+2?\", \"answer\": \"4\"}\n]\n";
+    char *path = write_temp(array, strlen(array));
+    fl_dataset ds = {0};
+    fl_data_options o = opts();
+    char log_buf[2048] = "";
+    o.log = fmemopen(log_buf, sizeof log_buf, "w");
+    CHECK(fl_data_parse_field_map("prompt=question,completion=answer", &o) == 0);
+    CHECK(fl_dataset_load(&ds, path, tok, &o) == 0);
+    fclose(o.log);
+    CHECK_EQ_INT(ds.n_docs, 2);
+    CHECK_EQ_INT(ds.n_bad, 1);
+    CHECK_STR_CONTAINS(log_buf, ":[1]: skipped:");
+    CHECK_STR_CONTAINS(log_buf, "instruction");
+    /* the mapped record trains on the answer only */
+    char *learned = masked_text(tok, &ds.docs[1], 1);
+    CHECK(!strcmp(learned, "4<|im_end|>"));
+    free(learned);
+    fl_dataset_free(&ds);
+
+    CHECK_EQ_INT(fl_data_parse_field_map("prompt", &o), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "ours=theirs");
+    const char *broken = "[{\"text\": \"a\"},";
+    path = write_temp(broken, strlen(broken));
+    fl_dataset ds2 = {0};
+    o = opts();
+    CHECK_EQ_INT(fl_dataset_load(&ds2, path, tok, &o), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "invalid JSON");
+    fl_dataset_free(&ds2);
+    fl_tokenizer_free(tok);
+}

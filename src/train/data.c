@@ -141,14 +141,51 @@ static const char alpaca_no_input[] =
     "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
     "### Instruction:\n%s\n\n### Response:\n";
 
+int fl_data_parse_field_map(const char *spec, fl_data_options *opt) {
+    opt->n_field_map = 0;
+    if (!spec || !*spec) return 0;
+    char *copy = strdup(spec), *save = NULL;
+    int status = 0;
+    for (char *item = strtok_r(copy, ",", &save); item && !status; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item || !eq[1] || strlen(item) >= 64 || strlen(eq + 1) >= 64)
+            status = fl_input_error("--fields: '%s' is not ours=theirs (e.g. prompt=question,completion=answer)", item);
+        else if (opt->n_field_map == FL_DATA_MAX_FIELD_MAP)
+            status = fl_input_error("--fields: more than %d renames", FL_DATA_MAX_FIELD_MAP);
+        else {
+            *eq = 0;
+            snprintf(opt->field_to[opt->n_field_map], 64, "%s", item);
+            snprintf(opt->field_from[opt->n_field_map], 64, "%s", eq + 1);
+            opt->n_field_map++;
+        }
+    }
+    free(copy);
+    return status;
+}
+
+static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc);
+
 int fl_data_parse_line(const char *line, size_t len, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc) {
     memset(doc, 0, sizeof *doc);
     if (!tok) return fl_input_error("a JSONL dataset needs the model's tokenizer (none was loaded)");
     json_error_t jerr;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return fl_input_error("invalid JSON at column %d: %s", jerr.column, jerr.text);
+    int status = parse_record(root, tok, opt, doc);
+    json_decref(root);
+    return status;
+}
+
+/* One record (a JSON value) to a document; root is borrowed (renamed fields are added to it). */
+static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc) {
+    memset(doc, 0, sizeof *doc);
     int status = 0;
     fl_data_format f = opt->format;
+    if (json_is_object(root))
+        for (int i = 0; i < opt->n_field_map; i++) {
+            json_t *v = json_object_get(root, opt->field_from[i]);
+            if (v && !json_object_get(root, opt->field_to[i])) json_object_set(root, opt->field_to[i], v);
+        }
     if (!json_is_object(root)) {
         status = fl_input_error("expected a JSON object");
     } else if (f == FL_DATA_AUTO) {
@@ -193,7 +230,6 @@ int fl_data_parse_line(const char *line, size_t len, fl_tokenizer *tok, const fl
     default:
         status = fl_input_error("format '%s' is not a JSONL shape", fl_data_format_name(f));
     }
-    json_decref(root);
     if (!status) {
         int targets = 0;
         for (int i = 1; i < doc->n; i++) targets += doc->mask[i];
@@ -264,6 +300,47 @@ static int load_jsonl(fl_dataset *ds, const char *path, fl_tokenizer *tok, const
     free(buf);
     fclose(f);
     return status;
+}
+
+/* A JSON array of records: errors are reported as path:[index]. */
+static int load_json_array(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) return fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    if (!json_is_array(root)) {
+        json_decref(root);
+        return fl_input_error("%s: expected a JSON array of records", path);
+    }
+    FILE *log = opt->log ? opt->log : stderr;
+    size_t index, bad_here = 0;
+    json_t *item;
+    int status = 0;
+    json_array_foreach(root, index, item) {
+        ds->n_lines++;
+        fl_doc doc;
+        if (!parse_record(item, tok, opt, &doc)) { dataset_push(ds, doc); continue; }
+        if (opt->strict) {
+            char why[768];
+            snprintf(why, sizeof why, "%s", fl_last_error());
+            status = fl_input_error("%s:[%zu]: %s (--strict: stopping at the first bad record)", path, index, why);
+            break;
+        }
+        ds->n_bad++;
+        if ((int)bad_here++ < opt->max_reported) fprintf(log, "%s:[%zu]: skipped: %s\n", path, index, fl_last_error());
+    }
+    if (!status && bad_here > (size_t)opt->max_reported)
+        fprintf(log, "%s: %zu more bad records skipped (%zu in all)\n", path, bad_here - (size_t)opt->max_reported, bad_here);
+    json_decref(root);
+    return status;
+}
+
+static int starts_with_bracket(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    int c;
+    while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
+    fclose(f);
+    return c == '[';
 }
 
 /* ---- binary tokens ---------------------------------------------------------------------------- */
@@ -345,5 +422,5 @@ int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const f
     if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && has_tokens_magic(path)))
         return load_tokens(ds, path, opt);
     if (!tok) return fl_input_error("%s: a JSONL dataset needs the model's tokenizer (tokenizer.json etc. in the model folder)", path);
-    return load_jsonl(ds, path, tok, opt);
+    return starts_with_bracket(path) ? load_json_array(ds, path, tok, opt) : load_jsonl(ds, path, tok, opt);
 }

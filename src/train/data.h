@@ -55,8 +55,14 @@ typedef struct {
     size_t n_lines;      /* non-blank lines read */
 } fl_dataset;
 
+#define FL_DATA_MAX_FIELD_MAP 8
+
 typedef struct {
     fl_data_format format;
+    /* field renames applied to every record before its shape is read, e.g. question -> prompt,
+     * answer -> completion (`--fields prompt=question,completion=answer`) */
+    int n_field_map;
+    char field_from[FL_DATA_MAX_FIELD_MAP][64], field_to[FL_DATA_MAX_FIELD_MAP][64];
     int strict;             /* first bad line is fatal */
     size_t max_line_bytes;  /* longer lines are bad lines (default 64 MiB) */
     int32_t eos_id;         /* appended to text / completion documents; -1: none */
@@ -67,8 +73,13 @@ typedef struct {
 
 fl_data_options fl_data_options_default(void);
 
-/* Loads `path` (JSONL, or the binary tokens format when format is TOKENS or the file starts with
- * the magic). tok may be NULL only for the tokens format. Appends to *ds (zero-initialize first). */
+/* Parses "prompt=question,completion=answer" (our field = the file's field) into opt. */
+int fl_data_parse_field_map(const char *spec, fl_data_options *opt);
+
+/* Loads `path`: JSONL (one record per line), a JSON array of records (a file whose first
+ * non-blank character is '[', like Alpaca's alpaca_data.json), or the binary tokens format when
+ * format is TOKENS or the file starts with the magic. tok may be NULL only for the tokens format.
+ * Appends to *ds (zero-initialize first). */
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt);
 void fl_dataset_free(fl_dataset *ds);
 /* Appends a copy of (ids, mask) as a document. mask may be NULL (all targets). */

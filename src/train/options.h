@@ -18,6 +18,7 @@
     X("eval-data", STR, eval_data, NULL, "evaluation data (else --eval-frac of --data)")                      \
     X("eval-frac", FLOAT, eval_frac, 0.0f, "fraction of --data documents held out for eval (0: none)")         \
     X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca or tokens")                       \
+    X("fields", STR, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
     X("seq", INT, seq, 512, "positions per row (T)")                                                          \
     X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
     X("grad-accum", INT, grad_accum, 1, "micro-batches per optimizer step")                                    \

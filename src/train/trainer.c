@@ -133,6 +133,7 @@ static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
     const fl_train_options *o = c->opt;
     fl_data_options d = fl_data_options_default();
     FL_TRY(fl_data_format_parse(o->format, &d.format));
+    FL_TRY(fl_data_parse_field_map(o->fields, &d));
     d.strict = o->strict;
     d.eos_id = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : c->m->cfg.eos_token_id;
     d.vocab_size = c->m->cfg.vocab_size;
