@@ -252,6 +252,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                      c.n_train, res->n_bad_lines, c.rows.n_rows, opt->seq, opt->no_packing ? "" : " (packed)", c.n_eval,
                      c.eval_rows.n_rows, total, opt->grad_accum, opt->batch, opt->lr, opt->schedule, sched.warmup,
                      m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
+    if (c.prog.log) fl_model_print_memory(m, opt->batch, opt->seq, c.prog.log);
 
     if (have_eval && !opt->resume) do_eval(&c, 0, &res->first_eval_loss);
 
