@@ -13,7 +13,9 @@
 
 #include "common/error.h"
 #include "io/safetensors.h"
+#include "backend/backend.h"
 #include "model/config.h"
+#include "model/weights.h"
 #include "test.h"
 
 #define GOOD_MODEL "tests/fixtures/hf/llama_gqa/model"
@@ -275,4 +277,43 @@ TEST(bad_input_model_folder_without_weights) {
     write_all(path, index, strlen(index));
     expect_clean_error(dir, "model-00001-of-00002.safetensors", "cannot open");
     remove_dir(dir);
+}
+
+/* config.json sizes that the files cannot back: checked against the safetensors files before
+ * anything is allocated (100M layers used to abort in calloc; a 1e8 hidden size allocated the
+ * whole embedding before the shape check). In process, so a regression crashes the runner. */
+TEST(bad_input_config_sizes_checked_before_allocation) {
+    const char *cases[][3] = {
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 100000000", "100000000 layers"},
+        {"\"hidden_size\": 64", "\"hidden_size\": 100000000", "config.json implies"},
+        {"\"vocab_size\": 200", "\"vocab_size\": 100000000", "config.json implies"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = fresh_model_dir();
+        rewrite_config(dir, cases[i][0], cases[i][1]);
+        fl_model_config cfg;
+        fl_base_weights w;
+        CHECK_EQ_INT(fl_weights_load(&w, &cfg, dir, fl_backend_cpu()), 2);
+        CHECK_STR_CONTAINS(fl_last_error(), cases[i][2]);
+        CHECK(w.storage == NULL);
+        remove_dir(dir);
+    }
+}
+
+/* head_dim beyond what the CPU RoPE supports (its angle table is on the stack: a 2048 head_dim
+ * smashed it) and NH*HS products near int overflow are rejected by the config reader. */
+TEST(bad_input_config_head_dim_limits) {
+    const char *cases[][3] = {
+        {"\"head_dim\": 16", "\"head_dim\": 2048", "head_dim"},
+        {"\"head_dim\": 16", "\"head_dim\": 1000000", "head_dim"},
+        /* 4194304 x 1024 = 2^32: the int product used to wrap to 0 */
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 4194304", "num_attention_heads x head_dim"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = fresh_model_dir();
+        rewrite_config(dir, cases[i][0], cases[i][1]);
+        if (i == 2) rewrite_config(dir, "\"head_dim\": 16", "\"head_dim\": 1024");
+        expect_clean_error(dir, "config.json", cases[i][2]);
+        remove_dir(dir);
+    }
 }

@@ -535,3 +535,32 @@ TEST(train_starts_from_given_adapter) {
     fl_safetensors_close(&b);
     remove_tree(dir);
 }
+
+/* --epochs large enough that the step count passes INT_MAX: the (int) conversion was undefined
+ * and on x86 gave INT_MIN, clamped to 1 step; now a clean input error. */
+TEST(train_bad_input_epochs_step_count_overflow) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 3000);
+    char out[256];
+    snprintf(out, sizeof out, "%s/run", dir);
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, NULL);
+    o.log = fopen("/dev/null", "w");
+    o.max_steps = 0;
+    o.epochs = 999999.0f;
+    o.batch = 1;
+    o.grad_accum = 1;
+    o.eval_frac = 0;
+    o.no_packing = 1;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "steps; at most");
+    CHECK_EQ_INT(r.steps, 0);
+    o.max_steps = 2000000000;
+    CHECK_EQ_INT(fl_train_options_validate(&o), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "--max-steps");
+    fclose(o.log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}

@@ -119,8 +119,13 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
     FL_TRY(get_int(path, root, "head_dim", 0, cfg->hidden_size / cfg->n_heads, &cfg->head_dim));
-    if (cfg->head_dim <= 0 || cfg->head_dim % 2)
-        return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number", path, cfg->head_dim);
+    if (cfg->head_dim <= 0 || cfg->head_dim % 2 || cfg->head_dim > FL_MAX_HEAD_DIM)
+        return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number <= %d", path, cfg->head_dim,
+                              FL_MAX_HEAD_DIM);
+    /* q_dim / kv_dim are int products used as GEMM dimensions: keep them far from overflow */
+    if ((int64_t)cfg->n_heads * cfg->head_dim > FL_MAX_PROJ_DIM)
+        return fl_input_error("%s: num_attention_heads x head_dim (%d x %d) is larger than %d", path, cfg->n_heads,
+                              cfg->head_dim, FL_MAX_PROJ_DIM);
     FL_TRY(get_int(path, root, "max_position_embeddings", 0, 2048, &cfg->max_position_embeddings));
     double eps = 0;
     FL_TRY(get_number(path, root, "rms_norm_eps", 0, 1e-6, &eps));

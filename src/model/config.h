@@ -14,6 +14,11 @@
 
 typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2 } fl_arch;
 
+/* Limits fl_config_load enforces: the CPU RoPE keeps HS/2 angles on the stack, and NH*HS (an int,
+ * passed to the GEMMs) must stay far from overflow. */
+#define FL_MAX_HEAD_DIM 1024
+#define FL_MAX_PROJ_DIM (1 << 20)
+
 typedef struct {
     char name[96];          /* preset name, or the folder path */
     fl_arch arch;

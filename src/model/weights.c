@@ -62,8 +62,9 @@ typedef struct {
     init_kind init;
 } tensor_slot;
 
-/* Lays out every tensor in one allocation and returns the list (caller frees). */
-static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg, const fl_backend *be, int *n_out) {
+/* Lays out every tensor (names, shapes, byte offsets in one allocation, stored in dst) and returns
+ * the list (caller frees) and the total bytes. Allocates nothing on the backend. */
+static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *be, int *n_out, size_t *total_out) {
     int L = cfg->n_layers;
     int max_slots = 3 + L * (int)N_LAYER_TENSORS;
     tensor_slot *slots = fl_calloc((size_t)max_slots, sizeof *slots);
@@ -88,11 +89,19 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
             ADD(name, dim_value(cfg, lt->rows), dim_value(cfg, lt->cols), lt->cols == DIM_ONE, lt->init);
         }
     #undef ADD
+    *n_out = n;
+    *total_out = total;
+    return slots;
+}
+
+/* Allocates the one buffer of a plan and wires the named pointers of w to it. */
+static void alloc_tensors(fl_base_weights *w, const fl_model_config *cfg, const fl_backend *be, tensor_slot *slots,
+                          int n, size_t total) {
+    int L = cfg->n_layers;
     w->be = be;
     w->bytes = total;
     w->storage = be->alloc(total);
     for (int i = 0; i < n; i++) slots[i].dst = (char *)w->storage + (size_t)(uintptr_t)slots[i].dst;
-    /* second pass: wire the named pointers */
     int i = 0;
     w->embed = slots[i++].dst;
     w->lm_head = cfg->tie_word_embeddings ? w->embed : slots[i++].dst;
@@ -104,8 +113,6 @@ static tensor_slot *plan_tensors(fl_base_weights *w, const fl_model_config *cfg,
             if (lt->is_bias && !cfg->qkv_bias) continue;
             *(void **)((char *)&w->layers[l] + lt->offset) = slots[i++].dst;
         }
-    *n_out = n;
-    return slots;
 }
 
 void fl_weights_free(fl_base_weights *w) {
@@ -117,7 +124,9 @@ void fl_weights_free(fl_base_weights *w) {
 void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be) {
     memset(w, 0, sizeof *w);
     int n;
-    tensor_slot *slots = plan_tensors(w, cfg, be, &n);
+    size_t total;
+    tensor_slot *slots = plan_tensors(cfg, be, &n, &total);
+    alloc_tensors(w, cfg, be, slots, n, total);
     float bound = sqrtf(3.0f) * 0.02f; /* U(-a, a) with std 0.02, like HF's initializer_range */
     size_t chunk_cap = 0;
     float *host = NULL;
@@ -197,9 +206,11 @@ static const fl_st_tensor *find_tensor(const shard_set *s, const char *name, con
     return NULL;
 }
 
-static int load_slot(const shard_set *s, const tensor_slot *slot, const char *dir, const fl_backend *be, float *host) {
+/* The file tensor for `slot`, checked for presence, shape and dtype (before anything is allocated). */
+static int check_slot(const shard_set *s, const tensor_slot *slot, const char *dir, const fl_st_tensor **out) {
     const char *file = NULL;
     const fl_st_tensor *t = find_tensor(s, slot->name, &file);
+    *out = t;
     if (!t) return fl_input_error("%s: tensor '%s' is missing from the safetensors files", dir, slot->name);
     int shape_ok = slot->is_vector ? (t->ndim == 1 && t->shape[0] == slot->rows)
                                    : (t->ndim == 2 && t->shape[0] == slot->rows && t->shape[1] == slot->cols);
@@ -216,9 +227,13 @@ static int load_slot(const shard_set *s, const tensor_slot *slot, const char *di
     if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16)
         return fl_input_error("%s: tensor '%s' has dtype %s (expected BF16, F16 or F32)", file, slot->name,
                               fl_dtype_name(t->dtype));
-    fl_convert_to_f32(host, t->data, t->dtype, t->numel);
-    (slot->is_vector ? be->upload_act : be->upload_weight)(slot->dst, host, t->numel);
     return 0;
+}
+
+static int n_tensors_in(const shard_set *s) {
+    int n = 0;
+    for (int i = 0; i < s->n_files; i++) n += s->files[i].n_tensors;
+    return n;
 }
 
 int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be) {
@@ -230,14 +245,51 @@ int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, c
     snprintf(cfg->name, sizeof cfg->name, "%s", dir);
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));
+    /* Everything config.json implies is checked against the files before any allocation, so a
+     * config with absurd sizes is an input error, not an out-of-memory abort. */
+    int64_t per_layer = (int64_t)N_LAYER_TENSORS - (cfg->qkv_bias ? 0 : 3);
+    int64_t needed = 2 + !cfg->tie_word_embeddings + (int64_t)cfg->n_layers * per_layer;
+    if (needed > n_tensors_in(&shards)) {
+        /* some tensor is missing: name the first one (found within n_tensors + 1 names) */
+        const char *file;
+        char name[128];
+        for (int l = -1; l < cfg->n_layers && !status; l++)
+            for (size_t t = 0; t < (l < 0 ? 3 : N_LAYER_TENSORS) && !status; t++) {
+                if (l < 0) {
+                    if (t == 1 && cfg->tie_word_embeddings) continue;
+                    snprintf(name, sizeof name, "%s", t == 0 ? "model.embed_tokens.weight" : t == 1 ? "lm_head.weight" : "model.norm.weight");
+                } else {
+                    if (layer_tensor_table[t].is_bias && !cfg->qkv_bias) continue;
+                    snprintf(name, sizeof name, "model.layers.%d.%s", l, layer_tensor_table[t].suffix);
+                }
+                if (!find_tensor(&shards, name, &file))
+                    status = fl_input_error("%s: tensor '%s' is missing from the safetensors files (config.json implies "
+                                            "%lld tensors, %d layers; the files hold %d)", dir, name, (long long)needed,
+                                            cfg->n_layers, n_tensors_in(&shards));
+            }
+        if (!status) status = fl_input_error("%s: config.json implies %lld tensors (%d layers) but the safetensors files hold %d",
+                                             dir, (long long)needed, cfg->n_layers, n_tensors_in(&shards));
+        shards_close(&shards);
+        return status;
+    }
     int n;
-    tensor_slot *slots = plan_tensors(w, cfg, be, &n);
-    size_t max_count = 0;
-    for (int i = 0; i < n; i++)
-        if ((size_t)(slots[i].rows * slots[i].cols) > max_count) max_count = (size_t)(slots[i].rows * slots[i].cols);
-    float *host = fl_malloc(max_count * sizeof(float));
-    for (int i = 0; i < n && !status; i++) status = load_slot(&shards, &slots[i], dir, be, host);
-    free(host);
+    size_t total;
+    tensor_slot *slots = plan_tensors(cfg, be, &n, &total);
+    const fl_st_tensor **found = fl_calloc((size_t)n, sizeof *found);
+    for (int i = 0; i < n && !status; i++) status = check_slot(&shards, &slots[i], dir, &found[i]);
+    if (!status) {
+        alloc_tensors(w, cfg, be, slots, n, total);
+        size_t max_count = 0;
+        for (int i = 0; i < n; i++)
+            if (found[i]->numel > max_count) max_count = found[i]->numel;
+        float *host = fl_malloc(max_count * sizeof(float));
+        for (int i = 0; i < n; i++) {
+            fl_convert_to_f32(host, found[i]->data, found[i]->dtype, found[i]->numel);
+            (slots[i].is_vector ? be->upload_act : be->upload_weight)(slots[i].dst, host, found[i]->numel);
+        }
+        free(host);
+    }
+    free(found);
     free(slots);
     shards_close(&shards);
     if (status) fl_weights_free(w);

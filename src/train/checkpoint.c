@@ -16,6 +16,7 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
+#include "train/options.h"
 
 /* Removes a folder of plain files (checkpoints have no subfolders). */
 static void remove_flat_dir(const char *dir) {
@@ -184,7 +185,7 @@ int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
     json_decref(o);
     free(path);
     if (status) return status;
-    if (step > 1u << 30 || adam > 1u << 30) return fl_input_error("%s: step counters out of range", dir);
+    if (step > (uint64_t)FL_TRAIN_MAX_STEPS || adam > (uint64_t)FL_TRAIN_MAX_STEPS) return fl_input_error("%s: step counters out of range", dir);
     st->step = (int)step;
     st->adam_step = (int)adam;
     fl_lora_config lc;

@@ -135,7 +135,8 @@ int fl_train_options_validate(const fl_train_options *o) {
     if (o->seq < 2 || o->seq > 1 << 20) return fl_input_error("--seq: expected 2..1048576, got %d", o->seq);
     if (o->batch < 1 || o->batch > 65536) return fl_input_error("--batch: expected >= 1, got %d", o->batch);
     if (o->grad_accum < 1 || o->grad_accum > 65536) return fl_input_error("--grad-accum: expected >= 1, got %d", o->grad_accum);
-    if (o->max_steps < 0) return fl_input_error("--max-steps: expected >= 0, got %d", o->max_steps);
+    if (o->max_steps < 0 || o->max_steps > FL_TRAIN_MAX_STEPS)
+        return fl_input_error("--max-steps: expected 0..%d, got %d", FL_TRAIN_MAX_STEPS, o->max_steps);
     if (o->max_steps == 0 && !(o->epochs > 0 && o->epochs < 1e6)) return fl_input_error("--epochs: expected > 0, got %g", o->epochs);
     if (!(o->lr >= 0 && o->lr < 10)) return fl_input_error("--lr: expected 0 <= lr < 10, got %g", o->lr);
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "linear") && strcmp(o->schedule, "constant"))

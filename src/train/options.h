@@ -10,6 +10,9 @@
 
 #include <stdio.h>
 
+/* The most optimizer steps a run may have (checkpoints store the step counters within 2^30). */
+#define FL_TRAIN_MAX_STEPS (1 << 30)
+
 /* X(name on the command line, kind, field, default, help) — kinds: STR, INT, FLOAT, FLAG */
 #define FL_TRAIN_OPTIONS(X)                                                                                   \
     X("model", STR, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                   \

@@ -214,8 +214,14 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, 0);
     if (!c.rows.n_rows) { run_free(&c); return fl_input_error("%s: no training rows (every document lacks target tokens)", opt->data); }
     size_t rows_per_step = (size_t)opt->batch * opt->grad_accum;
-    int total = opt->max_steps > 0 ? opt->max_steps : (int)ceil(opt->epochs * (double)c.rows.n_rows / (double)rows_per_step);
-    if (total < 1) total = 1;
+    double total_d = opt->max_steps > 0 ? opt->max_steps : ceil(opt->epochs * (double)c.rows.n_rows / (double)rows_per_step);
+    if (total_d > FL_TRAIN_MAX_STEPS) { /* (int) of a larger double is undefined; checkpoints cap steps at 2^30 */
+        status = fl_input_error("--epochs %g over %zu rows of %zu per step is %.0f steps; at most %d are supported",
+                                opt->epochs, c.rows.n_rows, rows_per_step, total_d, FL_TRAIN_MAX_STEPS);
+        run_free(&c);
+        return status;
+    }
+    int total = total_d < 1 ? 1 : (int)total_d;
     fl_lr_schedule sched = {.lr = opt->lr, .min_lr_ratio = opt->min_lr_ratio, .total_steps = total,
                             .warmup = opt->warmup ? opt->warmup : (int)(opt->warmup_ratio * total + 0.5)};
     fl_sched_parse(opt->schedule, &sched.kind);

@@ -86,7 +86,7 @@ static double lm_head_loss_impl(float *dinp, float *logits_out, const float *inp
             }
         }
         for (size_t r = 0; r < rows; r++) /* in order: the sum is the same for any thread count */
-            if (row_loss[r] >= 0.0) { loss_sum += row_loss[r]; counted++; }
+            if (!(row_loss[r] < 0.0)) { loss_sum += row_loss[r]; counted++; } /* NaN counts: it must surface */
         if (dinp) gemm.dinp(dinp + n0 * C, logits, weight, rows, C, V);
     }
     *n_counted = counted;
