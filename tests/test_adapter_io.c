@@ -137,6 +137,7 @@ TEST(bad_input_adapter_config) {
         {"{\"peft_type\": \"LORA\", \"r\": 4, \"use_dora\": true, \"target_modules\": [\"q_proj\"]}", "DoRA"},
         {"{\"peft_type\": \"LORA\", \"r\": 4, \"target_modules\": \"q_proj|v_proj\"}", "target_modules"},
         {"{\"peft_type\": \"LORA\", \"r\": 4,", "invalid JSON"},
+        {"{\"peft_type\": \"LORA\", \"r\": 4, \"lora_alpha\": -2, \"target_modules\": [\"q_proj\"]}", "lora_alpha"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         FILE *f = fopen(path, "w");

@@ -268,6 +268,22 @@ fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_sc
     return st;
 }
 
+fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch) {
+    int was_training = m->training;
+    m->training = 0;
+    ensure_activations(m, batch->B, batch->T);
+    upload_batch(m, batch);
+    forward_layers(m, batch->B, batch->T);
+    size_t N = (size_t)batch->B * batch->T;
+    fl_step_stats st;
+    st.loss_sum = m->be->lm_head_loss(NULL, NULL, m->act.x_final, m->act.targets, m->base.lm_head, 0.0f, N,
+                                      m->cfg.hidden_size, m->cfg.vocab_size, &st.n_counted);
+    st.loss = st.n_counted ? st.loss_sum / (double)st.n_counted : 0.0;
+    m->training = was_training;
+    m->have_forward = 0;
+    return st;
+}
+
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host) {
     size_t N = (size_t)B * T;
     int32_t *ignore = fl_malloc(sizeof(int32_t) * N);

@@ -75,6 +75,9 @@ void fl_model_sync_lora(fl_model *m);
  * the backward — pass 1/(counted tokens of the whole accumulated batch); 0 means 1/n_counted of
  * this batch (a plain mean). */
 fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale);
+/* Forward for evaluation: the loss only — no LM-head gradient, no dropout, nothing saved for a
+ * backward. */
+fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch);
 /* Backward of the last forward: LoRA gradients accumulate (+=) into m->grads. */
 void fl_model_backward(fl_model *m);
 /* Global-norm clipping then AdamW over all LoRA params, then zero the gradients. Returns the

@@ -106,7 +106,8 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
         status = fl_input_error("%s: field 'r' must be a positive integer", path);
     if (!status) lc->rank = (int)json_integer_value(v);
     if (!status && (v = json_object_get(root, "lora_alpha")) && !json_is_null(v)) {
-        if (!json_is_number(v)) status = fl_input_error("%s: field 'lora_alpha' must be a number", path);
+        if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e6)
+            status = fl_input_error("%s: field 'lora_alpha' must be a positive number", path);
         else lc->alpha = (float)json_number_value(v);
     } else if (!status) {
         lc->alpha = 8.0f; /* PEFT's default */

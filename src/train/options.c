@@ -151,7 +151,7 @@ int fl_train_options_validate(const fl_train_options *o) {
     if (!(o->weight_decay >= 0)) return fl_input_error("--weight-decay: expected >= 0, got %g", o->weight_decay);
     if (!(o->clip >= 0)) return fl_input_error("--clip: expected >= 0, got %g", o->clip);
     if (o->rank < 1 || o->rank > 4096) return fl_input_error("--rank: expected 1..4096, got %d", o->rank);
-    if (!(o->alpha > 0)) return fl_input_error("--alpha: expected > 0, got %g", o->alpha);
+    if (!(o->alpha > 0) || isinf(o->alpha)) return fl_input_error("--alpha: expected a finite number > 0, got %g", o->alpha);
     if (!(o->dropout >= 0 && o->dropout < 1)) return fl_input_error("--dropout: expected 0 <= p < 1, got %g", o->dropout);
     if (o->eval_every < 0 || o->save_every < 0 || o->log_every < 0 || o->eval_max_rows < 0)
         return fl_input_error("--eval-every/--save-every/--log-every/--eval-max-rows: expected >= 0");

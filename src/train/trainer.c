@@ -75,7 +75,7 @@ double fl_train_eval_loss(fl_model *m, const fl_rows *rows, const fl_dataset *ds
     for (size_t r = 0; r < limit; r += (size_t)B) {
         fill_rows(rows, ds, r, B, limit, ids, targets, pos, seg);
         fl_batch batch = {.B = B, .T = rows->T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
-        fl_step_stats s = fl_model_forward(m, &batch, 1.0f);
+        fl_step_stats s = fl_model_eval_loss(m, &batch);
         sum += s.loss_sum;
         counted += s.n_counted;
     }
