@@ -175,3 +175,18 @@ TEST(merge_bad_input_adapter_of_another_model) {
     CHECK_EQ_INT(rc, FL_ERR_INPUT);
     rm_rf(out);
 }
+
+/* A config.json claiming 1e8 layers must be an error before anything is allocated from it. */
+TEST(merge_bad_input_config_sizes_checked_before_allocation) {
+    char dir[] = "/tmp/fastlora-merge-big-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char cmd[512], out[600];
+    snprintf(cmd, sizeof cmd, "cp tests/fixtures/hf/llama_gqa/model/* %s/ && sed -i 's/\"num_hidden_layers\": 2/"
+             "\"num_hidden_layers\": 100000000/' %s/config.json", dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(out, sizeof out, "%s/out", dir);
+    CHECK_EQ_INT(fl_merge_adapter(dir, "tests/fixtures/hf/llama_gqa/adapter", out), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "100000000 layers");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}

@@ -154,6 +154,7 @@ int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char 
     if (status) return status;
     fl_lora_config lc;
     FL_TRY(fl_adapter_load_config(adapter_dir, &lc));
+    FL_TRY(fl_adapter_check_weights(adapter_dir, &cfg, &lc)); /* before allocating from config sizes */
     fl_lora_buffer lora;
     fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
     status = fl_adapter_load_weights(adapter_dir, &lora, &cfg, &lc);

@@ -159,6 +159,45 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
     return status;
 }
 
+int fl_adapter_check_weights(const char *dir, const fl_model_config *cfg, const fl_lora_config *lc) {
+    char *path = fl_path_join(dir, "adapter_model.safetensors");
+    fl_safetensors st;
+    int status = fl_safetensors_open(&st, path);
+    if (status) { free(path); return status; }
+    int per_layer = 0;
+    for (int p = 0; p < FL_N_PROJ; p++) per_layer += (lc->target_mask >> p) & 1;
+    if ((int64_t)cfg->n_layers * per_layer * 2 > st.n_tensors) {
+        char name[128];
+        int missing_layer = st.n_tensors / (2 * (per_layer ? per_layer : 1));
+        fl_adapter_tensor_name(name, sizeof name, missing_layer < cfg->n_layers ? missing_layer : cfg->n_layers - 1,
+                               FL_PROJ_Q, 'A');
+        status = fl_input_error("%s: holds %d tensors but the model's %d layers need %lld (e.g. '%s')", path,
+                                st.n_tensors, cfg->n_layers, (long long)cfg->n_layers * per_layer * 2, name);
+    }
+    for (int l = 0; l < cfg->n_layers && !status; l++)
+        for (int p = 0; p < FL_N_PROJ && !status; p++) {
+            if (!(lc->target_mask & (1u << p))) continue;
+            int in, out;
+            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            for (int which = 0; which < 2 && !status; which++) {
+                char name[128];
+                fl_adapter_tensor_name(name, sizeof name, l, (fl_proj)p, which ? 'B' : 'A');
+                const fl_st_tensor *t = fl_safetensors_find(&st, name);
+                int64_t rows = which ? out : lc->rank, cols = which ? lc->rank : in;
+                if (!t) status = fl_input_error("%s: tensor '%s' is missing", path, name);
+                else if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
+                    status = fl_input_error("%s: tensor '%s' has the wrong shape (expected [%lld, %lld])", path, name,
+                                            (long long)rows, (long long)cols);
+                else if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16)
+                    status = fl_input_error("%s: tensor '%s' has dtype %s (expected F32, BF16 or F16)", path, name,
+                                            fl_dtype_name(t->dtype));
+            }
+        }
+    fl_safetensors_close(&st);
+    free(path);
+    return status;
+}
+
 int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_model_config *cfg,
                             const fl_lora_config *lc) {
     char *path = fl_path_join(dir, "adapter_model.safetensors");

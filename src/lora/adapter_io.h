@@ -23,6 +23,11 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc);
 int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_model_config *cfg,
                             const fl_lora_config *lc);
 
+/* Checks, without allocating, that adapter_model.safetensors holds every tensor `lc` and `cfg`
+ * imply, with the right shape and a float dtype — so a config.json with absurd sizes is an error
+ * before anything is allocated from it. */
+int fl_adapter_check_weights(const char *dir, const fl_model_config *cfg, const fl_lora_config *lc);
+
 /* The PEFT key of lora_A (which = 'A') or lora_B of projection p in layer l. */
 void fl_adapter_tensor_name(char *out, size_t cap, int layer, fl_proj p, char which);
 
