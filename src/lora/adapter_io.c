@@ -200,33 +200,21 @@ int fl_adapter_check_weights(const char *dir, const fl_model_config *cfg, const 
 
 int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_model_config *cfg,
                             const fl_lora_config *lc) {
+    FL_TRY(fl_adapter_check_weights(dir, cfg, lc)); /* every name, shape and dtype, before any upload */
     char *path = fl_path_join(dir, "adapter_model.safetensors");
     fl_safetensors st;
     int status = fl_safetensors_open(&st, path);
-    if (status) { free(path); return status; }
+    free(path);
+    if (status) return status;
     const fl_backend *be = params->be;
     float *host = NULL;
-    for (int l = 0; l < cfg->n_layers && !status; l++)
-        for (int p = 0; p < FL_N_PROJ && !status; p++) {
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) {
             if (!params->layers[l].a[p]) continue;
-            int in, out;
-            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
-            for (int which = 0; which < 2 && !status; which++) {
+            for (int which = 0; which < 2; which++) {
                 char name[128];
                 fl_adapter_tensor_name(name, sizeof name, l, (fl_proj)p, which ? 'B' : 'A');
                 const fl_st_tensor *t = fl_safetensors_find(&st, name);
-                int64_t rows = which ? out : lc->rank, cols = which ? lc->rank : in;
-                if (!t) { status = fl_input_error("%s: tensor '%s' is missing", path, name); break; }
-                if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
-                    status = fl_input_error("%s: tensor '%s' has the wrong shape (expected [%lld, %lld])", path, name,
-                                            (long long)rows, (long long)cols);
-                    break;
-                }
-                if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16) {
-                    status = fl_input_error("%s: tensor '%s' has dtype %s (expected F32, BF16 or F16)", path, name,
-                                            fl_dtype_name(t->dtype));
-                    break;
-                }
                 host = realloc(host, t->numel * sizeof(float));
                 fl_convert_to_f32(host, t->data, t->dtype, t->numel);
                 be->upload(which ? params->layers[l].b[p] : params->layers[l].a[p], host, t->numel * sizeof(float));
@@ -234,6 +222,5 @@ int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_mo
         }
     free(host);
     fl_safetensors_close(&st);
-    free(path);
-    return status;
+    return 0;
 }
