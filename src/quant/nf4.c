@@ -144,6 +144,18 @@ void fl_nf4_alloc(fl_nf4_weight *w, int64_t rows, int64_t cols, fl_dtype dtype, 
     }
 }
 
+void fl_nf4_view(fl_nf4_weight *dst, const fl_nf4_weight *src, void *storage) {
+    *dst = *src;
+    dst->storage = storage;
+    #define REBASE(field) dst->field = src->field ? (void *)((char *)storage + ((char *)src->field - (char *)src->storage)) : NULL
+    REBASE(packed);
+    REBASE(absmax_q);
+    REBASE(nested_absmax);
+    REBASE(nested_map);
+    REBASE(absmax);
+    #undef REBASE
+}
+
 void fl_nf4_free(fl_nf4_weight *w) {
     free(w->storage);
     memset(w, 0, sizeof *w);

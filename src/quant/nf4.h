@@ -59,6 +59,9 @@ size_t fl_nf4_bytes(int64_t rows, int64_t cols, int double_quant);
  * set to fl_nf4_dynamic_map). fl_nf4_free releases it. */
 void fl_nf4_alloc(fl_nf4_weight *w, int64_t rows, int64_t cols, fl_dtype dtype, int double_quant);
 void fl_nf4_free(fl_nf4_weight *w);
+/* dst = src's fields with its arrays at the same offsets inside `storage` (src->bytes bytes holding
+ * a copy of src->storage, e.g. on a device); dst does not own storage. */
+void fl_nf4_view(fl_nf4_weight *dst, const fl_nf4_weight *src, void *storage);
 
 /* Quantizes a (rows, cols) matrix of F32/BF16/F16 values exactly as bitsandbytes' quantize_4bit
  * with blocksize 64 and compress_statistics = double_quant. `name` is used in the error message:
