@@ -3,7 +3,7 @@
  * The choice: the merged model is a plain float model — W' = round(dequant(W) + s·B·A) in the
  * dtype the weights were quantized from (quant_state.dtype, bf16 for the common checkpoints) — not
  * a re-quantized 4-bit one. Re-quantizing would add a second, larger rounding on top of the adapter
- * (the NF4 step of a weight is ~1/8 of its block's absmax, bigger than most LoRA updates), so the
+ * (up to half the widest NF4 gap, ~14% of its block's absmax, bigger than most LoRA updates), so the
  * merged model would no longer compute what the adapter was trained to; the float model computes
  * exactly the base the adapter saw (its dequantized bf16 weights) plus the adapter.
  *
