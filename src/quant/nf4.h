@@ -27,6 +27,10 @@
 
 #include "common/dtype.h"
 
+#ifdef __cplusplus
+extern "C" {   /* also included by backend/cuda/cuda_nf4.cu */
+#endif
+
 #define FL_NF4_BLOCK 64          /* elements per absmax block */
 #define FL_NF4_GROUP 256         /* absmax blocks per nested (double-quantization) group */
 
@@ -96,5 +100,9 @@ float fl_nf4_absmax_mean(const float *absmax, int64_t n);
 /* Stage 2: codes (n) and nested (ceil(n/256)) of absmax - offset, as bitsandbytes'
  * quantize_blockwise(absmax - offset, blocksize=256) on the CPU. */
 void fl_nf4_double_quant(const float *absmax, int64_t n, float offset, uint8_t *codes, float *nested);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
