@@ -201,9 +201,13 @@ TEST(plan_records_bad_input) {
     memset(&cat, 0, sizeof cat);
     fl_plan_calibration cal;
     CHECK_EQ_INT(fl_plan_calibration_load(&cal, FIX "bad_records.jsonl", &cat), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "bad_records.jsonl:2: expected one JSON object per line");
+    CHECK_STR_CONTAINS(fl_last_error(), "bad_records.jsonl:2: record: expected one JSON object per line");
     CHECK_EQ_INT(fl_plan_calibration_load(&cal, FIX "missing.jsonl", &cat), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "missing.jsonl: cannot open");
+    CHECK_STR_CONTAINS(fl_last_error(), "cannot read " FIX "missing.jsonl: No such file or directory");
+    /* a record the board rejects is an error here too, with the board's message */
+    CHECK_EQ_INT(fl_plan_calibration_load(&cal, "tests/fixtures/board/bad.jsonl", &cat), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "tests/fixtures/board/bad.jsonl:2: train_tok_s: expected a number > 0, got \"fast\"");
+    CHECK_STR_CONTAINS(fl_last_error(), "more bad records");
 }
 
 TEST(plan_format_duration) {

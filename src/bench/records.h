@@ -29,6 +29,8 @@ typedef struct {
     char dtype[32];        /* base weights / activations: "float32", "bfloat16" */
     char date[40];         /* ISO 8601, UTC */
     char version[96];      /* the tool's version (fastlora: git describe); "" when absent */
+    char model[512];       /* what ran: a preset name or a model folder (fastlora bench); "" when absent */
+    char targets[160];     /* adapted projections, ','-joined ("q_proj,k_proj,..."); "" when absent */
     /* the configuration */
     int batch, seq, rank;
     int threads;           /* CPU threads; 0 when absent */

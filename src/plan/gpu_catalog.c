@@ -123,8 +123,9 @@ static int read_rows(const char *path, partial_row **out, int *n_out) {
     const fl_csv_row *hdr = &t.rows[0];
     int map[64];
     if (hdr->n > 64) {
+        int status = fl_input_error("%s:%d: header: expected at most 64 columns, got %d", path, hdr->line, hdr->n);
         fl_csv_free(&t);
-        return fl_input_error("%s:%d: header: expected at most 64 columns, got %d", path, hdr->line, hdr->n);
+        return status;
     }
     int have_name = 0;
     for (int i = 0; i < hdr->n; i++) {
@@ -152,8 +153,9 @@ static int read_rows(const char *path, partial_row **out, int *n_out) {
         if (map[i] == COL_name) have_name = 1;
     }
     if (!have_name) {
+        int status = fl_input_error("%s:%d: header: expected a 'name' column", path, hdr->line);
         fl_csv_free(&t);
-        return fl_input_error("%s:%d: header: expected a 'name' column", path, hdr->line);
+        return status;
     }
     partial_row *rows = fl_calloc((size_t)t.n_rows, sizeof *rows);
     int n = 0, status = 0;
@@ -269,7 +271,6 @@ int fl_gpu_catalog_merge_file(fl_gpu_catalog *c, const char *csv_path) {
 int fl_gpu_catalog_load_default(fl_gpu_catalog *c) {
     memset(c, 0, sizeof *c);
     char tried[2048] = "";
-    char path[PATH_MAX + 64];
     const char *env = getenv("FASTLORA_DATA");
     char candidates[4][PATH_MAX + 64];
     int nc = 0;
@@ -289,9 +290,8 @@ int fl_gpu_catalog_load_default(fl_gpu_catalog *c) {
     }
     snprintf(candidates[nc++], sizeof candidates[0], "data/gpus.csv");
     for (int i = 0; i < nc; i++) {
-        snprintf(path, sizeof path, "%s", candidates[i]);
-        if (access(path, R_OK) == 0) return fl_gpu_catalog_load(c, path);
-        snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", i ? ", " : "", path);
+        if (access(candidates[i], R_OK) == 0) return fl_gpu_catalog_load(c, candidates[i]);
+        snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%.480s", i ? ", " : "", candidates[i]);
     }
     return fl_input_error("GPU catalog not found (tried %s); set FASTLORA_DATA to the folder holding gpus.csv", tried);
 }

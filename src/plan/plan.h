@@ -101,7 +101,7 @@ double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config
 /* ---- bench records (calibration and measurements) -------------------------------------------- */
 
 typedef struct {
-    char device[256], backend[32], dtype[32], model[256], preset[96], targets[128];
+    char device[256], backend[32], dtype[32], model[512], targets[160];
     int batch, seq, rank;
     double train_tok_s, ms_per_step, peak_mem_bytes;
     int line;
