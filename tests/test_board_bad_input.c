@@ -96,6 +96,7 @@ TEST(board_cli_bad_input_renders_nothing) {
         fclose(f);
     }
     CHECK_STR_CONTAINS(buf, FIX "bad.jsonl:4: batch: expected an integer >= 1, got 0");
+    CHECK_STR_CONTAINS(buf, "fastlora: board: bad result records in " FIX "bad.jsonl (above); nothing rendered");
     CHECK(!strstr(buf, "| # | GPU |")); /* nothing rendered */
     const char *bad[] = {"", "--html", "--batch -1 " FIX "mixed.jsonl", "--reference-file " FIX "bad-reference.csv " FIX "mixed.jsonl",
                          "--bogus " FIX "mixed.jsonl"};

@@ -77,11 +77,21 @@ int cmd_board(int argc, char **argv) {
         return 2;
     }
 
+    for (int i = 0; i < n_files; i++)   /* an unreadable file is one line, before any record is read */
+        if (fl_file_check_read(files[i], FL_FILE_TABLE)) {
+            fprintf(stderr, "fastlora: board: %s\n", fl_last_error());
+            free(files);
+            return 2;
+        }
     fl_bench_record_list list = {0};
-    int bad = 0;
-    for (int i = 0; i < n_files; i++) bad |= fl_bench_records_read(files[i], &list, stderr) != 0;
-    if (bad) {
-        fprintf(stderr, "fastlora: board: bad result records (above); nothing rendered\n");
+    char bad_files[1024] = "";
+    int n_bad = 0;
+    for (int i = 0; i < n_files; i++)
+        if (fl_bench_records_read(files[i], &list, stderr))
+            snprintf(bad_files + strlen(bad_files), sizeof bad_files - strlen(bad_files), "%s%s", n_bad++ ? ", " : "",
+                     files[i]);
+    if (n_bad) {
+        fprintf(stderr, "fastlora: board: bad result records in %s (above); nothing rendered\n", bad_files);
         fl_bench_record_list_free(&list);
         free(files);
         return 2;

@@ -152,6 +152,14 @@ int fl_file_open_read(const char *path, fl_file_kind kind, int *fd_out, uint64_t
     return 0;
 }
 
+int fl_file_check_read(const char *path, fl_file_kind kind) {
+    int fd;
+    uint64_t size;
+    FL_TRY(fl_file_open_read(path, kind, &fd, &size));
+    close(fd);
+    return 0;
+}
+
 int fl_file_fopen_read(const char *path, fl_file_kind kind, FILE **out) {
     int fd;
     uint64_t size;

@@ -63,6 +63,10 @@ uint64_t fl_file_limit(fl_file_kind kind);
  *     FL_TRY(fl_file_open_read(path, FL_FILE_CONFIG, &fd, &size));  ...  close(fd); */
 int fl_file_open_read(const char *path, fl_file_kind kind, int *fd, uint64_t *size);
 
+/* Only the checks of fl_file_open_read (opens and closes): for a caller that hands the path on to
+ * readers of its own. */
+int fl_file_check_read(const char *path, fl_file_kind kind);
+
 /* The same as a stdio stream ("rb"), for readers that stream lines. */
 int fl_file_fopen_read(const char *path, fl_file_kind kind, FILE **out);
 

@@ -5,6 +5,7 @@
 #include "plan/gpu_catalog.h"
 
 #include <ctype.h>
+#include <jansson.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -97,15 +98,29 @@ static int set_field(fl_gpu_spec *g, int c, const char *value, const char *file,
         if (n >= columns[c].size)
             return fl_input_error("%s:%d: %s: expected at most %zu characters, got %zu", file, line, columns[c].name,
                                   columns[c].size - 1, n);
+        /* the text goes into tables and `gpus --json`: it must be UTF-8 (jansson checks) without control
+         * characters other than tab and newline */
+        json_t *as_json = json_stringn(value, n);
+        int ok = as_json != NULL;
+        json_decref(as_json);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = !((unsigned char)value[i] < 0x20 && value[i] != '\t' && value[i] != '\n') && value[i] != 0x7f;
+        if (!ok)
+            return fl_input_error("%s:%d: %s: expected UTF-8 text without control characters", file, line,
+                                  columns[c].name);
         memcpy(dst, value, n + 1);
         return 0;
     }
+    /* plain decimal only (strtod would also take hex, "infinity", "nan(...)"); at most 1e9, which keeps
+     * every product the planner forms finite */
     char *end = NULL;
     errno = 0;
     double v = strtod(value, &end);
-    if (errno || end == value || *end || !isfinite(v) || v < 0 || (columns[c].kind == KIND_NUM && v <= 0))
+    int plain = strspn(value, "0123456789.eE+-") == strlen(value);
+    if (!plain || errno || end == value || *end || !isfinite(v) || v < 0 || (columns[c].kind == KIND_NUM && v <= 0))
         return fl_input_error("%s:%d: %s: expected a number %s, got '%s'", file, line, columns[c].name,
                               columns[c].kind == KIND_NUM ? "> 0" : ">= 0 (or an empty cell)", value);
+    if (v > 1e9) return fl_input_error("%s:%d: %s: expected a number <= 1e+09, got '%s'", file, line, columns[c].name, value);
     *(double *)dst = v;
     return 0;
 }

@@ -214,9 +214,7 @@ double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config
 
 /* ---- bench records --------------------------------------------------------------------------- */
 
-/* A record's model: a preset name, a folder with config.json, or a HF id whose basename starts
- * with a preset name ("Qwen/Qwen2.5-1.5B" -> qwen2.5-1.5b). */
-static int resolve_model(fl_model_config *cfg, const char *model) {
+int fl_plan_resolve_model(fl_model_config *cfg, const char *model) {
     if (!fl_config_preset(cfg, model)) return 0;
     char *path = fl_path_join(model, "config.json");
     int loaded = fl_file_exists(path) && !fl_config_load(cfg, path);
@@ -288,7 +286,7 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
         r.peak_mem_bytes = b->peak_mem_bytes;
         const char *why = NULL;
         if (strcmp(b->tool, "fastlora")) why = "another tool's record";
-        else if (resolve_model(&r.cfg, b->model[0] ? b->model : b->weights)) why = "unknown model";
+        else if (fl_plan_resolve_model(&r.cfg, b->model[0] ? b->model : b->weights)) why = "unknown model";
         if (!why) {
             r.lc = fl_lora_config_default();
             r.lc.rank = r.rank;
