@@ -324,6 +324,26 @@ TEST(board_records_bad_input_hostile_lines) {
     CHECK_EQ_INT(fl_bench_records_read(p, &list, NULL), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), ":1: record: expected one JSON object per line");
     fl_bench_record_list_free(&list);
+    /* an empty file, or only blank lines: no records is an error (board and plan --records) */
+    write_text(p, "\n\r\n");
+    CHECK_EQ_INT(fl_bench_records_read(p, &list, NULL), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "r.jsonl: no records");
+    /* binary garbage: every bad line counted, the first 100 shown and one line for the rest */
+    char *junk = malloc(150 * 4);
+    for (int i = 0; i < 150; i++) memcpy(junk + 4 * i, "\xff\x00z\n", 4);
+    write_bytes(p, junk, 150 * 4);
+    free(junk);
+    char *errs = NULL;
+    size_t errs_len = 0;
+    FILE *err = open_memstream(&errs, &errs_len);
+    CHECK_EQ_INT(fl_bench_records_read(p, &list, err), FL_ERR_INPUT);
+    fclose(err);
+    int n_lines = 0;
+    for (const char *c = errs; c && *c; c++) n_lines += *c == '\n';
+    CHECK_EQ_INT(n_lines, 101);
+    CHECK_STR_CONTAINS(errs, "r.jsonl: 50 more bad lines not shown");
+    CHECK_STR_CONTAINS(fl_last_error(), "(and 149 more bad records)");
+    free(errs);
     /* the targets of a record: an array of names, joined */
     snprintf(text, sizeof text, GOOD_RECORD "\n", "1,\"targets\":[\"q_proj\",\"v_proj\"]");
     write_text(p, text);
@@ -421,6 +441,21 @@ TEST(plan_cli_bad_input_data) {
     rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", path_in(dir, "bad.tok"));
     expect_one_line("plan --data truncated tokens", rc, out, "bad.tok: truncated header", NULL);
     rm_tree(dir);
+}
+
+TEST(plan_cli_bad_input_numbers) {
+    if (!bin()) SKIP("FASTLORA_BIN not set");
+    char out[16384];
+    /* no 300-digit durations: counts and epochs have a ceiling, NaN and infinity are refused */
+    const char *bad[] = {"--tokens 1e300", "--tokens nan", "--epochs 1e9", "--epochs nan", "--alpha inf",
+                         "--dropout nan", "--tokens 0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = run_cli(out, sizeof out, "plan --preset smollm2-135m %s", bad[i]);
+        expect_one_line(bad[i], rc, out, "fastlora: plan: ", NULL);
+    }
+    char b[96];
+    fl_plan_format_duration(1e300, 1, b, sizeof b);
+    CHECK(strlen(b) < 40);
 }
 
 /* ---- every command's file options: FIFO, device, folder, oversize ---------------------------------- */

@@ -228,6 +228,8 @@ TEST(plan_format_duration) {
     CHECK(!strcmp(b, "1.2 days — a weekend"));
     fl_plan_format_duration(86400 * 20, 1, b, sizeof b);
     CHECK(!strcmp(b, "20.0 days — a month"));
+    fl_plan_format_duration(86400 * 365.25 * 2.5e40, 1, b, sizeof b);
+    CHECK(!strcmp(b, "2.5e+40 years — longer than a year"));   /* no 50-digit day counts */
     fl_plan_format_duration(3599.9, 0, b, sizeof b);
     CHECK(!strcmp(b, "1 h"));   /* no "60 min" */
     fl_plan_format_duration(-1, 1, b, sizeof b);

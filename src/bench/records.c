@@ -228,12 +228,9 @@ void fl_bench_record_list_free(fl_bench_record_list *list) {
 int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *errors) {
     char *text;
     size_t len;
-    int status = fl_file_read_all(path, FL_FILE_TABLE, &text, &len);
-    if (status) {
-        if (errors) fprintf(errors, "%s\n", fl_last_error());
-        return status;
-    }
+    FL_TRY(fl_file_read_all(path, FL_FILE_TABLE, &text, &len));
     int line = 0, bad = 0;
+    size_t n_before = list->n;
     char first_error[512] = "";
     size_t at = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;   /* a UTF-8 byte-order mark */
     while (at < len) {
@@ -247,12 +244,16 @@ int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *er
         if (rc) {
             if (!bad) snprintf(first_error, sizeof first_error, "%s", fl_last_error());
             bad++;
-            if (errors) fprintf(errors, "%s\n", fl_last_error());
+            if (errors && bad <= FL_BENCH_MAX_REPORTED) fprintf(errors, "%s\n", fl_last_error());
             continue;
         }
         fl_bench_record_list_push(list, &r);
     }
     free(text);
+    if (errors && bad > FL_BENCH_MAX_REPORTED)
+        fprintf(errors, "%s: %d more bad lines not shown\n", path, bad - FL_BENCH_MAX_REPORTED);
+    if (!bad && list->n == n_before)
+        return fl_input_error("%s: no records (expected JSON lines from `fastlora bench --json`)", path);
     if (bad == 1) return fl_input_error("%s", first_error);
     if (bad) return fl_input_error("%s (and %d more bad record%s)", first_error, bad - 1, bad == 2 ? "" : "s");
     return 0;

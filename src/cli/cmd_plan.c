@@ -30,7 +30,7 @@ static int parse_count(const char *s, double *out) {
     if (*end == 'k' || *end == 'K') mul = 1e3, end++;
     else if (*end == 'm' || *end == 'M') mul = 1e6, end++;
     else if (*end == 'b' || *end == 'B' || *end == 'g' || *end == 'G') mul = 1e9, end++;
-    if (end == s || *end || !(v > 0) || !isfinite(v)) return -1;
+    if (end == s || *end || !(v > 0) || !isfinite(v) || v * mul > 1e15) return -1;   /* 1e15: a million B-token datasets */
     *out = v * mul;
     return 0;
 }
@@ -184,8 +184,9 @@ int cmd_plan(int argc, char **argv) {
     if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
     if (!model_dir && !preset) { fprintf(stderr, "fastlora: plan: give --model DIR or --preset NAME\n"); return 2; }
     if (tokens_s && data) { fprintf(stderr, "fastlora: plan: give --tokens or --data, not both\n"); return 2; }
-    if (batch < 1 || seq < 2 || rank < 1 || !(alpha > 0) || !(epochs > 0) || dropout < 0 || dropout >= 1) {
-        fprintf(stderr, "fastlora: plan: need --batch >= 1, --seq >= 2, --rank >= 1, --alpha > 0, --epochs > 0, "
+    if (batch < 1 || seq < 2 || rank < 1 || !(alpha > 0 && isfinite(alpha)) || !(epochs > 0 && epochs <= 1e4) ||
+        !(dropout >= 0 && dropout < 1)) {
+        fprintf(stderr, "fastlora: plan: need --batch >= 1, --seq >= 2, --rank >= 1, a finite --alpha > 0, 0 < --epochs <= 1e4, "
                         "0 <= --dropout < 1\n");
         return 2;
     }
@@ -205,7 +206,7 @@ int cmd_plan(int argc, char **argv) {
     else if (!strcasecmp(device, "cpu")) rq.target = FL_TARGET_CPU;
     else { fprintf(stderr, "fastlora: plan: --device: expected cuda or cpu, got '%s'\n", device); return 2; }
     if (tokens_s && parse_count(tokens_s, &rq.tokens)) {
-        fprintf(stderr, "fastlora: plan: --tokens: expected a count > 0 (50M, 1.2B, 3e8), got '%s'\n", tokens_s);
+        fprintf(stderr, "fastlora: plan: --tokens: expected a count > 0 and <= 1e15 (50M, 1.2B, 3e8), got '%s'\n", tokens_s);
         return 2;
     }
     int status = fl_lora_parse_targets(targets, &rq.lc.target_mask);

@@ -490,7 +490,8 @@ void fl_plan_format_duration(double s, int with_scale, char *buf, size_t cap) {
         long m = lround(s / 60.0);
         if (m % 60) snprintf(num, sizeof num, "%ld h %ld min", m / 60, m % 60);
         else snprintf(num, sizeof num, "%ld h", m / 60);
-    } else snprintf(num, sizeof num, "%.1f days", s / 86400.0);
+    } else if (s < 365.25 * 86400) snprintf(num, sizeof num, "%.1f days", s / 86400.0);
+    else snprintf(num, sizeof num, "%.3g years", s / (365.25 * 86400));
     if (!with_scale) { snprintf(buf, cap, "%s", num); return; }
     const char *scale = s < 60 ? "a moment"
                         : s < 15 * 60 ? "a coffee break"
@@ -500,7 +501,8 @@ void fl_plan_format_duration(double s, int with_scale, char *buf, size_t cap) {
                         : s < 3 * 86400 ? "a weekend"
                         : s < 8 * 86400 ? "a week"
                         : s < 32 * 86400 ? "a month"
-                        : "a season";
+                        : s < 365.25 * 86400 ? "a season"
+                        : "longer than a year";
     snprintf(buf, cap, "%s — %s", num, scale);
 }
 
