@@ -440,10 +440,13 @@ TEST(plan_cli_bad_input_data) {
     write_bytes(path_in(dir, "bad.tok"), FL_TOKENS_MAGIC "\0\x05\0\0\0\0\0\0\0", 16);
     rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", path_in(dir, "bad.tok"));
     expect_one_line("plan --data truncated tokens", rc, out, "bad.tok: truncated header", NULL);
+    /* --board reads the board with the board's checks (a bad figure used to be read as 0) */
+    rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --board tests/fixtures/board/bad-reference.csv");
+    expect_one_line("plan --board", rc, out, "bad-reference.csv:2: train_tok_s: expected a number > 0, got 'lots'", NULL);
     rm_tree(dir);
 }
 
-TEST(plan_cli_bad_input_numbers) {
+TEST(plan_gpus_cli_bad_input_numbers) {
     if (!bin()) SKIP("FASTLORA_BIN not set");
     char out[16384];
     /* no 300-digit durations: counts and epochs have a ceiling, NaN and infinity are refused */
@@ -452,6 +455,11 @@ TEST(plan_cli_bad_input_numbers) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run_cli(out, sizeof out, "plan --preset smollm2-135m %s", bad[i]);
         expect_one_line(bad[i], rc, out, "fastlora: plan: ", NULL);
+    }
+    const char *gpus_bad[] = {"--min-vram nan", "--min-vram inf", "--min-vram -1"};
+    for (size_t i = 0; i < sizeof gpus_bad / sizeof gpus_bad[0]; i++) {
+        int rc = run_cli(out, sizeof out, "gpus %s", gpus_bad[i]);
+        expect_one_line(gpus_bad[i], rc, out, "fastlora: gpus: --min-vram: expected a number of GB >= 0", NULL);
     }
     char b[96];
     fl_plan_format_duration(1e300, 1, b, sizeof b);
