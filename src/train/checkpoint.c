@@ -169,10 +169,8 @@ static int get_u64(json_t *o, const char *key, const char *path, uint64_t *out) 
 int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
     memset(st, 0, sizeof *st);
     char *path = fl_path_join(dir, "trainer_state.json");
-    json_error_t jerr;
-    json_t *o = json_load_file(path, 0, &jerr);
-    int status = 0;
-    if (!o) status = fl_input_error("%s: cannot read the checkpoint state: %s", path, jerr.text);
+    json_t *o;
+    int status = fl_file_load_json(path, FL_FILE_CONFIG, 0, &o);
     uint64_t step = 0, adam = 0;
     if (!status) status = get_u64(o, "step", path, &step);
     if (!status) status = get_u64(o, "adam_step", path, &adam);
