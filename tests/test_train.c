@@ -183,17 +183,42 @@ TEST(train_accumulation_1x8_equals_8x1) {
     fl_model_free(&c);
 }
 
-TEST(train_lr_schedules) {
-    fl_lr_schedule s = {.kind = FL_SCHED_COSINE, .lr = 1.0f, .min_lr_ratio = 0.1f, .warmup = 4, .total_steps = 14};
-    CHECK_CLOSE(fl_lr_at(&s, 0), 0.25, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 3), 1.0, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 4), 1.0, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 13), 0.1, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 8) + 0.0, 0.1 + 0.9 * 0.5 * (1 + cos(M_PI * 4 / 9.0)), 1e-6, 0);
-    s.kind = FL_SCHED_LINEAR;
-    CHECK_CLOSE(fl_lr_at(&s, 8), 0.1 + 0.9 * (1 - 4 / 9.0), 1e-6, 0);
-    s.kind = FL_SCHED_CONSTANT;
-    CHECK_CLOSE(fl_lr_at(&s, 13), 1.0, 1e-6, 0);
+/* The lr of every step of 44 schedules (cosine, cosine with a floor, linear, constant; warmup 0, 1,
+ * shorter and longer than the run) against transformers' own schedulers
+ * (tests/fixtures/train/lr_schedules.json, tools/make_lr_schedule_fixture.py), and the warmup
+ * steps of a warmup ratio against TrainingArguments.get_warmup_steps. The expressions are
+ * transformers' in the same order, so on the same libm they agree to the bit; the tolerance, 2 ulp
+ * (4.4e-16 relative), leaves room for another libm's cos. The old schedule ((s+1)/W warmup, the
+ * last step at the floor) fails this at the first warmup step and at every last step. */
+TEST(train_lr_schedule_matches_transformers) {
+    json_error_t jerr;
+    json_t *root = json_load_file("tests/fixtures/train/lr_schedules.json", 0, &jerr);
+    CHECK_MSG(root != NULL, "lr_schedules.json: %s", jerr.text);
+    if (!root) return;
+    size_t i, steps = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(root, "cases"), i, c) {
+        fl_lr_schedule s = {.lr = json_real_value(json_object_get(c, "lr")),
+                            .min_lr_ratio = json_number_value(json_object_get(c, "min_lr_ratio")),
+                            .total_steps = (int)json_integer_value(json_object_get(c, "total")),
+                            .warmup = (int)json_integer_value(json_object_get(c, "warmup"))};
+        CHECK(fl_sched_parse(json_string_value(json_object_get(c, "schedule")), &s.kind) == 0);
+        json_t *lrs = json_object_get(c, "lrs");
+        CHECK_EQ_INT(json_array_size(lrs), s.total_steps);
+        for (int k = 0; k < s.total_steps; k++, steps++) {
+            double want = json_number_value(json_array_get(lrs, (size_t)k)), got = fl_lr_at(&s, k);
+            CHECK_MSG(fabs(got - want) <= 4.4e-16 * fabs(want), "%s floor %g, %d steps, warmup %d: step %d lr %.17g, transformers %.17g",
+                      json_string_value(json_object_get(c, "schedule")), s.min_lr_ratio, s.total_steps, s.warmup, k, got, want);
+        }
+    }
+    printf("    %zu schedules, %zu steps equal to transformers'\n", json_array_size(json_object_get(root, "cases")), steps);
+    CHECK(steps > 400);
+    json_array_foreach(json_object_get(root, "warmup_from_ratio"), i, c) {
+        int total = (int)json_integer_value(json_object_get(c, "total"));
+        double ratio = json_real_value(json_object_get(c, "ratio"));
+        CHECK_EQ_INT(fl_sched_warmup_steps(0, ratio, total), json_integer_value(json_object_get(c, "warmup")));
+    }
+    json_decref(root);
 }
 
 /* ---- whole runs ------------------------------------------------------------------------------ */
@@ -233,14 +258,14 @@ static void run_options(fl_train_options *o, const char *data, const char *out, 
     o->batch = 2;
     o->grad_accum = 2;
     o->max_steps = 8;
-    o->lr = 1e-2f;
+    o->lr = 1e-2;
     o->warmup = 2;
     o->save_every = 4;
     o->eval_every = 4;
-    o->eval_frac = 0.1f;
+    o->eval_frac = 0.1;
     o->rank = 4;
     o->alpha = 8;
-    o->dropout = 0.1f;
+    o->dropout = 0.1;
     o->log = log;
 }
 
@@ -310,9 +335,39 @@ TEST(train_resume_is_bitwise_identical) {
     fl_train_options back;
     fl_train_options_default(&back);
     CHECK(fl_train_options_load_json(&back, path_a) == 0);
-    CHECK(back.seq == 16 && back.grad_accum == 2 && back.lr == 1e-2f && back.dropout == 0.1f && back.max_steps == 8);
+    CHECK(back.seq == 16 && back.grad_accum == 2 && back.lr == 0.01 && back.dropout == 0.1 && back.max_steps == 8);
     fl_train_options_free(&back);
     fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* The old schedule put the last step at the floor, so a 1-step run trained at lr 0 and saved the
+ * adapter it started from. Now step 0 of a run without warmup runs at the full lr (as in HF). */
+TEST(train_one_step_run_changes_the_adapter) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char out[256];
+    snprintf(out, sizeof out, "%s/run", dir);
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, fopen("/dev/null", "w"));
+    o.max_steps = 1;
+    o.warmup = 0;
+    o.dropout = 0;
+    fl_model m;
+    tiny_model(&m, 0.0f);
+    float *before = malloc(sizeof(float) * m.lora.n);
+    memcpy(before, m.lora.data, sizeof(float) * m.lora.n);
+    CHECK_EQ_INT(fl_train_run(&o, &m, NULL, &r), 0);
+    CHECK_EQ_INT(r.steps, 1);
+    double moved = max_abs_diff(m.lora.data, before, m.lora.n, NULL);
+    printf("    1 step at lr %g: max |change| of the LoRA parameters %.2e\n", o.lr, moved);
+    CHECK(moved > 0.5 * o.lr); /* Adam's first step moves every parameter with a gradient by ~lr */
+    fclose(o.log);
+    free(before);
+    fl_model_free(&m);
     remove_tree(dir);
     free(data);
     free(dir);
@@ -373,7 +428,7 @@ TEST(train_bad_input_config_files) {
     fl_train_options o;
     fl_train_options_default(&o);
     CHECK(fl_train_options_load_json(&o, path) == 0);
-    CHECK(o.grad_accum == 4 && o.eval_frac == 0.25f && !strcmp(o.schedule, "linear") && o.no_packing == 1);
+    CHECK(o.grad_accum == 4 && o.eval_frac == 0.25 && !strcmp(o.schedule, "linear") && o.no_packing == 1);
     fl_train_options_free(&o);
     close(fd);
     unlink(path);
@@ -476,11 +531,11 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     o.data = data;
     o.out = out;
     o.model = model_dir;
-    o.eval_frac = 0.05f;
+    o.eval_frac = 0.05;
     o.seq = 128;
     o.batch = 4;
     o.max_steps = 120;
-    o.lr = 5e-3f;
+    o.lr = 5e-3;
     o.warmup = 10;
     o.eval_every = 60;
     o.eval_max_rows = 24;
@@ -502,8 +557,7 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     free(dir);
 }
 
-/* --adapter: training starts from a given PEFT adapter (its rank, alpha and targets replace the
- * flags). With lr 0 one step leaves it unchanged, so the saved adapter equals the input bit for bit. */
+/* --adapter: training starts from a given PEFT adapter (its rank, alpha and targets). With lr 0 one step leaves it unchanged, so the saved adapter equals the input bit for bit. */
 TEST(train_starts_from_given_adapter) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
@@ -511,7 +565,7 @@ TEST(train_starts_from_given_adapter) {
     char *data = write_token_data(dir, 10);
     char cmd[2048], path[512];
     snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run --adapter tests/fixtures/hf/llama_gqa/adapter "
-             "--rank 16 --alpha 1 --seq 16 --batch 2 --max-steps 1 --lr 0 --dtype f32 --device cpu --log-every 0 "
+             "--seq 16 --batch 2 --max-steps 1 --lr 0 --dtype f32 --device cpu --log-every 0 "
              "--eval-every 0 >/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir);
     CHECK_EQ_INT(system(cmd), 0);
     fl_lora_config got, want;
@@ -548,7 +602,7 @@ TEST(train_bad_input_epochs_step_count_overflow) {
     run_options(&o, data, out, NULL);
     o.log = fopen("/dev/null", "w");
     o.max_steps = 0;
-    o.epochs = 999999.0f;
+    o.epochs = 999999.0;
     o.batch = 1;
     o.grad_accum = 1;
     o.eval_frac = 0;
@@ -560,6 +614,148 @@ TEST(train_bad_input_epochs_step_count_overflow) {
     CHECK_EQ_INT(fl_train_options_validate(&o), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "--max-steps");
     fclose(o.log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* ---- the command line: what train_config.json records, contradicting flags, messages ------------- */
+
+/* Runs `FASTLORA_BIN args` with stdout discarded; returns the exit status and stderr (malloc'd). */
+static int run_cli(const char *args, char **err) {
+    const char *bin = getenv("FASTLORA_BIN");
+    char err_path[] = "/tmp/fastlora-stderr-XXXXXX";
+    int fd = mkstemp(err_path);
+    close(fd);
+    size_t cap = strlen(args) + strlen(bin) + 128;
+    char *cmd = malloc(cap);
+    snprintf(cmd, cap, "%s %s >/dev/null 2>%s", bin, args, err_path);
+    int rc = system(cmd);
+    free(cmd);
+    FILE *f = fopen(err_path, "rb");
+    *err = calloc(1, 65536);
+    if (f) { (void)!fread(*err, 1, 65535, f); fclose(f); }
+    unlink(err_path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    char *text = calloc(1, 1 << 20);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+/* one line on stderr, containing `needle` */
+static void check_one_line(const char *err, const char *needle) {
+    CHECK_STR_CONTAINS(err, needle);
+    const char *nl = strchr(err, '\n');
+    CHECK_MSG(nl && nl[1] == 0, "expected one line on stderr, got: %s", err);
+}
+
+#define QWEN_FIXTURE "tests/fixtures/hf/qwen2_bias_tied"
+
+/* train_config.json used to record the ignored command-line defaults (rank 16, alpha 32, all
+ * targets) when --adapter gave r 8, alpha 16, q,v,down, rsLoRA; and --lr 0.01 as 0.00999999978
+ * (an f32 round trip). Now it records what ran, numbers as typed. */
+TEST(train_config_json_records_what_ran) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char args[2048], path[600], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
+    snprintf(args, sizeof args, "train --model %s/model --adapter %s/adapter --data %s --out %s/run --lr 0.01 "
+             "--warmup-ratio 0.1 --beta2 0.95 %s", QWEN_FIXTURE, QWEN_FIXTURE, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    snprintf(path, sizeof path, "%s/run/train_config.json", dir);
+    char *text = read_text(path);
+    const char *want[] = {"\"lr\": 0.01,", "\"warmup-ratio\": 0.1,", "\"beta2\": 0.95,", "\"rank\": 8,",
+                          "\"alpha\": 16,", "\"targets\": \"q,v,down\",", "\"rslora\": true,", "\"adam-eps\": 1e-08,"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK_STR_CONTAINS(text, want[i]);
+    CHECK(!strstr(text, "\"resume\"") && !strstr(text, "\"overwrite\""));
+    /* and it repeats the run: --config of it agrees with the adapter */
+    snprintf(args, sizeof args, "train --config %s --model %s/model --out %s/again", path, QWEN_FIXTURE, dir);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    CHECK_MSG(err[0] == 0 || !strstr(err, "contradicts"), "%s", err);
+    free(err);
+    free(text);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* With --adapter, --rank/--alpha/--targets/--rslora that contradict it used to be ignored silently;
+ * now refused in one line naming the flag, the file and the adapter's value. Equal values are fine. */
+TEST(train_bad_input_flags_contradicting_adapter) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char args[2048], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
+    const char *cases[][2] = {
+        {"--rank 16", "--rank 16 contradicts"},           /* the default value, but given */
+        {"--alpha 32", "--alpha 32 contradicts"},
+        {"--targets q,v", "--targets q,v contradicts"},
+        {"--rank 8 --targets all", "(target_modules q,v,down)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "train --model %s/model --adapter %s/adapter --data %s --out %s/run%zu %s %s",
+                 QWEN_FIXTURE, QWEN_FIXTURE, data, dir, i, common, cases[i][0]);
+        CHECK_EQ_INT(run_cli(args, &err), 2);
+        check_one_line(err, cases[i][1]);
+        CHECK_STR_CONTAINS(err, "adapter_config.json");
+        free(err);
+    }
+    /* rsLoRA: the llama fixture's adapter has none */
+    snprintf(args, sizeof args, "train --model tests/fixtures/hf/llama_gqa/model --adapter tests/fixtures/hf/llama_gqa/adapter "
+             "--data %s --out %s/rs %s --rslora", data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "--rslora true contradicts");
+    free(err);
+    /* the adapter's own values are fine */
+    snprintf(args, sizeof args, "train --model %s/model --adapter %s/adapter --data %s --out %s/same %s --rank 8 "
+             "--alpha 16 --targets down,q,v --rslora", QWEN_FIXTURE, QWEN_FIXTURE, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* A model folder without a tokenizer (the fixtures have none): with a tokens file there is nothing
+ * to say (the note "no usable tokenizer ... only a tokens file can be read" was printed anyway);
+ * with JSONL data it is one error line that says why. */
+TEST(train_tokenizer_message_only_when_data_needs_it) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char args[2048], jsonl[600], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run %s", FIXTURE_MODEL, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    CHECK_MSG(!strstr(err, "tokenizer"), "unexpected: %s", err);
+    free(err);
+    snprintf(jsonl, sizeof jsonl, "%s/data.jsonl", dir);
+    FILE *f = fopen(jsonl, "w");
+    fputs("{\"text\": \"hello\"}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/text %s", FIXTURE_MODEL, jsonl, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "needs the model's tokenizer");
+    free(err);
+    /* a tokens file for training but JSONL for eval still needs it */
+    snprintf(args, sizeof args, "train --model %s --data %s --eval-data %s --out %s/eval %s", FIXTURE_MODEL, data, jsonl,
+             dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "data.jsonl needs the model's tokenizer");
+    free(err);
     remove_tree(dir);
     free(data);
     free(dir);

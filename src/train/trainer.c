@@ -223,7 +223,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     }
     int total = total_d < 1 ? 1 : (int)total_d;
     fl_lr_schedule sched = {.lr = opt->lr, .min_lr_ratio = opt->min_lr_ratio, .total_steps = total,
-                            .warmup = opt->warmup ? opt->warmup : (int)(opt->warmup_ratio * total + 0.5)};
+                            .warmup = fl_sched_warmup_steps(opt->warmup, opt->warmup_ratio, total)};
     fl_sched_parse(opt->schedule, &sched.kind);
     fl_adamw_config adam = {.lr = opt->lr, .beta1 = opt->beta1, .beta2 = opt->beta2, .eps = opt->adam_eps,
                             .weight_decay = opt->weight_decay, .max_grad_norm = opt->clip};
