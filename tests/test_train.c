@@ -373,6 +373,59 @@ TEST(train_one_step_run_changes_the_adapter) {
     free(dir);
 }
 
+/* An epoch used to wrap: a step that ran out of rows took the next epoch's first rows, so --epochs 2
+ * trained more tokens than two passes hold. Now the last step of each epoch takes the rows that are
+ * left (as the HF Trainer's last accumulation step does): each epoch trains every target token
+ * exactly once, and the checkpoint at the end of epoch 1 has seen exactly one pass. */
+TEST(train_epoch_trains_each_token_once) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char out[256], path[600];
+    snprintf(out, sizeof out, "%s/run", dir);
+    fl_dataset ds = {0};
+    fl_data_options dopt = fl_data_options_default();
+    CHECK(fl_dataset_load(&ds, data, NULL, &dopt) == 0);
+    /* the rows of epochs 0 and 1, packed as the trainer packs them (each epoch its own shuffle) */
+    uint32_t *all = malloc(sizeof(uint32_t) * ds.n_docs);
+    for (size_t i = 0; i < ds.n_docs; i++) all[i] = (uint32_t)i;
+    fl_pack_options pack = {.T = 16, .packing = 1, .shuffle = 1, .seed = 1234};
+    fl_rows r0, r1;
+    fl_rows_build(&r0, &ds, all, ds.n_docs, &pack, 0);
+    fl_rows_build(&r1, &ds, all, ds.n_docs, &pack, 1);
+    size_t per_step = 2 * 5, steps0 = (r0.n_rows + per_step - 1) / per_step, steps1 = (r1.n_rows + per_step - 1) / per_step;
+    printf("    %zu target tokens; rows %zu and %zu in epochs 0 and 1: %zu + %zu steps of %zu rows\n", ds.n_targets,
+           r0.n_rows, r1.n_rows, steps0, steps1, per_step);
+    CHECK(r0.n_rows % per_step != 0); /* so the last step of epoch 0 is partial */
+    fl_train_options o;
+    fl_train_result res;
+    run_options(&o, data, out, fopen("/dev/null", "w"));
+    o.max_steps = 0;
+    o.epochs = 2;
+    o.eval_frac = 0;
+    o.grad_accum = 5;
+    o.save_every = (int)steps0;
+    o.keep = 5;
+    CHECK_EQ_INT(run(&o, &res), 0);
+    CHECK_EQ_INT(res.steps, steps0 + steps1);
+    CHECK_EQ_INT(res.tokens, 2 * ds.n_targets);
+    /* the checkpoint at the end of epoch 0: one pass exactly, at its last row */
+    snprintf(path, sizeof path, "%s/checkpoints/step-%08zu/trainer_state.json", out, steps0);
+    json_t *st = json_load_file(path, 0, NULL);
+    CHECK_MSG(st != NULL, "%s missing", path);
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "tokens")), ds.n_targets);
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "epoch")), 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "row")), r0.n_rows);
+    json_decref(st);
+    fclose(o.log);
+    fl_rows_free(&r0);
+    fl_rows_free(&r1);
+    free(all);
+    fl_dataset_free(&ds);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
 TEST(train_nan_stops_and_keeps_last_good_checkpoint) {
     char *dir = temp_dir();
     char *data = write_token_data(dir, 20);
