@@ -8,6 +8,7 @@
  *     resumable (the CLI, FASTLORA_TEST_CRASH_IN_CHECKPOINT);
  *   NaN: stops with a clear message, no adapter past the last good checkpoint;
  *   schedule, options file, and the stories260K end-to-end fine-tune (when ../shared exists). */
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -249,6 +250,8 @@ static char *write_token_data(const char *dir, int n_docs) {
     fl_dataset_free(&ds);
     return path;
 }
+
+static char *read_text(const char *path);
 
 static void run_options(fl_train_options *o, const char *data, const char *out, FILE *log) {
     fl_train_options_default(o);
@@ -527,6 +530,144 @@ TEST(train_kill_during_checkpoint_write_keeps_previous) {
     CHECK(files_equal(a, b));
     remove_tree(dir);
     free(data);
+    free(dir);
+}
+
+/* A kill while a rotated-out checkpoint is being deleted: the folder was deleted file by file in
+ * place, leaving a partial step-* folder. Now it is renamed to a hidden .old-step-* first; the kill
+ * leaves that hidden leftover, which resume ignores and the next save removes, and the resumed run
+ * ends bit for bit where an uninterrupted one does. */
+TEST(train_kill_during_checkpoint_rotation_leaves_no_partial_checkpoint) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char cmd[2048], path[512];
+    const char *common = "--seq 16 --batch 2 --max-steps 6 --save-every 2 --keep 1 --rank 4 --alpha 8 --lr 0.01 "
+                         "--dtype f32 --log-every 0 --eval-every 0";
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/ref %s >/dev/null 2>&1", bin, FIXTURE_MODEL, data,
+             dir, common);
+    CHECK_EQ_INT(system(cmd), 0);
+    /* the 2nd save (step 4) rotates step 2 out and is killed after deleting its first file */
+    snprintf(cmd, sizeof cmd, "FASTLORA_TEST_CRASH_IN_ROTATION=2 %s train --model %s --data %s --out %s/run %s "
+             ">/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir, common);
+    int rc = system(cmd);
+    CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + 9, "expected death by SIGKILL, got status %d", rc);
+    snprintf(path, sizeof path, "%s/run/checkpoints/step-00000002", dir);
+    CHECK_MSG(!fl_file_exists(path), "a partial %s is left", path);
+    snprintf(path, sizeof path, "%s/run/checkpoints/.old-step-00000002", dir);
+    CHECK(fl_file_exists(path)); /* the hidden leftover of the interrupted deletion */
+    const char *files[] = {"adapter_config.json", "adapter_model.safetensors", "optimizer.safetensors", "trainer_state.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/run/checkpoints/step-00000004/%s", dir, files[i]);
+        CHECK_MSG(fl_file_exists(path), "%s missing", path);
+    }
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run %s --resume %s/run >/dev/null 2>&1", bin,
+             FIXTURE_MODEL, data, dir, common, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/ref/adapter_model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/run/adapter_model.safetensors", dir);
+    CHECK(files_equal(a, b));
+    snprintf(path, sizeof path, "%s/run/checkpoints/.old-step-00000002", dir);
+    CHECK(!fl_file_exists(path));
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* `train --out` on a folder that holds a run, without --resume, used to overwrite its adapter,
+ * metrics and config, and then rotation deleted the NEW run's checkpoints (the old step folders
+ * sort higher), so a later --resume picked the old run. Now refused (one line, nothing touched)
+ * unless --overwrite, which deletes the earlier run's outputs first. */
+TEST(train_out_holding_a_run_needs_resume_or_overwrite) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char out[256], path[600];
+    snprintf(out, sizeof out, "%s/run", dir);
+    FILE *log = fopen("/dev/null", "w");
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, log);
+    CHECK_EQ_INT(run(&o, &r), 0); /* 8 steps, checkpoints at 4 and 8 */
+    const char *names[] = {"adapter_model.safetensors", "train_config.json", "metrics.jsonl",
+                           "checkpoints/step-00000008/adapter_model.safetensors"};
+    char *before[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        before[i] = read_text(path);
+    }
+    run_options(&o, data, out, log);
+    o.max_steps = 2;
+    o.lr = 0.02;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "holds an earlier run");
+    CHECK_STR_CONTAINS(fl_last_error(), "--overwrite");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        char *now = read_text(path);
+        CHECK_MSG(!strcmp(now, before[i]), "%s changed by a refused run", names[i]);
+        free(now);
+        free(before[i]);
+    }
+    o.resume = out;
+    o.overwrite = 1;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "--resume and --overwrite");
+    /* --overwrite: only the new run's checkpoints remain, even with --keep 1 */
+    o.resume = NULL;
+    o.save_every = 1;
+    o.keep = 1;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    snprintf(path, sizeof path, "%s/checkpoints", out);
+    DIR *d = opendir(path);
+    int n = 0, ok = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.') { n++; ok += !strcmp(e->d_name, "step-00000002"); }
+    if (d) closedir(d);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(ok, 1);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    char *metrics = read_text(path);
+    CHECK(strstr(metrics, "\"step\": 2,") && !strstr(metrics, "\"step\": 8,"));
+    free(metrics);
+    /* an empty folder, or one with other files only, is not a run */
+    snprintf(out, sizeof out, "%s/empty", dir);
+    fl_mkdir_p(out);
+    snprintf(path, sizeof path, "%s/notes.txt", out);
+    FILE *f = fopen(path, "w");
+    fputs("mine\n", f);
+    fclose(f);
+    run_options(&o, data, out, log);
+    o.max_steps = 1;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    CHECK(fl_file_exists(path));
+    fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* Step folders are zero-padded to 8 digits but steps reach 10: step-100000000 is later than
+ * step-99999999 (a string sort said otherwise), for --resume and for rotation. */
+TEST(train_checkpoint_order_is_by_step_past_8_digits) {
+    char *dir = temp_dir();
+    char path[600];
+    const char *steps[] = {"step-99999999", "step-100000000", "step-00000005"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/checkpoints/%s", dir, steps[i]);
+        fl_mkdir_p(path);
+        snprintf(path, sizeof path, "%s/checkpoints/%s/trainer_state.json", dir, steps[i]);
+        FILE *f = fopen(path, "w");
+        fputs("{}", f);
+        fclose(f);
+    }
+    char *found = NULL;
+    CHECK(fl_checkpoint_find(dir, &found) == 0);
+    CHECK_STR_CONTAINS(found, "/checkpoints/step-100000000");
+    free(found);
+    remove_tree(dir);
     free(dir);
 }
 

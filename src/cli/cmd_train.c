@@ -30,8 +30,9 @@ int cmd_train(int argc, char **argv) {
     fl_train_options_default(&o);
     int rc = fl_train_options_parse_args(&o, argc, argv, usage_text);
     if (rc) { fl_train_options_free(&o); return rc < 0 ? 0 : rc; }
-    /* test hook (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write */
+    /* test hooks (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write / rotation */
     if (getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT")) o.crash_in_checkpoint = atoi(getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT"));
+    if (getenv("FASTLORA_TEST_CRASH_IN_ROTATION")) o.crash_in_rotation = atoi(getenv("FASTLORA_TEST_CRASH_IN_ROTATION"));
     if (!o.model) {
         fprintf(stderr, "fastlora train: --model: required (a Hugging Face model folder)\n");
         fl_train_options_free(&o);

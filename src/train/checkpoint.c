@@ -18,8 +18,9 @@
 #include "lora/adapter_io.h"
 #include "train/options.h"
 
-/* Removes a folder of plain files (checkpoints have no subfolders). */
-static void remove_flat_dir(const char *dir) {
+/* Removes a folder of plain files (checkpoints have no subfolders). crash_test: SIGKILL after the
+ * first file (tests). */
+static void remove_flat_dir(const char *dir, int crash_test) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
@@ -28,6 +29,7 @@ static void remove_flat_dir(const char *dir) {
         char *p = fl_path_join(dir, e->d_name);
         unlink(p);
         free(p);
+        if (crash_test) raise(SIGKILL);
     }
     closedir(d);
     rmdir(dir);
@@ -45,9 +47,14 @@ static int is_step_name(const char *name) {
     return 1;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* By step: "step-00000100" < "step-100000000" (zero-padded to 8 digits, steps reach 10) */
+static int cmp_step_names(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    size_t nx = strlen(x), ny = strlen(y);
+    return nx != ny ? (nx < ny ? -1 : 1) : strcmp(x, y);
+}
 
-/* The step-* folder names under root, sorted (zero-padded, so by step). */
+/* The step-* folder names under root, sorted by step. */
 static char **list_steps(const char *root, size_t *n) {
     *n = 0;
     DIR *d = opendir(root);
@@ -61,7 +68,7 @@ static char **list_steps(const char *root, size_t *n) {
         names[(*n)++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, *n, sizeof *names, cmp_str);
+    qsort(names, *n, sizeof *names, cmp_step_names);
     return names;
 }
 
@@ -70,7 +77,8 @@ static void free_names(char **names, size_t n) {
     free(names);
 }
 
-/* Leftovers of interrupted writes. */
+/* Leftovers of interrupted writes (.tmp-step-*) and removals (.old-step-*): never read by resume,
+ * which lists step-* names only. */
 static void remove_temp_dirs(const char *root) {
     DIR *d = opendir(root);
     if (!d) return;
@@ -80,7 +88,7 @@ static void remove_temp_dirs(const char *root) {
     while ((e = readdir(d)) && nv < 64)
         if (!strncmp(e->d_name, ".tmp-step-", 10) || !strncmp(e->d_name, ".old-step-", 10)) victims[nv++] = fl_path_join(root, e->d_name);
     closedir(d);
-    for (int i = 0; i < nv; i++) { remove_flat_dir(victims[i]); free(victims[i]); }
+    for (int i = 0; i < nv; i++) { remove_flat_dir(victims[i], 0); free(victims[i]); }
 }
 
 static int write_state(const char *dir, const fl_train_state *st) {
@@ -99,6 +107,26 @@ static int write_state(const char *dir, const fl_train_state *st) {
     int status = fl_write_file_atomic(path, text, strlen(text));
     free(path);
     free(text);
+    return status;
+}
+
+/* Takes root/name out of the step-* namespace in one rename (to .old-step-*), then deletes it: a
+ * kill in the middle leaves a hidden folder that resume ignores and the next save removes, never
+ * a partial step-* folder. */
+static int retire_step_dir(const char *root, const char *name, int crash_test) {
+    char *dir = fl_path_join(root, name);
+    size_t cap = strlen(root) + strlen(name) + 8;
+    char *old_path = fl_malloc(cap);
+    snprintf(old_path, cap, "%s/.old-%s", root, name);
+    int status = 0;
+    if (rename(dir, old_path) != 0) {
+        status = fl_input_error("%s: cannot move aside: %s", dir, strerror(errno));
+    } else {
+        fsync_path(root);
+        remove_flat_dir(old_path, crash_test);
+    }
+    free(old_path);
+    free(dir);
     return status;
 }
 
@@ -126,31 +154,20 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
         free(path);
         free(host);
     }
-    if (!status && crash_test) raise(SIGKILL); /* test hook: a kill -9 in the middle of the write */
+    if (!status && crash_test == FL_CKPT_CRASH_IN_WRITE) raise(SIGKILL); /* test hook: a kill -9 in the middle of the write */
     if (!status) status = write_state(tmp, st);
     if (!status) {
         fsync_path(tmp);
-        if (fl_file_exists(final)) { /* the same step again (a resumed run): replace it */
-            size_t cap = strlen(root) + 96;
-            char *old_name = fl_malloc(cap);
-            snprintf(old_name, cap, "%s/.old-%s", root, name);
-            if (rename(final, old_name) != 0) status = fl_input_error("%s: cannot move aside: %s", final, strerror(errno));
-            else remove_flat_dir(old_name);
-            free(old_name);
-        }
+        if (fl_file_exists(final)) status = retire_step_dir(root, name, 0); /* the same step again (a resumed run) */
         if (!status && rename(tmp, final) != 0) status = fl_input_error("%s: rename failed: %s", final, strerror(errno));
         fsync_path(root);
     }
     if (status) {
-        remove_flat_dir(tmp);
+        remove_flat_dir(tmp, 0);
     } else {
         size_t n;
         char **names = list_steps(root, &n);
-        for (size_t i = 0; i + (size_t)keep < n; i++) {
-            char *p = fl_path_join(root, names[i]);
-            remove_flat_dir(p);
-            free(p);
-        }
+        for (size_t i = 0; i + (size_t)keep < n; i++) retire_step_dir(root, names[i], crash_test == FL_CKPT_CRASH_IN_ROTATION);
         free_names(names, n);
         if (saved) *saved = strdup(final);
     }
@@ -235,4 +252,13 @@ int fl_checkpoint_find(const char *dir, char **out) {
     free(root);
     if (!*out) return fl_input_error("--resume %s: no checkpoint there (expected a step-* folder with trainer_state.json, or an output folder with checkpoints/)", dir);
     return 0;
+}
+
+void fl_checkpoint_remove_all(const char *root) {
+    remove_temp_dirs(root); /* first: a leftover .old-step-N would block renaming step-N aside */
+    size_t n;
+    char **names = list_steps(root, &n);
+    for (size_t i = 0; i < n; i++) retire_step_dir(root, names[i], 0);
+    free_names(names, n);
+    rmdir(root);
 }

@@ -73,6 +73,7 @@ typedef struct {
     /* not options: */
     FILE *log;               /* progress and messages (NULL: stderr) */
     int crash_in_checkpoint; /* test hook: SIGKILL itself while writing the N-th checkpoint (0: never) */
+    int crash_in_rotation;   /* test hook: SIGKILL itself while the N-th save deletes an old checkpoint */
     int inject_nan_step;     /* test hook: poison the loss at this step (0: never) */
     int stop_at_step;        /* test hook: behave as if Ctrl-C came during this step (0: never) */
     char *owned[64];         /* strings read from a config file */

@@ -173,6 +173,41 @@ static void run_free(run_ctx *c) {
     free(c->svg_path);
 }
 
+/* ---- the output folder ----------------------------------------------------------------------- */
+
+/* What a run writes into OUT; any of them there means OUT holds a run. */
+static const char *const run_outputs[] = {"adapter_config.json", "adapter_model.safetensors", "train_config.json",
+                                          "metrics.jsonl", "loss.svg", "checkpoints"};
+#define N_RUN_OUTPUTS (sizeof run_outputs / sizeof run_outputs[0])
+
+/* An earlier run in --out is refused unless --resume continues it or --overwrite replaces it (its
+ * checkpoints would otherwise outrank the new run's in rotation and in --resume). An empty folder,
+ * or one with other files only, is fine. */
+static int check_out_dir(const fl_train_options *o) {
+    if (o->resume && o->overwrite) return fl_input_error("--resume and --overwrite: give one (continue the run, or replace it)");
+    if (o->resume || o->overwrite) return 0;
+    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) {
+        char *p = fl_path_join(o->out, run_outputs[i]);
+        int there = fl_file_exists(p);
+        free(p);
+        if (there)
+            return fl_input_error("--out %s holds an earlier run (%s); continue it with --resume %s, or replace it "
+                                  "with --overwrite (deletes its adapter, checkpoints and metrics)", o->out,
+                                  run_outputs[i], o->out);
+    }
+    return 0;
+}
+
+/* --overwrite: the earlier run's outputs go before the new run writes any (after every input check). */
+static void clear_out_dir(const fl_train_options *o, const char *ckpt_root) {
+    fl_checkpoint_remove_all(ckpt_root);
+    for (size_t i = 0; i + 1 < N_RUN_OUTPUTS; i++) { /* the files; checkpoints/ (the last) went above */
+        char *p = fl_path_join(o->out, run_outputs[i]);
+        unlink(p);
+        free(p);
+    }
+}
+
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 /* Optimizer steps of `epochs` epochs: each epoch is ceil(rows / rows_per_step) steps (its last one
@@ -199,8 +234,9 @@ static double count_steps(const run_ctx *c, double epochs, size_t rows_per_step)
 static int save_checkpoint(run_ctx *c, const fl_train_state *st) {
     c->n_saves++;
     char *dir = NULL;
-    int status = fl_checkpoint_save(c->ckpt_root, c->m, st, c->opt->model, c->opt->keep,
-                                    c->opt->crash_in_checkpoint == c->n_saves, &dir);
+    int crash = c->opt->crash_in_checkpoint == c->n_saves   ? FL_CKPT_CRASH_IN_WRITE
+                : c->opt->crash_in_rotation == c->n_saves ? FL_CKPT_CRASH_IN_ROTATION : 0;
+    int status = fl_checkpoint_save(c->ckpt_root, c->m, st, c->opt->model, c->opt->keep, crash, &dir);
     if (!status) status = fl_metrics_write_svg(&c->metrics, c->svg_path, "fastlora train: loss");
     if (!status) progress_message(&c->prog, "step %d: checkpoint %s\n", st->step, dir);
     free(dir);
@@ -219,6 +255,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     memset(res, 0, sizeof *res);
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
+    FL_TRY(check_out_dir(opt));
     run_ctx c = {.opt = opt, .m = m};
     c.prog.log = opt->log ? opt->log : stderr;
     c.prog.tty = isatty(fileno(c.prog.log));
@@ -269,6 +306,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         }
         if (!status && st.row > c.rows.n_rows) status = fl_input_error("--resume: the checkpoint's data position (row %llu) is past this data's %zu rows; same --data and options?", (unsigned long long)st.row, c.rows.n_rows);
     }
+    if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
     char *config_path = fl_path_join(opt->out, "train_config.json");
     if (!status) status = fl_train_options_save_json(opt, config_path);
     free(config_path);
