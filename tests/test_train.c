@@ -954,3 +954,147 @@ TEST(train_tokenizer_message_only_when_data_needs_it) {
     free(data);
     free(dir);
 }
+
+/* ---- --resume from a damaged checkpoint ------------------------------------------------------------ */
+
+static void write_bytes(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (f) { fwrite(data, 1, len, f); fclose(f); }
+}
+
+/* The optimizer file with adam_v (or adam_m) replaced: `shape0` elements, entry k set to `value`. */
+static void write_bad_moments(const char *path, const float *m, const float *v, size_t n, size_t shape0, size_t k,
+                              float value, int poison_v) {
+    float *a = calloc(shape0 + 1, sizeof(float)), *b = calloc(shape0 + 1, sizeof(float));
+    memcpy(a, m, sizeof(float) * (shape0 < n ? shape0 : n));
+    memcpy(b, v, sizeof(float) * (shape0 < n ? shape0 : n));
+    if (k < shape0) (poison_v ? b : a)[k] = value;
+    fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)shape0}, .data = a},
+                               {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)shape0}, .data = b}};
+    fl_safetensors_write(path, t, 2, NULL, 0);
+    free(a);
+    free(b);
+}
+
+/* A damaged trainer_state.json or optimizer.safetensors in the checkpoint --resume picks: exit 2,
+ * one line naming the file and the field or tensor, and nothing of the run rewritten (its adapter,
+ * config, metrics and checkpoints are byte for byte as before). */
+TEST(train_bad_input_resume_from_damaged_checkpoint) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char args[2048], path[600], ckpt[400], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --rank 4 --alpha 8 --lr 0.01 --save-every 2 --dtype f32 --device cpu "
+                         "--log-every 0 --eval-every 0";
+    /* a run stopped after step 4 of 6 (its final adapter from a first 4-step run stays beside) */
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 4 %s", FIXTURE_MODEL, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    snprintf(ckpt, sizeof ckpt, "%s/run/checkpoints/step-00000004", dir);
+    const char *kept[] = {"adapter_model.safetensors", "train_config.json", "metrics.jsonl", "loss.svg",
+                          "checkpoints/step-00000002/optimizer.safetensors"};
+    char *before[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/run/%s", dir, kept[i]);
+        before[i] = read_text(path);
+    }
+    char state_path[500], opt_path[500];
+    snprintf(state_path, sizeof state_path, "%s/trainer_state.json", ckpt);
+    snprintf(opt_path, sizeof opt_path, "%s/optimizer.safetensors", ckpt);
+    char *state = read_text(state_path);
+    fl_safetensors sf;
+    CHECK(fl_safetensors_open(&sf, opt_path) == 0);
+    const fl_st_tensor *tm = fl_safetensors_find(&sf, "adam_m"), *tv = fl_safetensors_find(&sf, "adam_v");
+    size_t n = (size_t)tm->shape[0];
+    float *mom = malloc(2 * n * sizeof(float));
+    memcpy(mom, tm->data, n * sizeof(float));
+    memcpy(mom + n, tv->data, n * sizeof(float));
+    fl_safetensors_close(&sf);
+    size_t opt_len = 0;
+    FILE *f = fopen(opt_path, "rb");
+    char *opt_bytes = malloc(1 << 20);
+    opt_len = fread(opt_bytes, 1, 1 << 20, f);
+    fclose(f);
+
+    /* trainer_state.json: replace `from` by `to` in the good text (NULL: the whole text is `to`) */
+    const char *state_cases[][3] = {
+        {NULL, "{\"step\": 4, \"adam_st", "invalid JSON"},            /* truncated */
+        {NULL, "\x7f\x45\x4c\x46 garbage", "invalid JSON"},
+        {NULL, "[4, 4, 8]", "expected a JSON object"},
+        {"\"adam_step\": 4,", "", "field 'adam_step' is missing"},
+        {"\"step\": 4,", "\"step\": \"4\",", "field 'step' must be an integer"},
+        {"\"step\": 4,", "\"step\": -1,", "field 'step' must be an integer"},
+        {"\"step\": 4,", "\"step\": 4.5,", "field 'step' must be an integer"},
+        {"\"adam_step\": 4,", "\"adam_step\": 99999999999,", "field 'adam_step' must be an integer in 0..1073741824"},
+        {"\"row\": ", "\"row\": -7, \"x\": ", "field 'row' must be an integer"},
+        {"\"n_params\": ", "\"n_params\": 1, \"x\": ", "differs from this run's"},
+        {"\"row\": ", "\"row\": 100000, \"x\": ", "data position (row 100000)"},
+    };
+    for (size_t i = 0; i < sizeof state_cases / sizeof state_cases[0]; i++) {
+        char text[2048];
+        if (!state_cases[i][0]) {
+            snprintf(text, sizeof text, "%s", state_cases[i][1]);
+        } else {
+            const char *at = strstr(state, state_cases[i][0]);
+            CHECK_MSG(at != NULL, "trainer_state.json has no '%s'", state_cases[i][0]);
+            if (!at) continue;
+            snprintf(text, sizeof text, "%.*s%s%s", (int)(at - state), state, state_cases[i][1], at + strlen(state_cases[i][0]));
+        }
+        write_bytes(state_path, text, strlen(text));
+        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+                 data, dir, common, dir);
+        CHECK_EQ_INT(run_cli(args, &err), 2);
+        check_one_line(err, state_cases[i][2]);
+        if (!strstr(state_cases[i][2], "differs") && !strstr(state_cases[i][2], "data position"))
+            CHECK_STR_CONTAINS(err, "trainer_state.json");
+        free(err);
+    }
+    write_bytes(state_path, state, strlen(state));
+
+    /* optimizer.safetensors */
+    struct { int kind; const char *needle; } opt_cases[] = {
+        {0, "optimizer.safetensors"},  /* truncated to its first 100 bytes */
+        {1, "tensor 'adam_m' missing or not F32"},   /* one element short */
+        {2, "tensor 'adam_v' has a non-finite value"},
+        {3, "tensor 'adam_v' has a negative value"},
+        {4, "tensor 'adam_m' has a non-finite value"},
+        {5, "optimizer.safetensors"},  /* missing */
+    };
+    for (size_t i = 0; i < sizeof opt_cases / sizeof opt_cases[0]; i++) {
+        switch (opt_cases[i].kind) {
+        case 0: write_bytes(opt_path, opt_bytes, 100); break;
+        case 1: write_bad_moments(opt_path, mom, mom + n, n, n - 1, n, 0, 0); break;
+        case 2: write_bad_moments(opt_path, mom, mom + n, n, n, n / 2, NAN, 1); break;
+        case 3: write_bad_moments(opt_path, mom, mom + n, n, n, 3, -1e-6f, 1); break;
+        case 4: write_bad_moments(opt_path, mom, mom + n, n, n, 0, INFINITY, 0); break;
+        default: unlink(opt_path);
+        }
+        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+                 data, dir, common, dir);
+        CHECK_EQ_INT(run_cli(args, &err), 2);
+        check_one_line(err, opt_cases[i].needle);
+        CHECK_STR_CONTAINS(err, "step-00000004/optimizer.safetensors");
+        free(err);
+    }
+    /* nothing of the run was rewritten by the refused resumes */
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/run/%s", dir, kept[i]);
+        char *now = read_text(path);
+        CHECK_MSG(!strcmp(now, before[i]), "%s changed by a refused resume", kept[i]);
+        free(now);
+        free(before[i]);
+    }
+    /* and with the files repaired the resume works */
+    write_bytes(opt_path, opt_bytes, opt_len);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+             data, dir, common, dir);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    free(opt_bytes);
+    free(mom);
+    free(state);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}

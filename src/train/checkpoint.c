@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,35 +177,72 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
     return status;
 }
 
-static int get_u64(json_t *o, const char *key, const char *path, uint64_t *out) {
+static int get_u64(json_t *o, const char *key, const char *path, uint64_t max, uint64_t *out) {
     json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0) return fl_input_error("%s: field '%s': expected a non-negative integer", path, key);
+    if (!v) return fl_input_error("%s: field '%s' is missing (expected an integer)", path, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+        return fl_input_error("%s: field '%s' must be an integer in 0..%llu", path, key, (unsigned long long)max);
     *out = (uint64_t)json_integer_value(v);
     return 0;
 }
 
-int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
-    memset(st, 0, sizeof *st);
+/* trainer_state.json into *st: every field present, an integer, in range. */
+static int read_state(const char *dir, fl_train_state *st) {
     char *path = fl_path_join(dir, "trainer_state.json");
     json_error_t jerr;
-    json_t *o = json_load_file(path, 0, &jerr);
+    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     int status = 0;
-    if (!o) status = fl_input_error("%s: cannot read the checkpoint state: %s", path, jerr.text);
+    if (!o) status = jerr.line < 1 ? fl_input_error("%s: cannot read: %s", path, jerr.text)
+                                   : fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    else if (!json_is_object(o)) status = fl_input_error("%s: expected a JSON object (the checkpoint's state)", path);
+    const uint64_t steps_max = FL_TRAIN_MAX_STEPS, any = INT64_MAX;
     uint64_t step = 0, adam = 0;
-    if (!status) status = get_u64(o, "step", path, &step);
-    if (!status) status = get_u64(o, "adam_step", path, &adam);
-    if (!status) status = get_u64(o, "micro_step", path, &st->micro_step);
-    if (!status) status = get_u64(o, "epoch", path, &st->epoch);
-    if (!status) status = get_u64(o, "row", path, &st->row);
-    if (!status) status = get_u64(o, "tokens", path, &st->tokens);
-    if (!status) status = get_u64(o, "n_params", path, &st->n_params);
-    if (!status) status = get_u64(o, "seed", path, &st->seed);
+    if (!status) status = get_u64(o, "step", path, steps_max, &step);
+    if (!status) status = get_u64(o, "adam_step", path, steps_max, &adam);
+    if (!status) status = get_u64(o, "micro_step", path, any, &st->micro_step);
+    if (!status) status = get_u64(o, "epoch", path, any, &st->epoch);
+    if (!status) status = get_u64(o, "row", path, any, &st->row);
+    if (!status) status = get_u64(o, "tokens", path, any, &st->tokens);
+    if (!status) status = get_u64(o, "n_params", path, any, &st->n_params);
+    if (!status) status = get_u64(o, "seed", path, any, &st->seed);
     json_decref(o);
     free(path);
-    if (status) return status;
-    if (step > (uint64_t)FL_TRAIN_MAX_STEPS || adam > (uint64_t)FL_TRAIN_MAX_STEPS) return fl_input_error("%s: step counters out of range", dir);
     st->step = (int)step;
     st->adam_step = (int)adam;
+    return status;
+}
+
+/* optimizer.safetensors into the model's AdamW moments: both F32 [n], finite, the second moment >= 0
+ * (a negative or NaN one would turn every update into NaN). */
+static int read_moments(const char *dir, fl_model *m) {
+    char *path = fl_path_join(dir, "optimizer.safetensors");
+    fl_safetensors sf;
+    int status = fl_safetensors_open(&sf, path);
+    for (int i = 0; i < 2 && !status; i++) {
+        const char *name = i ? "adam_v" : "adam_m";
+        const fl_st_tensor *t = fl_safetensors_find(&sf, name);
+        if (!t || t->dtype != FL_F32 || t->ndim != 1 || (size_t)t->shape[0] != m->lora.n) {
+            status = fl_input_error("%s: tensor '%s' missing or not F32 [%zu] (this run's LoRA parameter count)", path,
+                                    name, m->lora.n);
+            break;
+        }
+        float *host = fl_malloc(m->lora.n * sizeof(float) + 1);
+        memcpy(host, t->data, m->lora.n * sizeof(float));
+        for (size_t k = 0; k < m->lora.n && !status; k++)
+            if (!isfinite(host[k]) || (i && host[k] < 0))
+                status = fl_input_error("%s: tensor '%s' has %s value %g at index %zu", path, name,
+                                        isfinite(host[k]) ? "a negative" : "a non-finite", host[k], k);
+        if (!status) m->be->upload(i ? m->adam_v.data : m->adam_m.data, host, m->lora.n * sizeof(float));
+        free(host);
+    }
+    fl_safetensors_close(&sf);
+    free(path);
+    return status;
+}
+
+int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
+    memset(st, 0, sizeof *st);
+    FL_TRY(read_state(dir, st));
     fl_lora_config lc;
     FL_TRY(fl_adapter_load_config(dir, &lc));
     if (lc.rank != m->lora_cfg.rank || lc.alpha != m->lora_cfg.alpha || lc.target_mask != m->lora_cfg.target_mask ||
@@ -214,18 +252,7 @@ int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
                               dir, lc.rank, lc.alpha, (unsigned long long)st->n_params, m->lora_cfg.rank,
                               m->lora_cfg.alpha, m->lora.n);
     FL_TRY(fl_model_load_adapter(m, dir));
-    path = fl_path_join(dir, "optimizer.safetensors");
-    fl_safetensors sf;
-    status = fl_safetensors_open(&sf, path);
-    for (int i = 0; i < 2 && !status; i++) {
-        const fl_st_tensor *t = fl_safetensors_find(&sf, i ? "adam_v" : "adam_m");
-        if (!t || t->dtype != FL_F32 || t->ndim != 1 || (size_t)t->shape[0] != m->lora.n)
-            status = fl_input_error("%s: tensor '%s' missing or not F32 [%zu]", path, i ? "adam_v" : "adam_m", m->lora.n);
-        else m->be->upload(i ? m->adam_v.data : m->adam_m.data, t->data, m->lora.n * sizeof(float));
-    }
-    fl_safetensors_close(&sf);
-    free(path);
-    if (status) return status;
+    FL_TRY(read_moments(dir, m));
     m->adam_step = st->adam_step;
     m->micro_step = st->micro_step;
     fl_model_zero_grads(m);

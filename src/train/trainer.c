@@ -297,14 +297,16 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (!status && st.seed != (uint64_t)opt->seed)
             status = fl_input_error("%s: the checkpoint was made with --seed %llu, this run has %d", dir,
                                     (unsigned long long)st.seed, opt->seed);
-        if (!status) progress_message(&c.prog, "resuming from %s at step %d (epoch %llu, row %llu)\n", dir, st.step,
-                                      (unsigned long long)st.epoch, (unsigned long long)st.row);
-        free(dir);
         if (!status && st.epoch != 0) {
             fl_rows_free(&c.rows);
             fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
         }
-        if (!status && st.row > c.rows.n_rows) status = fl_input_error("--resume: the checkpoint's data position (row %llu) is past this data's %zu rows; same --data and options?", (unsigned long long)st.row, c.rows.n_rows);
+        if (!status && st.row > c.rows.n_rows)
+            status = fl_input_error("%s: the checkpoint's data position (row %llu) is past this data's %zu rows; same "
+                                    "--data and options?", dir, (unsigned long long)st.row, c.rows.n_rows);
+        if (!status) progress_message(&c.prog, "resuming from %s at step %d (epoch %llu, row %llu)\n", dir, st.step,
+                                      (unsigned long long)st.epoch, (unsigned long long)st.row);
+        free(dir);
     }
     if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
     char *config_path = fl_path_join(opt->out, "train_config.json");
