@@ -686,7 +686,7 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     snprintf(model_dir, sizeof model_dir, "%s/stories260K", dir);
     snprintf(data, sizeof data, "%s/shakespeare.jsonl", dir);
     snprintf(out, sizeof out, "%s/run", dir);
-    CHECK(fl_llama2c_convert(ckpt, tokbin, model_dir) == 0);
+    CHECK(fl_llama2c_convert(ckpt, tokbin, model_dir, 0) == 0);
     /* paragraphs of the first ~300 KB as {"text"} lines */
     FILE *in = fopen(text_path, "rb"), *jf = fopen(data, "w");
     char *para = malloc(1 << 16);
