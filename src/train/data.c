@@ -417,6 +417,12 @@ int fl_data_is_tokens_file(const char *path) {
     return yes;
 }
 
+int fl_data_is_tokens_file(const char *path, const char *format) {
+    fl_data_format f = FL_DATA_AUTO;
+    if (fl_data_format_parse(format, &f)) return 0;
+    return f == FL_DATA_TOKENS || (f == FL_DATA_AUTO && has_tokens_magic(path));
+}
+
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
     FL_TRY(fl_file_check_read(path, FL_FILE_DATASET));   /* no FIFO, device or directory; the size limit */
     if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && fl_data_is_tokens_file(path)))
