@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_TESTS 1024
 static struct { const char *name, *file; fl_test_fn fn; } tests[MAX_TESTS];
@@ -44,6 +46,34 @@ const char *fl_test_shared_dir(void) {
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
         if (stat(candidates[i], &st) == 0 && S_ISDIR(st.st_mode)) return candidates[i];
     return NULL;
+}
+
+const char *fl_test_bin(void) {
+    const char *b = getenv("FASTLORA_BIN");
+    return b && access(b, X_OK) == 0 ? b : NULL;
+}
+
+int fl_test_run_cli(char *out, size_t cap, const char *fmt, ...) {
+    char args[4096], log[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(log, sizeof log, "/tmp/fastlora-test-log-%d", (int)getpid());
+    size_t n = strlen(args) + strlen(log) + 512;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "timeout -k 5 30 %s %s > %s 2>&1 < /dev/null", fl_test_bin(), args, log);
+    int rc = system(cmd);
+    free(cmd);
+    out[0] = 0;
+    FILE *f = fopen(log, "rb");
+    if (f) {
+        size_t got = fread(out, 1, cap - 1, f);
+        out[got] = 0;
+        fclose(f);
+    }
+    unlink(log);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
 }
 
 int main(int argc, char **argv) {

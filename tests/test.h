@@ -40,4 +40,11 @@ int fl_test_skipped(void);
 /* Path of ../shared beside the project root, or NULL when absent (tests then SKIP). */
 const char *fl_test_shared_dir(void);
 
+/* The CLI under test ($FASTLORA_BIN when executable), or NULL (tests then SKIP). */
+const char *fl_test_bin(void);
+/* Runs `fastlora ARGS` (a shell command line, stdin /dev/null) under a 30 s `timeout`, so a hang
+ * fails (exit 124) instead of stopping the suite; returns the exit status (128 + signal when killed)
+ * with stdout + stderr in out. */
+int fl_test_run_cli(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -74,33 +74,6 @@ static void copy_file(const char *from, const char *to) {
     write_bytes(to, buf, n);
 }
 
-static const char *bin(void) {
-    const char *b = getenv("FASTLORA_BIN");
-    return b && access(b, X_OK) == 0 ? b : NULL;
-}
-
-/* Runs `fastlora ARGS` with a 30 s limit; the exit status, and stdout+stderr in out. */
-static int run_cli(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run_cli(char *out, size_t cap, const char *fmt, ...) {
-    char args[2048], cmd[3072], log[64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(log, sizeof log, "/tmp/fastlora-io-log-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "timeout -k 5 30 %s %s > %s 2>&1 < /dev/null", bin(), args, log);
-    int rc = system(cmd);
-    out[0] = 0;
-    FILE *f = fopen(log, "rb");
-    if (f) {
-        size_t n = fread(out, 1, cap - 1, f);
-        out[n] = 0;
-        fclose(f);
-    }
-    unlink(log);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-}
-
 /* Exit status 2, not a timeout, and exactly one line that contains `needle` and `needle2`. */
 static void expect_one_line(const char *what, int rc, const char *out, const char *needle, const char *needle2) {
     CHECK_MSG(rc == 2, "%s: exit %d (124: timed out), expected 2; output: %s", what, rc, out);
@@ -403,17 +376,17 @@ static double plan_tokens(const char *out) {
 }
 
 TEST(plan_cli_bad_input_data) {
-    if (!bin()) SKIP("FASTLORA_BIN not set");
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char dir[64];
     if (!make_tmp(dir, sizeof dir)) SKIP("mkdtemp failed");
     char model[600], out[16384];
     snprintf(model, sizeof model, "%s/model", dir);
     plan_model(model);
     /* a folder, an empty file: errors (a folder used to count 0 tokens and succeed) */
-    int rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", dir);
+    int rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", dir);
     expect_one_line("plan --data DIR", rc, out, "cannot read", "Is a directory");
     write_text(path_in(dir, "empty.jsonl"), "");
-    rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", path_in(dir, "empty.jsonl"));
+    rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", path_in(dir, "empty.jsonl"));
     expect_one_line("plan --data empty", rc, out, "empty.jsonl: empty file", NULL);
     /* a tokens file: its token count, not its bytes / 4 */
     fl_dataset ds = {0};
@@ -422,44 +395,44 @@ TEST(plan_cli_bad_input_data) {
     fl_dataset_add(&ds, ids, NULL, 3);
     CHECK_EQ_INT(fl_tokens_file_write(path_in(dir, "d.tok"), &ds), 0);
     fl_dataset_free(&ds);
-    rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --json --data %s", path_in(dir, "d.tok"));
+    rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m --json --data %s", path_in(dir, "d.tok"));
     CHECK_EQ_INT(rc, 0);
     CHECK_CLOSE(plan_tokens(out), 10, 0, 0);
     /* JSONL counted as train reads it, with the model's tokenizer: "hello" is h,e->"he",l,l,o =
      * 4 tokens + EOS; "the" = "the" is not a merge without the leading space: t,he = 2 + EOS */
     write_text(path_in(dir, "d.jsonl"), "{\"text\": \"hello\"}\n{\"text\": \"the\"}\n");
-    rc = run_cli(out, sizeof out, "plan --model %s --json --data %s", model, path_in(dir, "d.jsonl"));
+    rc = fl_test_run_cli(out, sizeof out, "plan --model %s --json --data %s", model, path_in(dir, "d.jsonl"));
     CHECK_EQ_INT(rc, 0);
     CHECK_CLOSE(plan_tokens(out), 8, 0, 0);
     /* every record bad: nothing to train on */
     write_text(path_in(dir, "bad.jsonl"), "{\"txt\": 1}\nnot json\n");
-    rc = run_cli(out, sizeof out, "plan --model %s --data %s", model, path_in(dir, "bad.jsonl"));
+    rc = fl_test_run_cli(out, sizeof out, "plan --model %s --data %s", model, path_in(dir, "bad.jsonl"));
     CHECK_EQ_INT(rc, 2);
     CHECK_STR_CONTAINS(out, "bad.jsonl: no usable documents (2 records, 2 bad)");
     /* a corrupt tokens file is an error, not an estimate */
     write_bytes(path_in(dir, "bad.tok"), FL_TOKENS_MAGIC "\0\x05\0\0\0\0\0\0\0", 16);
-    rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", path_in(dir, "bad.tok"));
+    rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", path_in(dir, "bad.tok"));
     expect_one_line("plan --data truncated tokens", rc, out, "bad.tok: truncated header", NULL);
     /* --board reads the board with the board's checks (a bad figure used to be read as 0) */
-    rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --board tests/fixtures/board/bad-reference.csv");
+    rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m --board tests/fixtures/board/bad-reference.csv");
     expect_one_line("plan --board", rc, out, "bad-reference.csv:2: train_tok_s: expected a number > 0, got 'lots'", NULL);
     rm_tree(dir);
 }
 
 TEST(plan_gpus_cli_bad_input_numbers) {
-    if (!bin()) SKIP("FASTLORA_BIN not set");
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char out[16384];
     /* no 300-digit durations: counts and epochs have a ceiling, NaN and infinity are refused */
     const char *bad[] = {"--tokens 1e300", "--tokens nan", "--epochs 1e9", "--epochs nan", "--alpha inf",
                          "--dropout nan", "--tokens 0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = run_cli(out, sizeof out, "plan --preset smollm2-135m %s", bad[i]);
-        expect_one_line(bad[i], rc, out, "fastlora: plan: ", NULL);
+        int rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m %s", bad[i]);
+        expect_one_line(bad[i], rc, out, "plan: --", NULL);
     }
     const char *gpus_bad[] = {"--min-vram nan", "--min-vram inf", "--min-vram -1"};
     for (size_t i = 0; i < sizeof gpus_bad / sizeof gpus_bad[0]; i++) {
-        int rc = run_cli(out, sizeof out, "gpus %s", gpus_bad[i]);
-        expect_one_line(gpus_bad[i], rc, out, "fastlora: gpus: --min-vram: expected a number of GB >= 0", NULL);
+        int rc = fl_test_run_cli(out, sizeof out, "gpus %s", gpus_bad[i]);
+        expect_one_line(gpus_bad[i], rc, out, "fastlora gpus: --min-vram: expected a number >= 0 and <= 1000000000", NULL);
     }
     char b[96];
     fl_plan_format_duration(1e300, 1, b, sizeof b);
@@ -491,7 +464,7 @@ static void expand(char *out, size_t cap, const char *tmpl, const char *x, const
 }
 
 TEST(cli_bad_input_special_files_every_command) {
-    if (!bin()) SKIP("FASTLORA_BIN not set");
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char dir[64];
     if (!make_tmp(dir, sizeof dir)) SKIP("mkdtemp failed");
     char fifo[600], model[600], out[16384];
@@ -521,7 +494,7 @@ TEST(cli_bad_input_special_files_every_command) {
         for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
             char args[2048];
             expand(args, sizeof args, lines[i], files[f], model, dir);
-            int rc = run_cli(out, sizeof out, "%s", args);
+            int rc = fl_test_run_cli(out, sizeof out, "%s", args);
             expect_one_line(args, rc, out, "cannot read", f == 2 ? "Is a directory" : "not a regular file");
         }
     /* the files inside a model or adapter folder: config.json, model.safetensors, tokenizer.json,
@@ -541,7 +514,7 @@ TEST(cli_bad_input_special_files_every_command) {
         CHECK_EQ_INT(mkfifo(p, 0600), 0);
         char args[2048];
         expand(args, sizeof args, inside[i].args, NULL, model, dir);
-        int rc = run_cli(out, sizeof out, "%s", args);
+        int rc = fl_test_run_cli(out, sizeof out, "%s", args);
         expect_one_line(inside[i].file, rc, out, inside[i].expect, NULL);
         unlink(p);
         CHECK_EQ_INT(rename(saved, p), 0);
@@ -552,13 +525,13 @@ TEST(cli_bad_input_special_files_every_command) {
     mkdir(adir, 0755);
     copy_file("tests/fixtures/hf/llama_gqa/adapter/adapter_model.safetensors", path_in(adir, "adapter_model.safetensors"));
     CHECK_EQ_INT(mkfifo(path_in(adir, "adapter_config.json"), 0600), 0);
-    int rc = run_cli(out, sizeof out, "generate --model %s --adapter %s --prompt hi --max-tokens 1 --device cpu", model, adir);
+    int rc = fl_test_run_cli(out, sizeof out, "generate --model %s --adapter %s --prompt hi --max-tokens 1 --device cpu", model, adir);
     expect_one_line("generate --adapter (FIFO adapter_config.json)", rc, out, "adapter_config.json: a FIFO", NULL);
     rm_tree(dir);
 }
 
 TEST(cli_bad_input_oversize_files) {
-    if (!bin()) SKIP("FASTLORA_BIN not set");
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char dir[64];
     if (!make_tmp(dir, sizeof dir)) SKIP("mkdtemp failed");
     char model[600], out[16384];
@@ -570,27 +543,27 @@ TEST(cli_bad_input_oversize_files) {
     const char *table_lines[] = {"gpus --catalog", "plan --preset smollm2-135m --catalog",
                                  "plan --preset smollm2-135m --records", "plan --preset smollm2-135m --board", "board"};
     for (size_t i = 0; i < sizeof table_lines / sizeof table_lines[0]; i++) {
-        int rc = run_cli(out, sizeof out, "%s %s", table_lines[i], table);
+        int rc = fl_test_run_cli(out, sizeof out, "%s %s", table_lines[i], table);
         expect_one_line(table_lines[i], rc, out, "big.csv: 16.0 MiB is over the 16.0 MiB limit", NULL);
     }
     char text_path[600];
     snprintf(text_path, sizeof text_path, "%s", path_in(dir, "big.txt"));
     write_sparse(text_path, fl_file_limit(FL_FILE_TEXT) + 1);
-    int rc = run_cli(out, sizeof out, "tokenize --model %s --file %s", model, text_path);
+    int rc = fl_test_run_cli(out, sizeof out, "tokenize --model %s --file %s", model, text_path);
     expect_one_line("tokenize --file (oversize)", rc, out, "big.txt: 1.0 GiB is over the 1.0 GiB limit", NULL);
     char data[600];
     snprintf(data, sizeof data, "%s", path_in(dir, "big.jsonl"));
     write_sparse(data, fl_file_limit(FL_FILE_DATASET) + 1);
-    rc = run_cli(out, sizeof out, "train --model %s --data %s --out %s/run --device cpu --max-steps 1", model, data, dir);
+    rc = fl_test_run_cli(out, sizeof out, "train --model %s --data %s --out %s/run --device cpu --max-steps 1", model, data, dir);
     expect_one_line("train --data (oversize)", rc, out, "big.jsonl: 64.0 GiB is over the 64.0 GiB limit", NULL);
-    rc = run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", data);
+    rc = fl_test_run_cli(out, sizeof out, "plan --preset smollm2-135m --data %s", data);
     expect_one_line("plan --data (oversize)", rc, out, "big.jsonl: 64.0 GiB is over the 64.0 GiB limit", NULL);
     unlink(data);
     write_sparse(path_in(model, "config.json"), fl_file_limit(FL_FILE_CONFIG) + 1);
-    rc = run_cli(out, sizeof out, "bench --model %s --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", model);
+    rc = fl_test_run_cli(out, sizeof out, "bench --model %s --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", model);
     expect_one_line("bench --model (oversize config.json)", rc, out, "config.json: 16.0 MiB is over the 16.0 MiB limit", NULL);
     write_sparse(path_in(model, "tokenizer.json"), fl_file_limit(FL_FILE_TOKENIZER) + 1);
-    rc = run_cli(out, sizeof out, "tokenize --model %s --text hi", model);
+    rc = fl_test_run_cli(out, sizeof out, "tokenize --model %s --text hi", model);
     CHECK_EQ_INT(rc, 2);
     CHECK_STR_CONTAINS(out, "tokenizer.json: 256.0 MiB is over the 256.0 MiB limit for a tokenizer file");
     rm_tree(dir);

@@ -7,14 +7,18 @@
  * check of both the reader and the quantizer against the real pipeline. Then every field of the
  * format is corrupted in turn: each must give one error line naming the tensor.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "io/file_util.h"
 #include "io/safetensors.h"
+#include "model/config.h"
 #include "quant/nf4_load.h"
+#include "quant/nf4_merge.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"
@@ -189,4 +193,54 @@ TEST(nf4_bad_input_quant_config) {
     unlink(path);
     free(path);
     rmdir(dir);
+}
+
+static void on_alarm_nf4(int sig) {
+    (void)sig;
+    static const char msg[] = "FAIL: an NF4 JSON read blocked on a FIFO (test_nf4_load.c)\n";
+    if (write(1, msg, sizeof msg - 1) < 0) {}
+    _exit(1);
+}
+
+/* The JSON files of an NF4 folder (config.json, model.safetensors.index.json) go through the one
+ * input reader: a FIFO is refused at once with "cannot read PATH: a FIFO, not a regular file"
+ * (json_load_file used to block on it, waiting for a writer). */
+TEST(nf4_bad_input_json_files_are_fifos) {
+    char dir[] = "/tmp/fastlora-nf4fifo-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *config = fl_path_join(dir, "config.json"), *index = fl_path_join(dir, "model.safetensors.index.json");
+    char *weights = fl_path_join(dir, "model.safetensors"), *out = fl_path_join(dir, "out");
+    CHECK_EQ_INT(mkfifo(config, 0600), 0);
+    CHECK_EQ_INT(mkfifo(index, 0600), 0);
+    signal(SIGALRM, on_alarm_nf4);
+    alarm(20);
+    fl_quant_config qc;
+    CHECK_EQ_INT(fl_quant_config_load(&qc, config), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "config.json: a FIFO, not a regular file");
+    /* sharded (no model.safetensors): the index is read first */
+    fl_model_config cfg;
+    CHECK_EQ_INT(fl_config_load(&cfg, "tests/fixtures/hf/llama_gqa/model/config.json"), 0);
+    fl_nf4_layer layer;
+    CHECK_EQ_INT(fl_nf4_load_layer(&layer, dir, &cfg, 0, FL_NF4_STORED), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "model.safetensors.index.json: a FIFO, not a regular file");
+    CHECK_EQ_INT(fl_nf4_dequantize_folder(dir, out), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "model.safetensors.index.json: a FIFO, not a regular file");
+    /* one file: config.json is read when the dequantized folder's config is written */
+    FILE *src = fopen("tests/fixtures/hf/llama_gqa/model/model.safetensors", "rb"), *dst = fopen(weights, "wb");
+    CHECK(src && dst);
+    char buf[65536];
+    for (size_t n; src && dst && (n = fread(buf, 1, sizeof buf, src)) > 0;) fwrite(buf, 1, n, dst);
+    if (src) fclose(src);
+    if (dst) fclose(dst);
+    CHECK_EQ_INT(fl_nf4_dequantize_folder(dir, out), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "config.json: a FIFO, not a regular file");
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    free(config);
+    free(index);
+    free(weights);
+    free(out);
 }

@@ -466,6 +466,20 @@ TEST(train_bad_input_config_files) {
         {"{\"no_packing\": 1}", "no_packing: expected true or false"},
         {"[1]", "expected a JSON object"},
         {"{\"lr\": 1", "invalid JSON"},
+        /* each number against its option's range (train/options.c), as on the command line */
+        {"{\"lr\": -1}", "lr: expected a number >= 0 and < 10, got -1"},
+        {"{\"seq\": 10000000000}", "seq: expected an integer in 2..1048576, got 10000000000"},
+        {"{\"batch\": 0}", "batch: expected an integer in 1..65536, got 0"},
+        {"{\"dropout\": 1}", "dropout: expected a number >= 0 and < 1, got 1"},
+        {"{\"clip\": -1}", "clip: expected a finite number >= 0, got -1"},
+        {"{\"epochs\": 0}", "epochs: expected a number > 0 and < 1000000, got 0"},
+        {"{\"keep\": 0}", "keep: expected an integer >= 1, got 0"},
+        {"{\"rank\": 99999}", "rank: expected an integer in 1..4096, got 99999"},
+        {"{\"warmup_ratio\": 2}", "warmup_ratio: expected a number >= 0 and <= 1, got 2"},
+        {"{\"seed\": -1}", "seed: expected an integer in 0..18446744073709551615"},
+        {"{\"seed\": \"12a\"}", "seed: expected an integer in 0..18446744073709551615"},
+        {"{\"seed\": 1.5}", "seed: expected an integer in 0..18446744073709551615"},
+        {"{\"lr\": 1e400}", "invalid JSON"},   /* jansson refuses what a double cannot hold */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         FILE *f = fopen(path, "w");
@@ -474,6 +488,7 @@ TEST(train_bad_input_config_files) {
         fl_train_options o;
         fl_train_options_default(&o);
         CHECK_EQ_INT(fl_train_options_load_json(&o, path), FL_ERR_INPUT);
+        CHECK_STR_CONTAINS(fl_last_error(), path);
         CHECK_STR_CONTAINS(fl_last_error(), cases[i][1]);
         fl_train_options_free(&o);
     }
@@ -651,6 +666,80 @@ TEST(train_out_holding_a_run_needs_resume_or_overwrite) {
 
 /* Step folders are zero-padded to 8 digits but steps reach 10: step-100000000 is later than
  * step-99999999 (a string sort said otherwise), for --resume and for rotation. */
+/* --resume rules (docs/TRAINING.md): a checkpoint continues in its own folder, or starts a new run in
+ * an --out that holds none; it never writes into another run. Resuming an older step in place moves
+ * the later checkpoints (the branch it replaces) aside to .abandoned-step-*, so they cannot outrank
+ * the resumed run's checkpoints in rotation or in a later --resume. */
+TEST(train_resume_rules_other_run_and_older_step) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char a[256], b[256], c[256], step4[300], path[600], path2[600];
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(c, sizeof c, "%s/c", dir);
+    snprintf(step4, sizeof step4, "%s/checkpoints/step-00000004", a);
+    FILE *log = fopen("/dev/null", "w");
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, a, log);
+    CHECK_EQ_INT(run(&o, &r), 0); /* checkpoints at 4 and 8 */
+    run_options(&o, data, b, log);
+    o.lr = 0.02;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    char b_adapter[300];   /* a copy to compare with (safetensors hold NUL bytes: not text) */
+    snprintf(b_adapter, sizeof b_adapter, "%s/b-adapter-before", dir);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", b);
+    CHECK(link(path, b_adapter) == 0);   /* an atomic rewrite replaces the name, the link keeps the old bytes */
+    snprintf(path, sizeof path, "%s/metrics.jsonl", b);
+    char *b_metrics = read_text(path);
+    /* a's checkpoint into b, which holds another run: refused, b untouched */
+    run_options(&o, data, b, log);
+    o.resume = step4;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "holds another run");
+    CHECK_STR_CONTAINS(fl_last_error(), "/a");
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", b);
+    struct stat st_now, st_before;
+    CHECK(stat(path, &st_now) == 0 && stat(b_adapter, &st_before) == 0 && st_now.st_ino == st_before.st_ino);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", b);
+    char *now = read_text(path);
+    CHECK(!strcmp(now, b_metrics));
+    free(now);
+    /* into an empty folder: a new run from that checkpoint, the same adapter as a's (resume is exact) */
+    run_options(&o, data, c, log);
+    o.resume = step4;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", a);
+    snprintf(path2, sizeof path2, "%s/adapter_model.safetensors", c);
+    CHECK(files_equal(path, path2));
+    /* in place from the older step 4 (a has 8): step-8 moves aside, the resumed run's 6 is the latest */
+    run_options(&o, data, a, log);
+    o.resume = step4;
+    o.max_steps = 6;
+    o.save_every = 2;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    snprintf(path, sizeof path, "%s/checkpoints/.abandoned-step-00000008/trainer_state.json", a);
+    CHECK_MSG(fl_file_exists(path), "the later checkpoint was not moved aside (nothing deleted)");
+    snprintf(path, sizeof path, "%s/checkpoints/step-00000008", a);
+    CHECK(!fl_file_exists(path));
+    char *latest = NULL;
+    CHECK_EQ_INT(fl_checkpoint_find(a, &latest), 0);
+    CHECK_MSG(latest && strstr(latest, "step-00000006"), "--resume %s would continue %s", a, latest ? latest : "?");
+    free(latest);
+    /* --overwrite takes the abandoned branch with the rest of the run */
+    run_options(&o, data, a, log);
+    o.overwrite = 1;
+    o.max_steps = 1;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    snprintf(path, sizeof path, "%s/checkpoints/.abandoned-step-00000008", a);
+    CHECK(!fl_file_exists(path));
+    free(b_metrics);
+    fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
 TEST(train_checkpoint_order_is_by_step_past_8_digits) {
     char *dir = temp_dir();
     char path[600];

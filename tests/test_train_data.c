@@ -2,6 +2,7 @@
  * with file:line, skipped or fatal), the binary tokens format, splitting/truncation, packing
  * layout and the seeded shuffle. The tokenizer is a tiny byte-level BPE with a ChatML template
  * (tests/fixtures/train/tok; eos = <|im_end|> = 2). */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -354,5 +355,65 @@ TEST(train_data_json_array_and_field_map) {
     CHECK_EQ_INT(fl_dataset_load(&ds2, path, tok, &o), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "invalid JSON");
     fl_dataset_free(&ds2);
+    fl_tokenizer_free(tok);
+}
+
+/* Line ends, byte-order marks, blank and whitespace-only lines, a last line without a newline:
+ * the documents are the rows Hugging Face datasets reads from the same bytes
+ * (tests/fixtures/train/jsonl_edges.json, tools/make_jsonl_edge_fixture.py). Where datasets refuses
+ * the whole file, we refuse it too or report the bad line and keep the good ones (our rule for bad
+ * lines, docs/TRAINING.md); never accept it silently. A BOM used to make line 1 (JSONL) or the
+ * whole file (a JSON array) unusable. */
+TEST(train_data_bad_input_line_ends_and_bom_like_datasets) {
+    fl_tokenizer *tok = load_tok();
+    if (!tok) { CHECK(0); return; }
+    json_error_t jerr;
+    json_t *root = json_load_file("tests/fixtures/train/jsonl_edges.json", 0, &jerr);
+    CHECK_MSG(root != NULL, "jsonl_edges.json: %s", jerr.text);
+    json_t *cases = json_object_get(root, "cases"), *c;
+    size_t i;
+    CHECK(json_array_size(cases) >= 16);
+    json_array_foreach(cases, i, c) {
+        const char *name = json_string_value(json_object_get(c, "name")), *hex = json_string_value(json_object_get(c, "hex"));
+        json_t *rows = json_object_get(c, "rows");
+        size_t len = strlen(hex) / 2;
+        char *bytes = malloc(len + 1);
+        for (size_t k = 0; k < len; k++) sscanf(hex + 2 * k, "%2hhx", (unsigned char *)&bytes[k]);
+        char *path = write_temp(bytes, len);
+        free(bytes);
+        fl_dataset ds = {0};
+        fl_data_options o = opts();
+        char log[4096] = "";
+        o.log = fmemopen(log, sizeof log, "w");
+        int rc = fl_dataset_load(&ds, path, tok, &o);
+        fclose(o.log);
+        if (json_is_array(rows)) {
+            CHECK_MSG(rc == 0 && ds.n_bad == 0 && ds.n_docs == json_array_size(rows), "%s: rc %d, %zu documents, %zu bad "
+                      "(datasets: %zu rows): %s %s", name, rc, ds.n_docs, ds.n_bad, json_array_size(rows),
+                      rc ? fl_last_error() : "", log);
+            for (size_t d = 0; d < ds.n_docs && d < json_array_size(rows); d++) {
+                char *text = NULL;
+                size_t tlen;
+                CHECK(fl_tokenizer_decode(tok, ds.docs[d].ids, (size_t)ds.docs[d].n, 1, &text, &tlen) == 0);
+                CHECK_MSG(text && !strcmp(text, json_string_value(json_array_get(rows, d))), "%s: document %zu is '%s'",
+                          name, d, text ? text : "");
+                free(text);
+            }
+        } else {
+            CHECK_MSG(rc != 0 || ds.n_bad > 0, "%s: datasets refuses it, we read %zu documents and no bad line", name,
+                      ds.n_docs);
+        }
+        fl_dataset_free(&ds);
+        unlink(path);
+    }
+    json_decref(root);
+    /* UTF-16 is named as such */
+    const char utf16[] = "\xFF\xFE{\0\"\0";
+    char *path = write_temp(utf16, sizeof utf16 - 1);
+    fl_dataset ds = {0};
+    fl_data_options o = opts();
+    CHECK_EQ_INT(fl_dataset_load(&ds, path, tok, &o), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "UTF-16 or UTF-32 text (byte-order mark FF FE); save it as UTF-8");
+    unlink(path);
     fl_tokenizer_free(tok);
 }

@@ -142,9 +142,9 @@ static void fastlora_version(char *out, size_t cap) {
 
 /* "12G", "800M", "1.5G", or a plain number of MiB -> bytes; 0 on a bad value. */
 static double parse_mem(const char *s) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v > 0)) return 0;
+    const char *end;
+    double v;
+    if (fl_parse_double(s, &v, &end) || !(v > 0) || v > 1e9) return 0;
     double unit = 1048576.0;
     if (*end == 'G' || *end == 'g') unit = 1073741824.0, end++;
     else if (*end == 'M' || *end == 'm') unit = 1048576.0, end++;
@@ -194,33 +194,38 @@ static void on_sigint(int sig) {
 
 typedef struct {
     const char *model_dir, *preset, *targets, *json_path, *device, *dtype, *mem_limit, *weights, *reference_path;
-    int batch, seq, rank, steps, warmup, threads, seed, rslora, no_sgemm;
+    int batch, seq, rank, steps, warmup, threads, rslora, no_sgemm;
+    uint64_t seed;
     float alpha, dropout;
     char sweep_spec[512];
     int sweep_batch[32], n_sweep_batch, sweep_seq[32], n_sweep_seq;
 } bench_options;
 
-/* Parses "1,2,4" into values (each >= min); returns the count, -1 on a bad list. */
-static int parse_int_list(const char *s, int *values, int cap, int min) {
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < min || v > 1 << 24 || n == cap || (*end && *end != ',')) return -1;
+/* Parses "1,2,4" into values (each in min..max); returns the count, -1 on a bad list. */
+static int parse_int_list(const char *s, int *values, int cap, int min, int max) {
+    for (int n = 0;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char item[32];
+        int64_t v;
+        if (len == 0 || len >= sizeof item || n == cap) return -1;
+        memcpy(item, s, len);
+        item[len] = 0;
+        if (fl_parse_int64(item, min, max, &v)) return -1;
         values[n++] = (int)v;
-        s = *end ? end + 1 : end;
+        if (!comma) return n;
+        s = comma + 1;
     }
-    return n ? n : -1;
 }
 
 /* "batch=1,2,4 seq=256,512" (words may also come separately) into the option's lists. */
 static int parse_sweep_word(bench_options *o, const char *word) {
     if (!strncmp(word, "batch=", 6)) {
-        o->n_sweep_batch = parse_int_list(word + 6, o->sweep_batch, 32, 1);
+        o->n_sweep_batch = parse_int_list(word + 6, o->sweep_batch, 32, 1, FL_MAX_BATCH);
         return o->n_sweep_batch < 0;
     }
     if (!strncmp(word, "seq=", 4)) {
-        o->n_sweep_seq = parse_int_list(word + 4, o->sweep_seq, 32, 2);
+        o->n_sweep_seq = parse_int_list(word + 4, o->sweep_seq, 32, 2, FL_MAX_SEQ);
         return o->n_sweep_seq < 0;
     }
     return 1;
@@ -271,7 +276,7 @@ static void run_point(bench_context *c, bench_point *p) {
     size_t N = (size_t)B * T;
     /* the fixed batch: T+1 ids per row from one seeded stream; every position is trained */
     int32_t *ids = fl_malloc(sizeof(int32_t) * N), *targets = fl_malloc(sizeof(int32_t) * N);
-    uint64_t stream = fl_rng_stream((uint64_t)o->seed, 0xba7c, 0, 0);
+    uint64_t stream = fl_rng_stream(o->seed, 0xba7c, 0, 0);
     for (int b = 0; b < B; b++)
         for (int t = 0; t <= T; t++) {
             int32_t id = (int32_t)(fl_hash64(stream ^ ((uint64_t)b * (T + 1) + t)) % (uint64_t)V);
@@ -402,7 +407,9 @@ static json_t *point_record(const bench_context *c, const bench_point *p) {
     for (int k = 0; k < FL_N_PROJ; k++)
         if (m->lora_cfg.target_mask & (1u << k)) json_array_append_new(targets, json_string(fl_proj_names[k]));
     json_object_set_new(j, "targets", targets);
-    json_object_set_new(j, "seed", json_integer(o->seed));
+    /* a JSON integer is signed 64-bit: a larger seed is written as its decimal string */
+    json_object_set_new(j, "seed", o->seed <= INT64_MAX ? json_integer((json_int_t)o->seed)
+                                                         : json_sprintf("%llu", (unsigned long long)o->seed));
     json_object_set_new(j, "flops_per_step", json_real(p->flops));
     json_object_set_new(j, "achieved_tflops", json_real(achieved));
     json_object_set_new(j, "mfu_peak_tflops", c->peak_tflops > 0 ? json_real(c->peak_tflops) : json_null());
@@ -433,27 +440,27 @@ int cmd_bench(int argc, char **argv) {
                        .rank = 16, .steps = 5, .warmup = 2, .threads = 0, .seed = 1234, .alpha = 32.0f};
     const char *sweep_words = NULL; /* help only: the words after --sweep are taken out before parsing */
     const fl_option options[] = {
-        {"model", FL_OPT_STRING, &o.model_dir, "Hugging Face model folder (config.json + safetensors)"},
-        {"preset", FL_OPT_STRING, &o.preset, "built-in config with seeded random weights (default smollm2-135m)"},
-        {"weights", FL_OPT_STRING, &o.weights, "name of the weights for the board (default: from preset/folder)"},
-        {"batch", FL_OPT_INT, &o.batch, "batch size B (default 4)"},
-        {"seq", FL_OPT_INT, &o.seq, "sequence length T (default 2048 on a GPU, 256 on the CPU)"},
-        {"rank", FL_OPT_INT, &o.rank, "LoRA rank R (default 16)"},
-        {"alpha", FL_OPT_FLOAT, &o.alpha, "LoRA alpha (default 32)"},
-        {"rslora", FL_OPT_FLAG, &o.rslora, "scale by alpha/sqrt(R) instead of alpha/R"},
-        {"dropout", FL_OPT_FLOAT, &o.dropout, "LoRA dropout (default 0)"},
-        {"targets", FL_OPT_STRING, &o.targets, "adapted projections (default q,k,v,o,gate,up,down)"},
-        {"steps", FL_OPT_INT, &o.steps, "timed steps (default 5)"},
-        {"warmup", FL_OPT_INT, &o.warmup, "untimed warm-up steps (default 2)"},
-        {"threads", FL_OPT_INT, &o.threads, "CPU threads (default: all cores)"},
-        {"seed", FL_OPT_INT, &o.seed, "seed for weights, LoRA init and token ids (default 1234)"},
-        {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)"},
-        {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default bf16)"},
-        {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest"},
-        {"mem-limit", FL_OPT_STRING, &o.mem_limit, "memory a setting may use, e.g. 8G (default: available RAM / device memory)"},
-        {"no-sgemm", FL_OPT_FLAG, &o.no_sgemm, "CPU: skip measuring the sgemm rate (no MFU)"},
-        {"reference-file", FL_OPT_STRING, &o.reference_path, "published board CSV (default data/reference-board.csv)"},
-        {"json", FL_OPT_STRING, &o.json_path, "append each result as one JSON line to this file"},
+        {"model", FL_OPT_STRING, &o.model_dir, "Hugging Face model folder (config.json + safetensors)", FL_NO_RANGE},
+        {"preset", FL_OPT_STRING, &o.preset, "built-in config with seeded random weights (default smollm2-135m)", FL_NO_RANGE},
+        {"weights", FL_OPT_STRING, &o.weights, "name of the weights for the board (default: from preset/folder)", FL_NO_RANGE},
+        {"batch", FL_OPT_INT, &o.batch, "batch size B (default 4)", FL_RANGE(1, FL_MAX_BATCH)},
+        {"seq", FL_OPT_INT, &o.seq, "sequence length T (default 2048 on a GPU, 256 on the CPU)", FL_RANGE(2, FL_MAX_SEQ)},
+        {"rank", FL_OPT_INT, &o.rank, "LoRA rank R (default 16)", FL_RANGE(1, FL_MAX_RANK)},
+        {"alpha", FL_OPT_FLOAT, &o.alpha, "LoRA alpha (default 32)", FL_ABOVE(0)},
+        {"rslora", FL_OPT_FLAG, &o.rslora, "scale by alpha/sqrt(R) instead of alpha/R", FL_NO_RANGE},
+        {"dropout", FL_OPT_FLOAT, &o.dropout, "LoRA dropout (default 0)", FL_MIN | FL_MAX_OPEN, 0, 1},
+        {"targets", FL_OPT_STRING, &o.targets, "adapted projections (default q,k,v,o,gate,up,down)", FL_NO_RANGE},
+        {"steps", FL_OPT_INT, &o.steps, "timed steps (default 5)", FL_RANGE(1, 1000000)},
+        {"warmup", FL_OPT_INT, &o.warmup, "untimed warm-up steps (default 2)", FL_RANGE(0, 1000000)},
+        {"threads", FL_OPT_INT, &o.threads, "CPU threads (default 0: all cores)", FL_RANGE(0, 4096)},
+        {"seed", FL_OPT_U64, &o.seed, "seed for weights, LoRA init and token ids (default 1234)", FL_NO_RANGE},
+        {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)", FL_NO_RANGE},
+        {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default bf16)", FL_NO_RANGE},
+        {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest", FL_NO_RANGE},
+        {"mem-limit", FL_OPT_STRING, &o.mem_limit, "memory a setting may use, e.g. 8G (default: available RAM / device memory)", FL_NO_RANGE},
+        {"no-sgemm", FL_OPT_FLAG, &o.no_sgemm, "CPU: skip measuring the sgemm rate (no MFU)", FL_NO_RANGE},
+        {"reference-file", FL_OPT_STRING, &o.reference_path, "published board CSV (default data/reference-board.csv)", FL_NO_RANGE},
+        {"json", FL_OPT_STRING, &o.json_path, "append each result as one JSON line to this file", FL_NO_RANGE},
     };
     const int n_options = (int)(sizeof options / sizeof options[0]);
     /* `--sweep batch=1,2 seq=256,512`: the words after --sweep that look like key=list belong to it */
@@ -480,27 +487,21 @@ int cmd_bench(int argc, char **argv) {
         }
         if (!words) bad_sweep = 1;
     }
-    int rc = fl_args_parse(n_args, args, options, n_options,
+    int rc = fl_args_parse("bench", n_args, args, options, n_options,
                            "usage: fastlora bench [--model DIR | --preset NAME] [--batch B --seq T --rank R ...]\n"
                            "       fastlora bench --preset NAME --sweep batch=1,2,4,8 seq=256,512 [--json FILE]");
     free(args);
     if (rc) return rc < 0 ? 0 : rc;
     if (bad_sweep) {
-        fprintf(stderr, "fastlora: bench: --sweep expects words like batch=1,2,4,8 and seq=256,512 (batch >= 1, "
-                        "seq >= 2, at most 32 values each)\n");
+        fprintf(stderr, "fastlora: bench: --sweep expects words like batch=1,2,4,8 and seq=256,512 (batch 1..%d, "
+                        "seq 2..%d, at most 32 values each)\n", FL_MAX_BATCH, FL_MAX_SEQ);
         return 2;
     }
     if (o.model_dir && o.preset) { fprintf(stderr, "fastlora: bench: give --model or --preset, not both\n"); return 2; }
     if (!o.model_dir && !o.preset) o.preset = "smollm2-135m";
-    if (o.batch < 1 || (o.seq < 2 && o.seq != 0) || o.rank < 1 || o.steps < 1 || o.warmup < 0 || o.threads < 0 || !(o.alpha > 0) ||
-        o.dropout < 0 || o.dropout >= 1) {
-        fprintf(stderr, "fastlora: bench: need --batch >= 1, --seq >= 2, --rank >= 1, --steps >= 1, --warmup >= 0, "
-                        "--alpha > 0, 0 <= --dropout < 1\n");
-        return 2;
-    }
     double mem_limit = 0;
     if (o.mem_limit && !(mem_limit = parse_mem(o.mem_limit))) {
-        fprintf(stderr, "fastlora: bench: --mem-limit expects a size like 8G, 512M or a number of MiB, got '%s'\n",
+        fprintf(stderr, "fastlora: bench: --mem-limit expects a size > 0 like 8G, 512M or a number of MiB, got '%s'\n",
                 o.mem_limit);
         return 2;
     }
@@ -518,6 +519,13 @@ int cmd_bench(int argc, char **argv) {
     if (o.seq == 0) o.seq = c.is_cuda ? 2048 : 256;
     if (!o.n_sweep_batch) { o.sweep_batch[0] = o.batch; o.n_sweep_batch = 1; }
     if (!o.n_sweep_seq) { o.sweep_seq[0] = o.seq; o.n_sweep_seq = 1; }
+    for (int bi = 0; bi < o.n_sweep_batch; bi++)
+        for (int si = 0; si < o.n_sweep_seq; si++)
+            if ((int64_t)o.sweep_batch[bi] * o.sweep_seq[si] > FL_MAX_MICRO_TOKENS) {
+                fprintf(stderr, "fastlora: bench: batch %d x seq %d is over %d positions per step\n", o.sweep_batch[bi],
+                        o.sweep_seq[si], FL_MAX_MICRO_TOKENS);
+                return 2;
+            }
     if (o.threads > 0) {
         omp_set_num_threads(o.threads);
         openblas_set_num_threads(o.threads);
@@ -534,7 +542,7 @@ int cmd_bench(int argc, char **argv) {
     lc.alpha = o.alpha;
     lc.use_rslora = o.rslora;
     lc.dropout = o.dropout;
-    lc.seed = (uint64_t)o.seed;
+    lc.seed = o.seed;
     if (fl_lora_parse_targets(o.targets, &lc.target_mask)) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return 2;
@@ -590,7 +598,7 @@ int cmd_bench(int argc, char **argv) {
     fl_model m;
     double t_load = now_seconds();
     status = o.model_dir ? fl_model_init_dir(&m, o.model_dir, be, &lc)
-                         : fl_model_init_preset(&m, o.preset, (uint64_t)o.seed, be, &lc);
+                         : fl_model_init_preset(&m, o.preset, o.seed, be, &lc);
     if (status) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return status;

@@ -35,13 +35,13 @@ static int write_atomic(const char *path, const fl_board_set *set, int html, con
 int cmd_board(int argc, char **argv) {
     board_options o = {0};
     const fl_option options[] = {
-        {"reference", FL_OPT_FLAG, &o.reference, "add the published board's figure and our ratio to it"},
-        {"reference-file", FL_OPT_STRING, &o.reference_path, "the published board (default data/reference-board.csv)"},
-        {"html", FL_OPT_STRING, &o.html_path, "also write a self-contained HTML page (inline SVG chart) here"},
-        {"out", FL_OPT_STRING, &o.out_path, "write the Markdown here instead of standard output"},
-        {"spaced", FL_OPT_FLAG, &o.spaced, "blank lines between blocks (for Markdown renderers)"},
-        {"batch", FL_OPT_INT, &o.batch, "only records with this batch size"},
-        {"seq", FL_OPT_INT, &o.seq, "only records with this sequence length"},
+        {"reference", FL_OPT_FLAG, &o.reference, "add the published board's figure and our ratio to it", FL_NO_RANGE},
+        {"reference-file", FL_OPT_STRING, &o.reference_path, "the published board (default data/reference-board.csv)", FL_NO_RANGE},
+        {"html", FL_OPT_STRING, &o.html_path, "also write a self-contained HTML page (inline SVG chart) here", FL_NO_RANGE},
+        {"out", FL_OPT_STRING, &o.out_path, "write the Markdown here instead of standard output", FL_NO_RANGE},
+        {"spaced", FL_OPT_FLAG, &o.spaced, "blank lines between blocks (for Markdown renderers)", FL_NO_RANGE},
+        {"batch", FL_OPT_INT, &o.batch, "only records with this batch size", FL_AT_LEAST(1)},
+        {"seq", FL_OPT_INT, &o.seq, "only records with this sequence length", FL_AT_LEAST(1)},
     };
     const int n_options = (int)(sizeof options / sizeof options[0]);
     /* positional arguments are result files; the rest go to the option parser */
@@ -58,7 +58,7 @@ int cmd_board(int argc, char **argv) {
             if (!strcmp(argv[i] + 2, options[k].name) && options[k].kind != FL_OPT_FLAG && i + 1 < argc)
                 opt_argv[n_opt++] = argv[++i];
     }
-    int rc = fl_args_parse(n_opt, opt_argv, options, n_options,
+    int rc = fl_args_parse("board", n_opt, opt_argv, options, n_options,
                            "usage: fastlora board [--reference] [--html FILE] [--out FILE] RESULTS.jsonl...\n\n"
                            "Renders train tok/s leaderboards (per weights, fastest first) from result records.");
     free(opt_argv);
@@ -68,11 +68,6 @@ int cmd_board(int argc, char **argv) {
     }
     if (!n_files) {
         fprintf(stderr, "fastlora: board: give one or more result files (JSON Lines from `fastlora bench --json`)\n");
-        free(files);
-        return 2;
-    }
-    if (o.batch < 0 || o.seq < 0) {
-        fprintf(stderr, "fastlora: board: --batch and --seq must be >= 1\n");
         free(files);
         return 2;
     }

@@ -12,12 +12,12 @@ int cmd_convert_llama2c(int argc, char **argv) {
     const char *ckpt = NULL, *tok = NULL, *out = NULL;
     int force = 0;
     fl_option opts[] = {
-        {"checkpoint", FL_OPT_STRING, &ckpt, "llama2.c checkpoint (legacy v0 .bin)"},
-        {"tokenizer", FL_OPT_STRING, &tok, "llama2.c tokenizer .bin (e.g. tok512.bin); writes tokenizer.json"},
-        {"out", FL_OPT_STRING, &out, "output HF model folder"},
-        {"force", FL_OPT_FLAG, &force, "write into a non-empty --out (files of the same name are replaced)"},
+        {"checkpoint", FL_OPT_STRING, &ckpt, "llama2.c checkpoint (legacy v0 .bin)", FL_NO_RANGE},
+        {"tokenizer", FL_OPT_STRING, &tok, "llama2.c tokenizer .bin (e.g. tok512.bin); writes tokenizer.json", FL_NO_RANGE},
+        {"out", FL_OPT_STRING, &out, "output HF model folder", FL_NO_RANGE},
+        {"force", FL_OPT_FLAG, &force, "write into a non-empty --out (files of the same name are replaced)", FL_NO_RANGE},
     };
-    int rc = fl_args_parse(argc, argv, opts, 4,
+    int rc = fl_args_parse("convert-llama2c", argc, argv, opts, 4,
                            "usage: fastlora convert-llama2c --checkpoint FILE.bin [--tokenizer TOK.bin] --out DIR [--force]");
     if (rc) return rc < 0 ? 0 : rc;
     if (!ckpt || !out) { fprintf(stderr, "fastlora convert-llama2c: --checkpoint and --out are required\n"); return 2; }

@@ -81,34 +81,30 @@ static int parse_ids(const char *s, int32_t **out, int *n) {
 
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *prompt = NULL, *prompt_ids = NULL, *device = "cpu", *system_msg = NULL, *dtype = NULL;
-    int chat = 0, max_tokens = 128, seed = 0, print_ids = 0, no_special = 0;
+    int chat = 0, max_tokens = 128, print_ids = 0, no_special = 0;
+    uint64_t seed = 0;
     float temperature = 0.8f, top_p = 0.95f;
     fl_option opts[] = {
-        {"model", FL_OPT_STRING, &model, "HF model folder"},
-        {"adapter", FL_OPT_STRING, &adapter, "PEFT adapter folder (e.g. a fastlora train --out folder)"},
-        {"prompt", FL_OPT_STRING, &prompt, "text to continue"},
-        {"prompt-ids", FL_OPT_STRING, &prompt_ids, "token ids to continue (\"1 2 3\")"},
-        {"chat", FL_OPT_FLAG, &chat, "a conversation: one user turn per stdin line, with the chat template"},
-        {"system", FL_OPT_STRING, &system_msg, "system message for --chat"},
-        {"max-tokens", FL_OPT_INT, &max_tokens, "tokens to generate at most (default 128)"},
-        {"temperature", FL_OPT_FLOAT, &temperature, "0 = greedy (default 0.8)"},
-        {"top-p", FL_OPT_FLOAT, &top_p, "nucleus sampling mass (default 0.95)"},
-        {"seed", FL_OPT_INT, &seed, "sampling seed (default 0)"},
-        {"ids", FL_OPT_FLAG, &print_ids, "print token ids instead of text"},
-        {"no-special", FL_OPT_FLAG, &no_special, "do not add BOS (the tokenizer's post-processor) to --prompt"},
-        {"device", FL_OPT_STRING, &device, "cpu, cuda or auto (default cpu)"},
-        {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 (default) or f32"},
+        {"model", FL_OPT_STRING, &model, "HF model folder", FL_NO_RANGE},
+        {"adapter", FL_OPT_STRING, &adapter, "PEFT adapter folder (e.g. a fastlora train --out folder)", FL_NO_RANGE},
+        {"prompt", FL_OPT_STRING, &prompt, "text to continue", FL_NO_RANGE},
+        {"prompt-ids", FL_OPT_STRING, &prompt_ids, "token ids to continue (\"1 2 3\")", FL_NO_RANGE},
+        {"chat", FL_OPT_FLAG, &chat, "a conversation: one user turn per stdin line, with the chat template", FL_NO_RANGE},
+        {"system", FL_OPT_STRING, &system_msg, "system message for --chat", FL_NO_RANGE},
+        {"max-tokens", FL_OPT_INT, &max_tokens, "tokens to generate at most (default 128)", FL_RANGE(1, 1 << 20)},
+        {"temperature", FL_OPT_FLOAT, &temperature, "0 = greedy (default 0.8)", FL_AT_LEAST(0)},
+        {"top-p", FL_OPT_FLOAT, &top_p, "nucleus sampling mass (default 0.95)", FL_MIN_OPEN | FL_MAX, 0, 1},
+        {"seed", FL_OPT_U64, &seed, "sampling seed (default 0)", FL_NO_RANGE},
+        {"ids", FL_OPT_FLAG, &print_ids, "print token ids instead of text", FL_NO_RANGE},
+        {"no-special", FL_OPT_FLAG, &no_special, "do not add BOS (the tokenizer's post-processor) to --prompt", FL_NO_RANGE},
+        {"device", FL_OPT_STRING, &device, "cpu, cuda or auto (default cpu)", FL_NO_RANGE},
+        {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 (default) or f32", FL_NO_RANGE},
     };
-    int rc = fl_args_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), usage_text);
+    int rc = fl_args_parse("generate", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), usage_text);
     if (rc) return rc < 0 ? 0 : rc;
     if (!model) { fprintf(stderr, "fastlora generate: --model: required\n"); return 2; }
     if ((prompt != NULL) + (prompt_ids != NULL) + chat != 1) {
         fprintf(stderr, "fastlora generate: give exactly one of --prompt, --prompt-ids, --chat\n");
-        return 2;
-    }
-    if (max_tokens < 1 || max_tokens > 1 << 20) { fprintf(stderr, "fastlora generate: --max-tokens: expected >= 1\n"); return 2; }
-    if (!(temperature >= 0) || !(top_p > 0 && top_p <= 1)) {
-        fprintf(stderr, "fastlora generate: --temperature must be >= 0 and --top-p in (0, 1]\n");
         return 2;
     }
     const fl_backend *be;
@@ -127,7 +123,7 @@ int cmd_generate(int argc, char **argv) {
     if (!rc) { rc = fl_model_init_dir(&m, model, be, &lc); have_model = !rc; }
     if (!rc && adapter) rc = fl_model_load_adapter(&m, adapter);
     int32_t eos = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : (have_model ? m.cfg.eos_token_id : -1);
-    fl_gen_options go = {.max_new = max_tokens, .sampler = {.temperature = temperature, .top_p = top_p, .seed = (uint64_t)seed}};
+    fl_gen_options go = {.max_new = max_tokens, .sampler = {.temperature = temperature, .top_p = top_p, .seed = seed}};
     if (eos >= 0) go.stop_ids[go.n_stop++] = eos;
     stream_ctx sc = {.tok = tok, .print_ids = print_ids};
     go.on_token = on_token;

@@ -79,21 +79,17 @@ int cmd_gpus(int argc, char **argv) {
     float min_vram = 0;
     int json = 0, reverse = 0;
     const fl_option options[] = {
-        {"min-vram", FL_OPT_FLOAT, &min_vram, "only GPUs with at least this many GB"},
-        {"arch", FL_OPT_STRING, &arch, "only this architecture (substring, e.g. hopper, ada, sm_90)"},
+        {"min-vram", FL_OPT_FLOAT, &min_vram, "only GPUs with at least this many GB", FL_RANGE(0, 1e9)},
+        {"arch", FL_OPT_STRING, &arch, "only this architecture (substring, e.g. hopper, ada, sm_90)", FL_NO_RANGE},
         {"sort", FL_OPT_STRING, &sort, "sort by a column (numbers high first, text A-Z): vram_gb, mem_bw_gbs, "
-                                       "bf16_dense_tflops, price_usd_hr, tdp_w, name, ..."},
-        {"reverse", FL_OPT_FLAG, &reverse, "reverse the sort"},
-        {"json", FL_OPT_FLAG, &json, "print JSON (every column) instead of the table"},
-        {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: rows add GPUs or override fields (prices too)"},
+                                       "bf16_dense_tflops, price_usd_hr, tdp_w, name, ...", FL_NO_RANGE},
+        {"reverse", FL_OPT_FLAG, &reverse, "reverse the sort", FL_NO_RANGE},
+        {"json", FL_OPT_FLAG, &json, "print JSON (every column) instead of the table", FL_NO_RANGE},
+        {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: rows add GPUs or override fields (prices too)", FL_NO_RANGE},
     };
-    int rc = fl_args_parse(argc, argv, options, (int)(sizeof options / sizeof options[0]),
+    int rc = fl_args_parse("gpus", argc, argv, options, (int)(sizeof options / sizeof options[0]),
                            "usage: fastlora gpus [--min-vram GB] [--arch NAME] [--sort COLUMN] [--json] [--catalog FILE]");
     if (rc) return rc < 0 ? 0 : rc;
-    if (!(min_vram >= 0 && min_vram <= 1e9)) {   /* NaN used to list every GPU, infinity none */
-        fprintf(stderr, "fastlora: gpus: --min-vram: expected a number of GB >= 0, got %g\n", min_vram);
-        return 2;
-    }
     if (sort) {
         sort_col = fl_gpu_column_index(sort);
         if (sort_col < 0) {

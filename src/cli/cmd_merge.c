@@ -13,12 +13,12 @@ int cmd_merge(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *out = NULL;
     int force = 0;
     fl_option opts[] = {
-        {"model", FL_OPT_STRING, &model, "base HF model folder"},
-        {"adapter", FL_OPT_STRING, &adapter, "PEFT adapter folder"},
-        {"out", FL_OPT_STRING, &out, "output folder (a complete HF model folder; never the model or adapter folder)"},
-        {"force", FL_OPT_FLAG, &force, "write into a non-empty --out (same names replaced, other model weights deleted)"},
+        {"model", FL_OPT_STRING, &model, "base HF model folder", FL_NO_RANGE},
+        {"adapter", FL_OPT_STRING, &adapter, "PEFT adapter folder", FL_NO_RANGE},
+        {"out", FL_OPT_STRING, &out, "output folder (a complete HF model folder; never the model or adapter folder)", FL_NO_RANGE},
+        {"force", FL_OPT_FLAG, &force, "write into a non-empty --out (same names replaced, other model weights deleted)", FL_NO_RANGE},
     };
-    int rc = fl_args_parse(argc, argv, opts, 4, "usage: fastlora merge --model DIR --adapter DIR --out DIR [--force]");
+    int rc = fl_args_parse("merge", argc, argv, opts, 4, "usage: fastlora merge --model DIR --adapter DIR --out DIR [--force]");
     if (rc) return rc < 0 ? 0 : rc;
     if (!model || !adapter || !out) {
         fprintf(stderr, "fastlora merge: --model, --adapter and --out are required\n");

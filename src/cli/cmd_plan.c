@@ -24,8 +24,9 @@
 
 /* "5e7", "50M", "1.2B", "300k" -> tokens */
 static int parse_count(const char *s, double *out) {
-    char *end;
-    double v = strtod(s, &end);
+    const char *end;
+    double v;
+    if (fl_parse_double(s, &v, &end)) return -1;
     double mul = 1;
     if (*end == 'k' || *end == 'K') mul = 1e3, end++;
     else if (*end == 'm' || *end == 'M') mul = 1e6, end++;
@@ -155,28 +156,28 @@ int cmd_plan(int argc, char **argv) {
     int batch = 4, seq = 1024, rank = 16, json = 0, check = 0;
     float alpha = 32.0f, epochs = 1.0f, dropout = 0.0f;
     const fl_option options[] = {
-        {"model", FL_OPT_STRING, &model_dir, "Hugging Face model folder (config.json; its tokenizer counts --data)"},
-        {"preset", FL_OPT_STRING, &preset, "built-in config (qwen2.5-1.5b, smollm2-135m, ...)"},
-        {"seq", FL_OPT_INT, &seq, "sequence length T (default 1024)"},
-        {"batch", FL_OPT_INT, &batch, "batch size B per optimizer step (default 4)"},
-        {"rank", FL_OPT_INT, &rank, "LoRA rank R (default 16)"},
-        {"alpha", FL_OPT_FLOAT, &alpha, "LoRA alpha (default 32)"},
-        {"dropout", FL_OPT_FLOAT, &dropout, "LoRA dropout (default 0)"},
-        {"targets", FL_OPT_STRING, &targets, "adapted projections (default q,k,v,o,gate,up,down)"},
-        {"tokens", FL_OPT_STRING, &tokens_s, "training tokens per epoch (50M, 1.2B, 3e8)"},
-        {"data", FL_OPT_STRING, &data, "a dataset file whose tokens to count (instead of --tokens)"},
-        {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)"},
-        {"recompute", FL_OPT_STRING, &recompute, "auto, on or off (default auto: only when it does not fit)"},
-        {"gpu", FL_OPT_STRING, &gpu_name, "plan for this GPU only (catalog or driver name, e.g. \"NVIDIA H200\")"},
-        {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: add GPUs or override fields (prices too)"},
-        {"records", FL_OPT_STRING, &records, "bench --json records (JSON lines) to calibrate and to use as measurements"},
-        {"device", FL_OPT_STRING, &device, "cuda (default: bf16 on a GPU) or cpu (f32 engine; needs a CPU row in --catalog)"},
-        {"json", FL_OPT_FLAG, &json, "print JSON instead of the table"},
-        {"html", FL_OPT_STRING, &html, "also write an HTML page with charts to this file"},
-        {"check", FL_OPT_FLAG, &check, "compare the throughput model with every record of --records and exit"},
-        {"board", FL_OPT_STRING, &board, "show predictions next to a reference board CSV (model,gpu,train_tok_s)"},
+        {"model", FL_OPT_STRING, &model_dir, "Hugging Face model folder (config.json; its tokenizer counts --data)", FL_NO_RANGE},
+        {"preset", FL_OPT_STRING, &preset, "built-in config (qwen2.5-1.5b, smollm2-135m, ...)", FL_NO_RANGE},
+        {"seq", FL_OPT_INT, &seq, "sequence length T (default 1024)", FL_RANGE(2, FL_MAX_SEQ)},
+        {"batch", FL_OPT_INT, &batch, "batch size B per optimizer step (default 4)", FL_RANGE(1, FL_MAX_BATCH)},
+        {"rank", FL_OPT_INT, &rank, "LoRA rank R (default 16)", FL_RANGE(1, FL_MAX_RANK)},
+        {"alpha", FL_OPT_FLOAT, &alpha, "LoRA alpha (default 32)", FL_ABOVE(0)},
+        {"dropout", FL_OPT_FLOAT, &dropout, "LoRA dropout (default 0)", FL_MIN | FL_MAX_OPEN, 0, 1},
+        {"targets", FL_OPT_STRING, &targets, "adapted projections (default q,k,v,o,gate,up,down)", FL_NO_RANGE},
+        {"tokens", FL_OPT_STRING, &tokens_s, "training tokens per epoch (50M, 1.2B, 3e8)", FL_NO_RANGE},
+        {"data", FL_OPT_STRING, &data, "a dataset file whose tokens to count (instead of --tokens)", FL_NO_RANGE},
+        {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)", FL_MIN_OPEN | FL_MAX, 0, 1e4},
+        {"recompute", FL_OPT_STRING, &recompute, "auto, on or off (default auto: only when it does not fit)", FL_NO_RANGE},
+        {"gpu", FL_OPT_STRING, &gpu_name, "plan for this GPU only (catalog or driver name, e.g. \"NVIDIA H200\")", FL_NO_RANGE},
+        {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: add GPUs or override fields (prices too)", FL_NO_RANGE},
+        {"records", FL_OPT_STRING, &records, "bench --json records (JSON lines) to calibrate and to use as measurements", FL_NO_RANGE},
+        {"device", FL_OPT_STRING, &device, "cuda (default: bf16 on a GPU) or cpu (f32 engine; needs a CPU row in --catalog)", FL_NO_RANGE},
+        {"json", FL_OPT_FLAG, &json, "print JSON instead of the table", FL_NO_RANGE},
+        {"html", FL_OPT_STRING, &html, "also write an HTML page with charts to this file", FL_NO_RANGE},
+        {"check", FL_OPT_FLAG, &check, "compare the throughput model with every record of --records and exit", FL_NO_RANGE},
+        {"board", FL_OPT_STRING, &board, "show predictions next to a reference board CSV (model,gpu,train_tok_s)", FL_NO_RANGE},
     };
-    int rc = fl_args_parse(argc, argv, options, (int)(sizeof options / sizeof options[0]),
+    int rc = fl_args_parse("plan", argc, argv, options, (int)(sizeof options / sizeof options[0]),
                            "usage: fastlora plan --model DIR | --preset NAME [--seq T --batch B --rank R --targets ...]\n"
                            "                     [--tokens N | --data FILE] [--epochs E] [--recompute auto|on|off]\n"
                            "                     [--gpu NAME] [--catalog FILE] [--records FILE] [--json] [--html FILE]");
@@ -184,10 +185,8 @@ int cmd_plan(int argc, char **argv) {
     if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
     if (!model_dir && !preset) { fprintf(stderr, "fastlora: plan: give --model DIR or --preset NAME\n"); return 2; }
     if (tokens_s && data) { fprintf(stderr, "fastlora: plan: give --tokens or --data, not both\n"); return 2; }
-    if (batch < 1 || seq < 2 || rank < 1 || !(alpha > 0 && isfinite(alpha)) || !(epochs > 0 && epochs <= 1e4) ||
-        !(dropout >= 0 && dropout < 1)) {
-        fprintf(stderr, "fastlora: plan: need --batch >= 1, --seq >= 2, --rank >= 1, a finite --alpha > 0, 0 < --epochs <= 1e4, "
-                        "0 <= --dropout < 1\n");
+    if ((int64_t)batch * seq > FL_MAX_MICRO_TOKENS) {
+        fprintf(stderr, "fastlora plan: --batch %d x --seq %d is over %d positions per step\n", batch, seq, FL_MAX_MICRO_TOKENS);
         return 2;
     }
     fl_plan_request rq = fl_plan_request_default();

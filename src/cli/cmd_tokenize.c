@@ -16,6 +16,7 @@
  */
 #include "cli/commands.h"
 
+#include "cli/args.h"
 #include "common/error.h"
 #include "io/file_util.h"
 #include "tokenizer/tokenizer.h"
@@ -97,7 +98,10 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--no-special")) flags &= ~FL_ENCODE_ADD_SPECIAL;
         else if (!strcmp(a, "--split-special")) flags |= FL_ENCODE_SPLIT_SPECIAL;
         else if (!strcmp(a, "--generation-prompt")) gen = 1;
-        else if (!strcmp(a, "--bench") && has_value) bench = atoi(argv[++i]);
+        else if (!strcmp(a, "--bench") && has_value) {
+            const fl_option opt = {"bench", FL_OPT_INT, &bench, "", FL_RANGE(1, 1000000)};
+            if (fl_option_set(&opt, argv[++i])) { fprintf(stderr, "fastlora tokenize: %s\n", fl_last_error()); return 2; }
+        }
         else if (!strcmp(a, "--paragraphs")) paragraphs = 1;
         else if (!strcmp(a, "--decode")) { decode_from = i + 1; break; }
         else {
@@ -127,9 +131,8 @@ int cmd_tokenize(int argc, char **argv) {
         int n = argc - decode_from;
         int32_t *ids = fl_malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
         for (int i = 0; i < n && !rc; i++) {
-            char *end;
-            long v = strtol(argv[decode_from + i], &end, 10);
-            if (*end || end == argv[decode_from + i] || v < 0 || v > INT32_MAX)
+            int64_t v = 0;
+            if (fl_parse_int64(argv[decode_from + i], 0, INT32_MAX, &v))
                 rc = fl_input_error("--decode: '%s' is not a token id", argv[decode_from + i]);
             ids[i] = (int32_t)v;
         }

@@ -22,9 +22,8 @@ static fl_dtype torch_dtype(const char *s) {
 
 int fl_quant_config_load(fl_quant_config *qc, const char *config_path) {
     memset(qc, 0, sizeof *qc);
-    json_error_t jerr;
-    json_t *root = json_load_file(config_path, 0, &jerr);
-    if (!root) return fl_input_error("%s:%d:%d: invalid JSON: %s", config_path, jerr.line, jerr.column, jerr.text);
+    json_t *root;
+    FL_TRY(fl_file_load_json(config_path, FL_FILE_CONFIG, 0, &root));
     int status = 0;
     json_t *q = json_object_get(root, "quantization_config");
     if (q && !json_is_null(q)) {
@@ -218,10 +217,10 @@ static int open_for(const char *dir, char names[][128], int n_names, fl_safetens
         status = fl_safetensors_open(&files[0], single);
         *n_files = !status;
     } else if (fl_file_exists(index)) {
-        json_error_t jerr;
-        json_t *root = json_load_file(index, 0, &jerr);
+        json_t *root = NULL;
+        status = fl_file_load_json(index, FL_FILE_CONFIG, 0, &root);
         json_t *map = root ? json_object_get(root, "weight_map") : NULL;
-        if (!json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
+        if (!status && !json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
         for (int i = 0; i < n_names && !status; i++) {
             const char *f = json_string_value(json_object_get(map, names[i]));
             if (!f) { status = fl_input_error("%s: weight_map has no entry for '%s'", index, names[i]); break; }

@@ -109,9 +109,8 @@ static int dequantize_shard(const fl_safetensors *files, int n_files, const fl_s
  * companion tensors. */
 static int write_json_without(const char *in_path, const char *out_path, const char *drop_key,
                               const fl_safetensors *files, int n_files) {
-    json_error_t jerr;
-    json_t *root = json_load_file(in_path, 0, &jerr);
-    if (!root) return fl_input_error("%s:%d:%d: invalid JSON: %s", in_path, jerr.line, jerr.column, jerr.text);
+    json_t *root;
+    FL_TRY(fl_file_load_json(in_path, FL_FILE_CONFIG, 0, &root));
     if (drop_key) json_object_del(root, drop_key);
     json_t *map = json_object_get(root, "weight_map");
     if (json_is_object(map)) {
@@ -140,10 +139,10 @@ int fl_nf4_dequantize_folder(const char *model_dir, const char *out_dir) {
         n_files = !status;
         if (status) free(names[0]);
     } else {
-        json_error_t jerr;
-        json_t *root = json_load_file(index, 0, &jerr);
+        json_t *root = NULL;
+        status = fl_file_load_json(index, FL_FILE_CONFIG, 0, &root);
         json_t *map = root ? json_object_get(root, "weight_map") : NULL;
-        if (!json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
+        if (!status && !json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
         const char *k;
         json_t *v;
         if (!status) json_object_foreach(map, k, v) {

@@ -79,15 +79,17 @@ static void free_names(char **names, size_t n) {
 }
 
 /* Leftovers of interrupted writes (.tmp-step-*) and removals (.old-step-*): never read by resume,
- * which lists step-* names only. */
-static void remove_temp_dirs(const char *root) {
+ * which lists step-* names only; with abandoned_too also the branches a resume moved aside. */
+static void remove_temp_dirs(const char *root, int abandoned_too) {
     DIR *d = opendir(root);
     if (!d) return;
     struct dirent *e;
     char *victims[64];
     int nv = 0;
     while ((e = readdir(d)) && nv < 64)
-        if (!strncmp(e->d_name, ".tmp-step-", 10) || !strncmp(e->d_name, ".old-step-", 10)) victims[nv++] = fl_path_join(root, e->d_name);
+        if (!strncmp(e->d_name, ".tmp-step-", 10) || !strncmp(e->d_name, ".old-step-", 10) ||
+            (abandoned_too && !strncmp(e->d_name, ".abandoned-step-", 16)))
+            victims[nv++] = fl_path_join(root, e->d_name);
     closedir(d);
     for (int i = 0; i < nv; i++) { remove_flat_dir(victims[i], 0); free(victims[i]); }
 }
@@ -101,7 +103,9 @@ static int write_state(const char *dir, const fl_train_state *st) {
     json_object_set_new(o, "row", json_integer((json_int_t)st->row));
     json_object_set_new(o, "tokens", json_integer((json_int_t)st->tokens));
     json_object_set_new(o, "n_params", json_integer((json_int_t)st->n_params));
-    json_object_set_new(o, "seed", json_integer((json_int_t)st->seed));
+    /* a JSON integer is signed 64-bit: a seed past it is written as its decimal string */
+    json_object_set_new(o, "seed", st->seed <= INT64_MAX ? json_integer((json_int_t)st->seed)
+                                                          : json_sprintf("%llu", (unsigned long long)st->seed));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     char *path = fl_path_join(dir, "trainer_state.json");
@@ -135,7 +139,7 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
                        int crash_test, char **saved) {
     if (saved) *saved = NULL;
     FL_TRY(fl_mkdir_p(root));
-    remove_temp_dirs(root);
+    remove_temp_dirs(root, 0);
     char name[64], tmp_name[96];
     snprintf(name, sizeof name, "step-%08d", st->step);
     snprintf(tmp_name, sizeof tmp_name, ".tmp-%s-%d", name, (int)getpid());
@@ -180,6 +184,15 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
 static int get_u64(json_t *o, const char *key, const char *path, uint64_t max, uint64_t *out) {
     json_t *v = json_object_get(o, key);
     if (!v) return fl_input_error("%s: field '%s' is missing (expected an integer)", path, key);
+    if (json_is_string(v) && max == UINT64_MAX) { /* a seed past 2^63 - 1 */
+        const char *s = json_string_value(v);
+        char *end;
+        errno = 0;
+        *out = strtoull(s, &end, 10);
+        if (*s < '0' || *s > '9' || *end || errno)
+            return fl_input_error("%s: field '%s' must be an integer in 0..%llu", path, key, (unsigned long long)max);
+        return 0;
+    }
     if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
         return fl_input_error("%s: field '%s' must be an integer in 0..%llu", path, key, (unsigned long long)max);
     *out = (uint64_t)json_integer_value(v);
@@ -201,7 +214,7 @@ static int read_state(const char *dir, fl_train_state *st) {
     if (!status) status = get_u64(o, "row", path, any, &st->row);
     if (!status) status = get_u64(o, "tokens", path, any, &st->tokens);
     if (!status) status = get_u64(o, "n_params", path, any, &st->n_params);
-    if (!status) status = get_u64(o, "seed", path, any, &st->seed);
+    if (!status) status = get_u64(o, "seed", path, UINT64_MAX, &st->seed);
     json_decref(o);
     free(path);
     st->step = (int)step;
@@ -278,8 +291,46 @@ int fl_checkpoint_find(const char *dir, char **out) {
     return 0;
 }
 
+char *fl_checkpoint_run_dir(const char *ckpt_dir) {
+    char *abs = realpath(ckpt_dir, NULL);
+    char *slash = abs ? strrchr(abs, '/') : NULL;
+    if (slash && is_step_name(slash + 1)) {
+        *slash = 0;
+        slash = strrchr(abs, '/');
+        if (slash && !strcmp(slash + 1, "checkpoints")) {
+            *slash = 0;
+            if (!abs[0]) strcpy(abs, "/");
+            return abs;
+        }
+    }
+    free(abs);
+    return NULL;
+}
+
+int fl_checkpoint_abandon_after(const char *root, int step, FILE *log) {
+    size_t n;
+    char **names = list_steps(root, &n);
+    int status = 0;
+    for (size_t i = 0; i < n && !status; i++) {
+        if (strtoll(names[i] + 5, NULL, 10) <= step) continue;
+        char *from = fl_path_join(root, names[i]);
+        size_t cap = strlen(root) + strlen(names[i]) + 40;
+        char *to = fl_malloc(cap);
+        snprintf(to, cap, "%s/.abandoned-%s", root, names[i]);
+        for (int k = 2; fl_file_exists(to); k++) /* an earlier abandoned branch may hold the same step */
+            snprintf(to, cap, "%s/.abandoned-%s.%d", root, names[i], k);
+        if (rename(from, to) != 0) status = fl_input_error("%s: cannot move aside: %s", from, strerror(errno));
+        else if (log) fprintf(log, "resume: %s is past the resumed step %d: moved aside to %s\n", from, step, to);
+        free(from);
+        free(to);
+    }
+    if (n) fsync_path(root);
+    free_names(names, n);
+    return status;
+}
+
 void fl_checkpoint_remove_all(const char *root) {
-    remove_temp_dirs(root); /* first: a leftover .old-step-N would block renaming step-N aside */
+    remove_temp_dirs(root, 1); /* first: a leftover .old-step-N would block renaming step-N aside */
     size_t n;
     char **names = list_steps(root, &n);
     for (size_t i = 0; i < n; i++) retire_step_dir(root, names[i], 0);

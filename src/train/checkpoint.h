@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/model.h"
 
@@ -45,8 +46,15 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
 int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st);
 /* `dir` itself when it is a checkpoint, else the latest complete one in dir/checkpoints. */
 int fl_checkpoint_find(const char *dir, char **out);
-/* Deletes every checkpoint under root (step-* and leftovers), each renamed aside first, then root
- * itself when that leaves it empty (--overwrite). */
+/* Deletes every checkpoint under root (step-*, abandoned branches and leftovers), each renamed aside
+ * first, then root itself when that leaves it empty (--overwrite). */
 void fl_checkpoint_remove_all(const char *root);
+/* The run folder a checkpoint folder belongs to: RUN for RUN/checkpoints/step-N (malloc'd, resolved
+ * through symlinks), NULL for a checkpoint kept anywhere else. */
+char *fl_checkpoint_run_dir(const char *ckpt_dir);
+/* Resuming step `step` of the run under root: every later step-* folder (a branch the resumed run
+ * replaces) is renamed to .abandoned-step-N (resume and rotation never read it; nothing is deleted),
+ * each named on log. */
+int fl_checkpoint_abandon_after(const char *root, int step, FILE *log);
 
 #endif

@@ -244,14 +244,21 @@ static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *
 
 /* ---- JSONL files ------------------------------------------------------------------------------ */
 
-/* Reads one line (without '\n') into *buf; lines over max bytes are consumed and flagged. Returns 0 at
- * EOF with nothing read. Byte by byte, so NUL bytes inside a line cannot confuse it. */
+/* Reads one line (without its end) into *buf; lines over max bytes are consumed and flagged. A line
+ * ends at "\n", "\r\n" or a lone "\r" (as the JSON Lines reader of Hugging Face datasets, pyarrow,
+ * splits them: JSON text cannot hold a raw CR inside a string). Returns 0 at EOF with nothing read.
+ * Byte by byte, so NUL bytes inside a line cannot confuse it. */
 static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max, int *too_long) {
     *len = 0;
     *too_long = 0;
     int c, any = 0;
     while ((c = getc_unlocked(f)) != EOF) {
         any = 1;
+        if (c == '\r') {
+            int next = getc_unlocked(f);
+            if (next != '\n' && next != EOF) ungetc(next, f);
+            break;
+        }
         if (c == '\n') break;
         if (*too_long) continue;
         if (*len + 1 > max) { *too_long = 1; continue; }
@@ -268,13 +275,29 @@ static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max, 
     return any;
 }
 
+/* Skips UTF-8 byte-order marks at the start of f (Windows editors write one; Hugging Face datasets
+ * accepts them). A UTF-16 or UTF-32 mark is an error: the data must be UTF-8. */
+static int skip_bom(FILE *f, const char *path) {
+    for (long at = 0;; at += 3) {
+        unsigned char b[3] = {0};
+        size_t n = fread(b, 1, 3, f);
+        if (n == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) continue;
+        if (!at && n >= 2 && ((b[0] == 0xFF && b[1] == 0xFE) || (b[0] == 0xFE && b[1] == 0xFF)))
+            return fl_input_error("%s: UTF-16 or UTF-32 text (byte-order mark %02X %02X); save it as UTF-8", path, b[0], b[1]);
+        if (fseek(f, at, SEEK_SET) != 0) return fl_input_error("cannot read %s: %s", path, strerror(errno));
+        return 0;
+    }
+}
+
 static int load_jsonl(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    FL_TRY(fl_file_fopen_read(path, FL_FILE_DATASET, &f));
+    int status = skip_bom(f, path);
+    if (status) { fclose(f); return status; }
     FILE *log = opt->log ? opt->log : stderr;
     char *buf = NULL;
     size_t cap = 0, len = 0, lineno = 0, bad_here = 0;
-    int too_long, status = 0;
+    int too_long;
     while (!status && read_line(f, &buf, &cap, &len, opt->max_line_bytes, &too_long)) {
         lineno++;
         size_t k = 0;
@@ -333,11 +356,13 @@ static int load_json_array(fl_dataset *ds, const char *path, fl_tokenizer *tok, 
     return status;
 }
 
+/* Whether the first character after a byte-order mark and JSON whitespace is '['. */
 static int starts_with_bracket(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    int c;
-    while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
+    FILE *f;
+    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0;
+    int c = 0;
+    if (!skip_bom(f, path))
+        while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
     fclose(f);
     return c == '[';
 }
@@ -345,8 +370,8 @@ static int starts_with_bracket(const char *path) {
 /* ---- binary tokens ---------------------------------------------------------------------------- */
 
 static int load_tokens(fl_dataset *ds, const char *path, const fl_data_options *opt) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    FL_TRY(fl_file_fopen_read(path, FL_FILE_DATASET, &f));
     struct stat st;
     int status = 0;
     char magic[8];
@@ -410,10 +435,11 @@ int fl_tokens_file_write(const char *path, const fl_dataset *ds) {
 }
 
 static int has_tokens_magic(const char *path) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = NULL;
+    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0; /* not readable: the loader says why */
     char magic[8] = {0};
-    int yes = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, FL_TOKENS_MAGIC, 8);
-    if (f) fclose(f);
+    int yes = fread(magic, 1, 8, f) == 8 && !memcmp(magic, FL_TOKENS_MAGIC, 8);
+    fclose(f);
     return yes;
 }
 

@@ -16,6 +16,43 @@
 #define FL_ARGS_INT FL_OPT_INT
 #define FL_ARGS_FLOAT FL_OPT_DOUBLE
 #define FL_ARGS_FLAG FL_OPT_FLAG
+#define FL_ARGS_U64 FL_OPT_U64
+
+/* The most positions one optimizer step may hold (batch x seq x grad-accum): its token buffers
+ * (16 bytes a position) stay within 4 GiB. */
+#define MAX_STEP_TOKENS (1 << 28)
+
+/* Each numeric option's range (cli/args.h bounds). The command line, config files and
+ * fl_train_options_validate all check against it; options not listed take any value of their type. */
+static const struct {
+    const char *name;
+    unsigned bounds;
+    double lo, hi;
+} ranges[] = {
+    {"eval-frac", FL_MIN | FL_MAX_OPEN, 0, 1},
+    {"seq", FL_RANGE(2, FL_MAX_SEQ)},
+    {"batch", FL_RANGE(1, FL_MAX_BATCH)},
+    {"grad-accum", FL_RANGE(1, 65536)},
+    {"epochs", FL_MIN_OPEN | FL_MAX_OPEN, 0, 1e6},
+    {"max-steps", FL_RANGE(0, FL_TRAIN_MAX_STEPS)},
+    {"lr", FL_MIN | FL_MAX_OPEN, 0, 10}, /* 0 is allowed: no update (e.g. to evaluate an --adapter) */
+    {"warmup", FL_RANGE(0, FL_TRAIN_MAX_STEPS)},
+    {"warmup-ratio", FL_RANGE(0, 1)},
+    {"min-lr-ratio", FL_RANGE(0, 1)},
+    {"weight-decay", FL_AT_LEAST(0)},
+    {"beta1", FL_MIN | FL_MAX_OPEN, 0, 1},
+    {"beta2", FL_MIN | FL_MAX_OPEN, 0, 1},
+    {"adam-eps", FL_ABOVE(0)},
+    {"clip", FL_AT_LEAST(0)},
+    {"rank", FL_RANGE(1, FL_MAX_RANK)},
+    {"alpha", FL_ABOVE(0)},
+    {"dropout", FL_MIN | FL_MAX_OPEN, 0, 1},
+    {"eval-every", FL_AT_LEAST(0)},
+    {"eval-max-rows", FL_AT_LEAST(0)},
+    {"save-every", FL_AT_LEAST(0)},
+    {"keep", FL_AT_LEAST(1)},
+    {"log-every", FL_AT_LEAST(0)},
+};
 
 void fl_train_options_default(fl_train_options *o) {
     memset(o, 0, sizeof *o);
@@ -34,9 +71,17 @@ void fl_train_options_free(fl_train_options *o) {
 #define COUNT_ONE(name, kind, field, def, help) +1
 static void option_rows(fl_train_options *o, fl_option *rows) {
     int i = 0;
-#define X(name, kind, field, def, help) rows[i++] = (fl_option){name, FL_ARGS_##kind, (void *)&o->field, help};
+#define X(name_, kind_, field, def, help_) \
+    rows[i++] = (fl_option){.name = name_, .kind = FL_ARGS_##kind_, .dest = (void *)&o->field, .help = help_};
     FL_TRAIN_OPTIONS(X)
 #undef X
+    for (int k = 0; k < i; k++)
+        for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
+            if (!strcmp(rows[k].name, ranges[r].name)) {
+                rows[k].bounds = ranges[r].bounds;
+                rows[k].lo = ranges[r].lo;
+                rows[k].hi = ranges[r].hi;
+            }
 }
 _Static_assert(N_OPTIONS <= 64, "fl_train_options.given has one bit per option");
 
@@ -87,14 +132,22 @@ int fl_train_options_load_json(fl_train_options *o, const char *path) {
             if (!json_is_boolean(v)) status = fl_input_error("%s: %s: expected true or false", path, key);
             else *(int *)opt->dest = json_is_true(v);
             break;
-        case FL_OPT_INT:
-            if (!json_is_integer(v) || llabs(json_integer_value(v)) > 2147483647LL)
-                status = fl_input_error("%s: %s: expected an integer", path, key);
-            else *(int *)opt->dest = (int)json_integer_value(v);
+        case FL_OPT_U64: /* a JSON integer is signed 64-bit: larger seeds are written as decimal strings */
+            if (json_is_integer(v) && json_integer_value(v) >= 0) *(uint64_t *)opt->dest = (uint64_t)json_integer_value(v);
+            else if (!json_is_string(v) || fl_option_set(opt, json_string_value(v)))
+                status = fl_input_error("%s: %s: expected an integer in 0..18446744073709551615 (past 2^63 - 1 as a "
+                                        "decimal string)", path, key);
             break;
-        default:
-            if (!json_is_number(v)) status = fl_input_error("%s: %s: expected a number", path, key);
+        default: {
+            char where[600];
+            snprintf(where, sizeof where, "%s: %s", path, key);
+            if (opt->kind == FL_OPT_INT && !json_is_integer(v)) status = fl_input_error("%s: expected an integer", where);
+            else if (!json_is_number(v)) status = fl_input_error("%s: expected a number", where);
+            else status = fl_option_check(opt, json_number_value(v), where);
+            if (status) break;
+            if (opt->kind == FL_OPT_INT) *(int *)opt->dest = (int)json_integer_value(v);
             else *(double *)opt->dest = json_number_value(v);
+        }
         }
         if (status) break;
     }
@@ -112,8 +165,8 @@ int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, cons
     fl_option rows[N_OPTIONS + 1];
     option_rows(o, rows);
     rows[N_OPTIONS] = (fl_option){"config", FL_OPT_STRING, (void *)&config_seen,
-                                  "JSON file of options (same names as keys); the command line wins"};
-    int rc = fl_args_parse(argc, argv, rows, N_OPTIONS + 1, usage);
+                                  "JSON file of options (same names as keys); the command line wins", FL_NO_RANGE};
+    int rc = fl_args_parse("train", argc, argv, rows, N_OPTIONS + 1, usage);
     if (rc) return rc;
     /* which options the command line gave (argv is well-formed here: fl_args_parse accepted it) */
     for (int i = 0; i < argc; i++)
@@ -160,6 +213,11 @@ int fl_train_options_save_json(const fl_train_options *o, const char *path) {
         }
         case FL_OPT_FLAG: fputs(*(int *)r->dest ? "true" : "false", out); break;
         case FL_OPT_INT: fprintf(out, "%d", *(int *)r->dest); break;
+        case FL_OPT_U64: { /* past a JSON integer's range: as a decimal string, which load_json reads back */
+            unsigned long long v = *(uint64_t *)r->dest;
+            fprintf(out, v <= INT64_MAX ? "%llu" : "\"%llu\"", v);
+            break;
+        }
         default: format_double(num, sizeof num, *(double *)r->dest); fputs(num, out);
         }
     }
@@ -173,30 +231,19 @@ int fl_train_options_save_json(const fl_train_options *o, const char *path) {
 int fl_train_options_validate(const fl_train_options *o) {
     if (!o->data) return fl_input_error("--data: required (a JSONL file or a tokens file)");
     if (!o->out) return fl_input_error("--out: required (the output folder)");
-    if (o->seq < 2 || o->seq > 1 << 20) return fl_input_error("--seq: expected 2..1048576, got %d", o->seq);
-    if (o->batch < 1 || o->batch > 65536) return fl_input_error("--batch: expected >= 1, got %d", o->batch);
-    if (o->grad_accum < 1 || o->grad_accum > 65536) return fl_input_error("--grad-accum: expected >= 1, got %d", o->grad_accum);
-    if (o->max_steps < 0 || o->max_steps > FL_TRAIN_MAX_STEPS)
-        return fl_input_error("--max-steps: expected 0..%d, got %d", FL_TRAIN_MAX_STEPS, o->max_steps);
-    if (o->max_steps == 0 && !(o->epochs > 0 && o->epochs < 1e6)) return fl_input_error("--epochs: expected > 0, got %g", o->epochs);
-    if (!(o->lr >= 0 && o->lr < 10)) return fl_input_error("--lr: expected 0 <= lr < 10, got %g", o->lr);
+    fl_option rows[N_OPTIONS];
+    option_rows((fl_train_options *)o, rows);
+    for (int i = 0; i < N_OPTIONS; i++)
+        if (rows[i].kind != FL_OPT_STRING && rows[i].kind != FL_OPT_FLAG)
+            FL_TRY(fl_option_check(&rows[i], fl_option_value(&rows[i]), NULL));
+    if ((int64_t)o->batch * o->seq > FL_MAX_MICRO_TOKENS)
+        return fl_input_error("--batch %d x --seq %d: over %d positions per micro-batch", o->batch, o->seq,
+                              FL_MAX_MICRO_TOKENS);
+    if ((int64_t)o->batch * o->seq * o->grad_accum > MAX_STEP_TOKENS)
+        return fl_input_error("--batch %d x --seq %d x --grad-accum %d: over %d positions per step", o->batch, o->seq,
+                              o->grad_accum, MAX_STEP_TOKENS);
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "linear") && strcmp(o->schedule, "constant"))
         return fl_input_error("--schedule: '%s' (expected cosine, linear or constant)", o->schedule);
-    if (o->warmup < 0) return fl_input_error("--warmup: expected >= 0, got %d", o->warmup);
-    if (!(o->warmup_ratio >= 0 && o->warmup_ratio <= 1)) return fl_input_error("--warmup-ratio: expected 0..1, got %g", o->warmup_ratio);
-    if (!(o->min_lr_ratio >= 0 && o->min_lr_ratio <= 1)) return fl_input_error("--min-lr-ratio: expected 0..1, got %g", o->min_lr_ratio);
-    if (!(o->eval_frac >= 0 && o->eval_frac < 1)) return fl_input_error("--eval-frac: expected 0 <= x < 1, got %g", o->eval_frac);
-    if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
-        return fl_input_error("--beta1/--beta2: expected values in [0, 1)");
-    if (!(o->adam_eps > 0)) return fl_input_error("--adam-eps: expected > 0, got %g", o->adam_eps);
-    if (!(o->weight_decay >= 0)) return fl_input_error("--weight-decay: expected >= 0, got %g", o->weight_decay);
-    if (!(o->clip >= 0)) return fl_input_error("--clip: expected >= 0, got %g", o->clip);
-    if (o->rank < 1 || o->rank > 4096) return fl_input_error("--rank: expected 1..4096, got %d", o->rank);
-    if (!(o->alpha > 0) || isinf(o->alpha)) return fl_input_error("--alpha: expected a finite number > 0, got %g", o->alpha);
-    if (!(o->dropout >= 0 && o->dropout < 1)) return fl_input_error("--dropout: expected 0 <= p < 1, got %g", o->dropout);
-    if (o->eval_every < 0 || o->save_every < 0 || o->log_every < 0 || o->eval_max_rows < 0)
-        return fl_input_error("--eval-every/--save-every/--log-every/--eval-max-rows: expected >= 0");
-    if (o->keep < 1) return fl_input_error("--keep: expected >= 1, got %d", o->keep);
     unsigned mask;
     FL_TRY(fl_lora_parse_targets(o->targets, &mask));
     fl_data_format f;

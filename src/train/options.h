@@ -45,7 +45,7 @@
     X("dropout", FLOAT, dropout, 0.0, "LoRA dropout")                                                       \
     X("targets", STR, targets, "all", "adapted projections: q,k,v,o,gate,up,down or all")                     \
     X("rslora", FLAG, rslora, 0, "scale alpha/sqrt(r)")                                                      \
-    X("seed", INT, seed, 1234, "seed of the LoRA init, shuffle, eval split and dropout")                     \
+    X("seed", U64, seed, 1234, "seed of the LoRA init, shuffle, eval split and dropout")                     \
     X("no-packing", FLAG, no_packing, 0, "one document per row (default: pack several)")                     \
     X("truncate", FLAG, truncate, 0, "truncate documents longer than --seq (default: split them)")            \
     X("no-shuffle", FLAG, no_shuffle, 0, "keep the data order")                                              \
@@ -65,6 +65,7 @@
 #define FL_OPT_FIELD_INT int
 #define FL_OPT_FIELD_FLOAT double /* as typed: 0.01 is 0.01, not 0.00999999978 */
 #define FL_OPT_FIELD_FLAG int
+#define FL_OPT_FIELD_U64 uint64_t
 
 typedef struct {
 #define X(name, kind, field, def, help) FL_OPT_FIELD_##kind field;
@@ -99,7 +100,9 @@ int fl_train_options_given(const fl_train_options *o, const char *name);
  * what ran. A given --dropout replaces the adapter's lora_dropout (it is a training setting), else
  * the adapter's is used. */
 int fl_train_options_apply_adapter(fl_train_options *o, fl_lora_config *lc, const char *adapter);
-/* Checks ranges (seq > 0, ...) and names (schedule, format, targets). */
+/* Checks every number against its option's range (the table in options.c, the same the command line
+ * and config files are checked against), the shape of a step (batch x seq x grad-accum), and names
+ * (schedule, format, targets). */
 int fl_train_options_validate(const fl_train_options *o);
 void fl_train_options_free(fl_train_options *o);
 

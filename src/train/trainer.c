@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,22 +181,44 @@ static const char *const run_outputs[] = {"adapter_config.json", "adapter_model.
                                           "metrics.jsonl", "loss.svg", "checkpoints"};
 #define N_RUN_OUTPUTS (sizeof run_outputs / sizeof run_outputs[0])
 
+static int same_folder(const char *a, const char *b) {
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* An earlier run in --out is refused unless --resume continues it or --overwrite replaces it (its
  * checkpoints would otherwise outrank the new run's in rotation and in --resume). An empty folder,
- * or one with other files only, is fine. */
+ * or one with other files only, is fine. --resume continues a run in its own folder (--out is the
+ * folder of the checkpoint, by device and inode), or starts a new run from the checkpoint in an
+ * --out that holds no run. */
 static int check_out_dir(const fl_train_options *o) {
     if (o->resume && o->overwrite) return fl_input_error("--resume and --overwrite: give one (continue the run, or replace it)");
-    if (o->resume || o->overwrite) return 0;
-    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) {
-        char *p = fl_path_join(o->out, run_outputs[i]);
-        int there = fl_file_exists(p);
-        free(p);
-        if (there)
-            return fl_input_error("--out %s holds an earlier run (%s); continue it with --resume %s, or replace it "
-                                  "with --overwrite (deletes its adapter, checkpoints and metrics)", o->out,
-                                  run_outputs[i], o->out);
+    if (o->overwrite) return 0;
+    char *run_dir = NULL;
+    if (o->resume) {
+        char *ckpt = NULL;
+        FL_TRY(fl_checkpoint_find(o->resume, &ckpt));
+        run_dir = fl_checkpoint_run_dir(ckpt);
+        free(ckpt);
+        if (same_folder(run_dir, o->out)) { free(run_dir); return 0; }
     }
-    return 0;
+    int status = 0;
+    for (size_t i = 0; i < N_RUN_OUTPUTS && !status; i++) {
+        char *p = fl_path_join(o->out, run_outputs[i]);
+        if (!fl_file_exists(p)) {}
+        else if (!o->resume)
+            status = fl_input_error("--out %s holds an earlier run (%s); continue it with --resume %s, or replace it "
+                                    "with --overwrite (deletes its adapter, checkpoints and metrics)", o->out,
+                                    run_outputs[i], o->out);
+        else
+            status = fl_input_error("--out %s holds another run (%s) than the checkpoint of --resume %s; continue that "
+                                    "run in its own folder%s%s, or give an empty --out to start a new run from the "
+                                    "checkpoint", o->out, run_outputs[i], o->resume, run_dir ? " --out " : "",
+                                    run_dir ? run_dir : "");
+        free(p);
+    }
+    free(run_dir);
+    return status;
 }
 
 /* --overwrite: the earlier run's outputs go before the new run writes any (after every input check). */
@@ -295,8 +318,8 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         status = fl_checkpoint_find(opt->resume, &dir);
         if (!status) status = fl_checkpoint_load(dir, m, &st);
         if (!status && st.seed != (uint64_t)opt->seed)
-            status = fl_input_error("%s: the checkpoint was made with --seed %llu, this run has %d", dir,
-                                    (unsigned long long)st.seed, opt->seed);
+            status = fl_input_error("%s: the checkpoint was made with --seed %llu, this run has %llu", dir,
+                                    (unsigned long long)st.seed, (unsigned long long)opt->seed);
         if (!status && st.epoch != 0) {
             fl_rows_free(&c.rows);
             fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
@@ -309,6 +332,8 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         free(dir);
     }
     if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
+    /* a resumed older step: the later checkpoints are a branch this run replaces */
+    if (!status && opt->resume) status = fl_checkpoint_abandon_after(c.ckpt_root, st.step, c.prog.log);
     char *config_path = fl_path_join(opt->out, "train_config.json");
     if (!status) status = fl_train_options_save_json(opt, config_path);
     free(config_path);
