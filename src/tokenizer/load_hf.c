@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,27 +57,43 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Reads a whole file (NUL-terminated). */
+/* Reads a whole file (NUL-terminated); a file that cannot be opened or read is one line,
+ * "cannot read FILE: reason". Every file of the tokenizer is read through here (JSON files are
+ * parsed from the buffer), so size limits or regular-file checks belong in this one place. */
 static int read_all(const char *path, char **out, size_t *len) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open", path);
-    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return fl_input_error("%s: cannot seek", path); }
-    long n = ftell(f);
-    if (n < 0) { fclose(f); return fl_input_error("%s: cannot tell size", path); }
-    rewind(f);
+    if (!f) return fl_input_error("cannot read %s: %s", path, strerror(errno));
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        int e = errno;
+        fclose(f);
+        return fl_input_error("cannot read %s: %s", path, strerror(e));
+    }
     char *buf = fl_malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); return fl_input_error("%s: short read", path); }
+    size_t got = fread(buf, 1, (size_t)n, f);
+    int failed = ferror(f), e = errno;
     fclose(f);
+    if (failed || got != (size_t)n) {
+        free(buf);
+        return fl_input_error("cannot read %s: %s", path, failed ? strerror(e) : "the file shrank while being read");
+    }
     buf[n] = 0;
     *out = buf;
     *len = (size_t)n;
     return 0;
 }
 
+/* Parses a whole JSON file; strings may hold U+0000 (JSON_ALLOW_NUL). */
 static int load_json(const char *path, json_t **out) {
+    char *text;
+    size_t len;
+    *out = NULL;
+    FL_TRY(read_all(path, &text, &len));
     json_error_t err;
-    *out = json_load_file(path, JSON_ALLOW_NUL, &err);
+    *out = json_loadb(text, len, JSON_ALLOW_NUL, &err);
+    free(text);
     if (!*out) return fl_input_error("%s: line %d column %d: malformed JSON: %s", path, err.line, err.column, err.text);
     return 0;
 }
@@ -775,7 +792,11 @@ static int load_dir(fl_tokenizer *tok, const char *dir) {
             rc = load_tiktoken(tok, path, text, len);
         free(text);
     } else {
-        rc = fl_input_error("%s: no tokenizer.json, vocab.json + merges.txt, or tokenizer.model", dir);
+        // e.g. an instruct folder holding only configs, its tokenizer left in the base model's folder
+        rc = fl_input_error("%s: no tokenizer files: looked for tokenizer.json, vocab.json + merges.txt, tokenizer.model "
+                            "and original/tokenizer.model in this folder%s", dir,
+                            cfg ? " (tokenizer_config.json alone has no vocabulary: copy the tokenizer files of the "
+                                  "base model into it)" : "");
     }
     if (rc) goto done;
     if (cfg) rc = apply_config(tok, cfg, cfg_path);
