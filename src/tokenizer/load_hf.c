@@ -156,7 +156,7 @@ static int add_pre_step(fl_tokenizer *tok, int kind, const char *pattern, const 
     char where[512];
     snprintf(where, sizeof where, "%s: %s", file, field);
     fl_pre_step *st = &tok->pipe.pre[tok->pipe.n_pre];
-    FL_TRY(fl_regex_compile(&st->regex, pattern, where));
+    FL_TRY(fl_regex_compile(&st->regex, pattern, kind == FL_PRE_DIGITS, where));
     st->kind = kind;
     tok->pipe.n_pre++;
     return 0;
