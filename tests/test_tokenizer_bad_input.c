@@ -306,3 +306,59 @@ TEST(tokenizer_bad_input_unreadable_files) {
         remove_dir(dir, cases[i].files);
     }
 }
+
+/* `tokenize --jsonl` on bad lines: each gives {"error": "line N: ..."} in its place, good lines
+ * still answer, exit status 2 with one summary line; never a crash (ASan in `make asan-test`). */
+TEST(tokenizer_bad_input_jsonl_lines) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    const char *files[] = {"tokenizer.json", "{" TINY_MODEL "}", "in.jsonl",
+                           "{\"text\": \"ab\"}\n"
+                           "not json\n"
+                           "{\"text\": \"lone \\ud800\"}\n"
+                           "[1, 2]\n"
+                           "{}\n"
+                           "{\"text\": 5}\n"
+                           "{\"text\": \"a\", \"ids\": [0]}\n"
+                           "{\"ids\": [0, 99]}\n"
+                           "{\"ids\": [-1]}\n"
+                           "{\"ids\": [1e3]}\n"
+                           "{\"ids\": \"0\"}\n"
+                           "{\"ids\": [0], \"skip_special_tokens\": 1}\n"
+                           "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n"
+                           "{\"messages\": [{\"role\": \"us\\u0000er\", \"content\": \"a\"}]}\n"
+                           "{\"messages\": 3}\n"
+                           "\n"
+                           "{\"ids\": [2, 0]}\n",
+                           NULL};
+    const char *dir = make_dir(files);
+    CHECK(dir != NULL);
+    if (!dir) return;
+    char cmd[1024], out[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(cmd, sizeof cmd, "%s tokenize --model %s --jsonl %s/in.jsonl > %s 2> %s.err", bin, dir, dir, out, out);
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    char line[512];
+    int n = 0, errors = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        n++;
+        if (strstr(line, "{\"error\":")) {
+            char want[32];
+            snprintf(want, sizeof want, "\"line %d: ", n + (n >= 16)); // the blank line 16 gives no output
+            CHECK_STR_CONTAINS(line, want);
+            errors++;
+        }
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(n, 16);
+    CHECK_EQ_INT(errors, 14); // all but the first and the last line
+    snprintf(cmd, sizeof cmd, "grep -q 'in.jsonl: 14 of 16 lines failed (first: line 2: column' %s.err", out);
+    CHECK_EQ_INT(system(cmd), 0);
+    unlink(out);
+    snprintf(out + strlen(out), sizeof out - strlen(out), ".err");
+    unlink(out);
+    remove_dir(dir, files);
+}
