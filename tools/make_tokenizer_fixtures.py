@@ -3,10 +3,14 @@
 tokenizer (src/tokenizer/), from Hugging Face `tokenizers` / `transformers`.
 
 For every real tokenizer in ../shared/models it writes `<name>.jsonl`: one JSON object per line,
-    {"text": str, "ids": [...], "ids_plain": [...], "decoded": str}
-where `ids` = encode(text, add_special_tokens=True), `ids_plain` = add_special_tokens=False,
-`decoded` = decode(ids, skip_special_tokens=False); plus lines {"decode_ids": [...], "decoded": str}
-for id sequences that cut multi-byte characters (partial tokens), and `<name>.chat.jsonl` with
+    {"text": str, "ids": [...], "ids_plain": [...], "decoded": str, "offsets": [s0, e0, s1, e1, ...]}
+for the strings of HARD, HOSTILE (multilingual and hostile) and a few prose pages, where `ids` =
+encode(text, add_special_tokens=True), `ids_plain` = add_special_tokens=False, `decoded` =
+decode(ids, skip_special_tokens=False), `offsets` = the byte range of each token of `ids` (HF's
+character offsets in UTF-8 bytes; only for HARD and HOSTILE, and left out where HF's own are off:
+see write_model); plus lines {"decode_ids": [...], "decoded": str} for id sequences that cut
+multi-byte characters (partial tokens) or spell invalid UTF-8 byte by byte (BAD_BYTES), lines
+{"bad_json": str} for JSON lines HF cannot encode (lone surrogates), and `<name>.chat.jsonl` with
     {"messages": [...], "add_generation_prompt": bool, "text": str, "ids": [...]}
 rendered by transformers' `apply_chat_template` (tokenize=False), ids = encode(text,
 add_special_tokens=False) with the folder's tokenizer.json (what apply_chat_template(tokenize=True)
