@@ -47,7 +47,7 @@ static int count_data_tokens(const char *path, const char *model_dir, const fl_m
     close(fd);
     if (size == 0) return fl_input_error("%s: empty file: no documents to train on (--data)", path);
     fl_tokenizer *tok = NULL;
-    int is_tokens = fl_data_is_tokens_file(path);
+    int is_tokens = fl_data_is_tokens_file(path, "auto");
     if (!is_tokens && model_dir && fl_tokenizer_load(&tok, model_dir) != 0) {
         snprintf(note, cap, "ESTIMATE: %s has %.0f bytes / 4 (tokenizer of %s not usable: %s)", path, (double)size,
                  model_dir, fl_last_error());

@@ -409,7 +409,7 @@ int fl_tokens_file_write(const char *path, const fl_dataset *ds) {
     return fl_atomic_file_commit(&f);
 }
 
-int fl_data_is_tokens_file(const char *path) {
+static int has_tokens_magic(const char *path) {
     FILE *f = fopen(path, "rb");
     char magic[8] = {0};
     int yes = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, FL_TOKENS_MAGIC, 8);
@@ -425,7 +425,7 @@ int fl_data_is_tokens_file(const char *path, const char *format) {
 
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
     FL_TRY(fl_file_check_read(path, FL_FILE_DATASET));   /* no FIFO, device or directory; the size limit */
-    if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && fl_data_is_tokens_file(path)))
+    if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && has_tokens_magic(path)))
         return load_tokens(ds, path, opt);
     if (!tok) return fl_input_error("%s: a JSONL dataset needs the model's tokenizer (tokenizer.json etc. in the model folder)", path);
     return starts_with_bracket(path) ? load_json_array(ds, path, tok, opt) : load_jsonl(ds, path, tok, opt);

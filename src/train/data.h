@@ -82,8 +82,6 @@ int fl_data_parse_field_map(const char *spec, fl_data_options *opt);
  * Appends to *ds (zero-initialize first). */
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt);
 void fl_dataset_free(fl_dataset *ds);
-/* 1 when the file starts with FL_TOKENS_MAGIC (how --format auto recognizes a tokens file). */
-int fl_data_is_tokens_file(const char *path);
 /* Appends a copy of (ids, mask) as a document. mask may be NULL (all targets). */
 void fl_dataset_add(fl_dataset *ds, const int32_t *ids, const uint8_t *mask, int n);
 
