@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Lane-level emulation of the tensor-core attention backward (src/backend/cuda/cuda_attention_bwd_mma.cu).
+"""Lane-level emulation of the tensor-core attention backward (src/backend/cuda/cuda_attention_bwd_mma.cu), and of the
+forward whose lse it consumes (cuda_attention_mma.cu).
 
 A check that needs no GPU: the kernels' index arithmetic is replayed in numpy, warp by warp, with the
 PTX semantics of the three instructions they are built on, written down here from the PTX ISA:
@@ -347,6 +348,97 @@ def dq_block(HS, bx, h, b, q, k, v, dout, L2, D, seg, smin, chunks, T, NH, NKV, 
     stats["conflicts"] += sm.conflicts
 
 
+def forward(q, k, v, seg, B, T, NH, NKV, HS):
+    """attention_forward_mma_kernel (cuda_attention_mma.cu), contiguous (B, T, heads, HS) inputs:
+    out (bf16 values) and lse, both flat"""
+    out = np.full(B * T * NH * HS, np.nan, np.float32)
+    lse = np.full(B * NH * T, np.nan, np.float32)
+    scale_log2 = np.float32(np.float32(1 / np.sqrt(np.float32(HS))) * LOG2E)
+    ln2 = np.float32(0.6931471805599453)
+    for b in range(B):
+        for h in range(NH):
+            kvh = h // (NH // NKV)
+            for bx in range((T + BQ - 1) // BQ):
+                Qs, Ks, Vs = 0, BQ * HS, BQ * HS + BKV * HS
+                sm = Smem(BQ * HS + 2 * BKV * HS)
+                q0 = bx * BQ
+                q_last = min(T - 1, q0 + BQ - 1)
+                load_rows(sm, HS, Qs, BQ, q, NH * HS, b * T * NH * HS + h * HS, q0, T)
+                seg_s = [seg[b * T + q0 + i] if q0 + i < T else T for i in range(BQ)]
+                k_begin = min(seg_s) // BKV * BKV
+                for warp in range(4):
+                    qa = [load_a(sm, HS, Qs, warp * 16, kk * 16) for kk in range(HS // 16)]
+                    row_a = warp * 16 + G
+                    tq_a, tq_b = q0 + row_a, q0 + row_a + 8
+                    sg_a = np.array([seg_s[r] for r in row_a])
+                    sg_b = np.array([seg_s[r + 8] for r in row_a])
+                    o = [np.zeros((32, 4), np.float32) for _ in range(HS // 8)]
+                    m_a = np.full(32, -np.inf, np.float32)
+                    m_b = np.full(32, -np.inf, np.float32)
+                    l_a = np.zeros(32, np.float32)
+                    l_b = np.zeros(32, np.float32)
+                    for k0 in range(k_begin, q_last + 1, BKV):
+                        load_rows(sm, HS, Ks, BKV, k, NKV * HS, b * T * NKV * HS + kvh * HS, k0, T)
+                        load_rows(sm, HS, Vs, BKV, v, NKV * HS, b * T * NKV * HS + kvh * HS, k0, T)
+                        sc = [np.zeros((32, 4), np.float32) for _ in range(BKV // 8)]
+                        for kk in range(HS // 16):
+                            for np_ in range(BKV // 16):
+                                bk = load_b_rows(sm, HS, Ks, np_ * 16, kk * 16)
+                                sc[2 * np_] = mma(sc[2 * np_], qa[kk], bk[0], bk[1])
+                                sc[2 * np_ + 1] = mma(sc[2 * np_ + 1], qa[kk], bk[2], bk[3])
+                        tmax_a = np.full(32, -np.inf, np.float32)
+                        tmax_b = np.full(32, -np.inf, np.float32)
+                        for nb in range(BKV // 8):
+                            for e in range(2):
+                                j = k0 + nb * 8 + 2 * C + e
+                                sc[nb][:, e] = np.where((j >= sg_a) & (j <= tq_a), sc[nb][:, e] * scale_log2, -np.inf)
+                                sc[nb][:, 2 + e] = np.where((j >= sg_b) & (j <= tq_b), sc[nb][:, 2 + e] * scale_log2,
+                                                            -np.inf)
+                                tmax_a = np.maximum(tmax_a, sc[nb][:, e])
+                                tmax_b = np.maximum(tmax_b, sc[nb][:, 2 + e])
+                        # the quad's max (shuffles over lanes xor 1, 2)
+                        tmax_a = np.array([tmax_a[l & ~3:(l & ~3) + 4].max() for l in range(32)])
+                        tmax_b = np.array([tmax_b[l & ~3:(l & ~3) + 4].max() for l in range(32)])
+                        mn_a, mn_b = np.maximum(m_a, tmax_a), np.maximum(m_b, tmax_b)
+                        use_a = np.where(mn_a == -np.inf, 0, mn_a).astype(np.float32)
+                        use_b = np.where(mn_b == -np.inf, 0, mn_b).astype(np.float32)
+                        with np.errstate(invalid="ignore"):
+                            corr_a, corr_b = np.exp2(m_a - use_a), np.exp2(m_b - use_b)
+                        m_a, m_b = mn_a, mn_b
+                        l_a, l_b = l_a * corr_a, l_b * corr_b
+                        for i in range(HS // 8):
+                            o[i][:, 0:2] *= corr_a[:, None]
+                            o[i][:, 2:4] *= corr_b[:, None]
+                        pa = [[None] * 4 for _ in range(BKV // 16)]
+                        for nb in range(BKV // 8):
+                            p0, p1 = np.exp2(sc[nb][:, 0] - use_a), np.exp2(sc[nb][:, 1] - use_a)
+                            p2, p3 = np.exp2(sc[nb][:, 2] - use_b), np.exp2(sc[nb][:, 3] - use_b)
+                            l_a = l_a + p0 + p1
+                            l_b = l_b + p2 + p3
+                            pa[nb // 2][(nb & 1) * 2 + 0] = pack(p0, p1)
+                            pa[nb // 2][(nb & 1) * 2 + 1] = pack(p2, p3)
+                        strip_times_tile(sm, HS, BKV, o, pa, Vs)
+                    l_a = np.array([l_a[l & ~3:(l & ~3) + 4].sum() for l in range(32)], np.float32)
+                    l_b = np.array([l_b[l & ~3:(l & ~3) + 4].sum() for l in range(32)], np.float32)
+                    for i in range(HS // 8):
+                        d = i * 8 + 2 * C
+                        for lane in range(32):
+                            for half, tq, l_ in ((0, tq_a, l_a), (2, tq_b, l_b)):
+                                if tq[lane] < T:
+                                    off = ((b * T + tq[lane]) * NH + h) * HS + d[lane]
+                                    out[off:off + 2] = bf16(o[i][lane, half:half + 2] / l_[lane])
+                    for lane in range(32):
+                        if C[lane] == 0:
+                            for tq, m_, l_ in ((tq_a, m_a, l_a), (tq_b, m_b, l_b)):
+                                if tq[lane] < T:
+                                    lse[(b * NH + h) * T + tq[lane]] = ln2 * (m_[lane] + np.log2(l_[lane]))
+                stats_conflicts[0] += sm.conflicts
+    return out, lse
+
+
+stats_conflicts = [0]
+
+
 def backward(q, k, v, dout, out, lse, seg, B, T, NH, NKV, HS, ld_q, ld_kv, bufs, offs):
     """the launcher: prep, dkv, dq, (reduce); bufs = (dq, dk, dv) arrays poisoned with NaN"""
     dq, dk, dv = bufs
@@ -432,6 +524,12 @@ def case(B, T, NH, NKV, HS, docs, packed, seed):
             seg[b * T + t] = 0 if t < T // 3 else T // 3 if t < T // 2 else T // 2
     out, lse, rdq, rdk, rdv = reference(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
                                         dout.astype(np.float64), seg, B, T, NH, NKV, HS)
+    stats_conflicts[0] = 0
+    f_out, f_lse = forward(q.reshape(-1), k.reshape(-1), v.reshape(-1), seg, B, T, NH, NKV, HS)
+    e_out, e_lse = rel(f_out, out.reshape(-1)), rel(f_lse, lse.reshape(-1))
+    fwd_ok = e_out <= 2e-2 and e_lse <= 1e-3 and stats_conflicts[0] == 0
+    print(f"  forward: rel err out {e_out:.2e} lse {e_lse:.2e}, bank conflicts {stats_conflicts[0]} "
+          f"{'ok' if fwd_ok else 'FAIL'}")
     outb = bf16(out).reshape(-1)
     lse32 = lse.astype(np.float32).reshape(-1)
     N = B * T
@@ -458,7 +556,7 @@ def case(B, T, NH, NKV, HS, docs, packed, seed):
                          NKV, HS, NH * HS, NKV * HS, (gdq, gdk, gdv), (0,) * 6)
         gap_ok = True
     e = [rel(np.asarray(g).reshape(-1), r.reshape(-1)) for g, r in ((gdq, rdq), (gdk, rdk), (gdv, rdv))]
-    ok = max(e) <= 2e-2 and gap_ok and stats["conflicts"] == 0
+    ok = max(e) <= 2e-2 and gap_ok and stats["conflicts"] == 0 and fwd_ok
     print(f"B={B} T={T} NH={NH} NKV={NKV} HS={HS} docs={int(docs)} packed={int(packed)}: rel err dq {e[0]:.2e} "
           f"dk {e[1]:.2e} dv {e[2]:.2e}, tiles {stats['tiles']}, bank conflicts {stats['conflicts']}"
           f"{'' if gap_ok else ', GAP OVERWRITTEN'} {'ok' if ok else 'FAIL'}", flush=True)
