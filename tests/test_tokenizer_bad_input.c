@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,6 +306,48 @@ TEST(tokenizer_bad_input_unreadable_files) {
         CHECK(strstr(msg, "line -1") == NULL);
         remove_dir(dir, cases[i].files);
     }
+}
+
+static void on_alarm_tok(int sig) {
+    (void)sig;
+    static const char msg[] = "FAIL: a tokenizer file that is a FIFO blocked the load (test_tokenizer_bad_input.c)\n";
+    if (write(1, msg, sizeof msg - 1) < 0) {}
+    _exit(1);
+}
+
+/* Each tokenizer file as a FIFO, a device or a dangling link: "cannot read PATH: why" from the one
+ * reader, at once (a FIFO used to count as no file: "no tokenizer files" or "vocab.json: missing"). */
+TEST(tokenizer_bad_input_special_files) {
+    const char *tj[] = {"tokenizer.json", "{" TINY_MODEL "}", "tokenizer_config.json", "{}", "chat_template.jinja", "x", NULL};
+    const char *vm[] = {"vocab.json", "{\"a\": 0}", "merges.txt", "", "tokenizer_config.json",
+                        "{\"tokenizer_class\": \"Qwen2Tokenizer\"}", NULL};
+    const char *tt[] = {"tokenizer.model", "IQ== 0\n", "tokenizer_config.json", "{}", NULL};
+    struct { const char *const *files; const char *special; } cases[] = {
+        {tj, "tokenizer.json"}, {tj, "tokenizer_config.json"}, {tj, "chat_template.jinja"},
+        {vm, "vocab.json"}, {vm, "merges.txt"}, {tt, "tokenizer.model"},
+    };
+    const char *kinds[][2] = {{"fifo", "a FIFO, not a regular file"}, {"/dev/zero", "a character device, not a regular file"},
+                              {"/nonexistent/x", "No such file or directory"}};
+    signal(SIGALRM, on_alarm_tok);
+    alarm(20);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (size_t k = 0; k < 3; k++) {
+            const char *dir = make_dir(cases[i].files);
+            CHECK(dir != NULL);
+            if (!dir) continue;
+            char path[256], want[320];
+            snprintf(path, sizeof path, "%s/%s", dir, cases[i].special);
+            unlink(path);
+            CHECK(k == 0 ? mkfifo(path, 0600) == 0 : symlink(kinds[k][0], path) == 0);
+            fl_tokenizer *tok = NULL;
+            CHECK_EQ_INT(fl_tokenizer_load(&tok, dir), FL_ERR_INPUT);
+            snprintf(want, sizeof want, "cannot read %s: %s", path, kinds[k][1]);
+            CHECK_STR_CONTAINS(fl_last_error(), want);
+            fl_tokenizer_free(tok);
+            remove_dir(dir, cases[i].files);
+        }
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
 }
 
 /* `tokenize --jsonl` on bad lines: each gives {"error": "line N: ..."} in its place, good lines

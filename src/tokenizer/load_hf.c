@@ -53,9 +53,12 @@ static char *path_join(const char *dir, const char *name) {
     return p;
 }
 
+/* Whether the folder has an entry of that name, of any kind: the reader then refuses a FIFO, a
+ * device or a dangling link in one line ("cannot read PATH: a FIFO, not a regular file") instead
+ * of the folder being taken as one without tokenizer files. */
 static int file_exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return lstat(path, &st) == 0;
 }
 
 /* Reads a whole file (NUL-terminated); a file that cannot be opened or read is one line,
