@@ -259,17 +259,26 @@ int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *er
     return 0;
 }
 
+int fl_bench_record_check_target(const char *path) {
+    FL_TRY(fl_output_file_check(path));
+    return fl_file_exists(path) ? fl_file_check_read(path, FL_FILE_TABLE) : 0;
+}
+
 int fl_bench_record_append(const char *path, const json_t *record) {
-    char *text = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *old = NULL, *text = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t old_len = 0;
     if (!text) return fl_fail(FL_ERR_INTERNAL, "cannot encode the result record");
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        free(text);
-        return fl_input_error("%s: cannot open for appending: %s", path, strerror(errno));
+    int status = fl_bench_record_check_target(path);
+    if (!status && fl_file_exists(path)) status = fl_file_read_all(path, FL_FILE_TABLE, &old, &old_len);
+    fl_atomic_file f;
+    if (!status) status = fl_atomic_file_open(&f, path);
+    if (!status) {
+        fwrite(old, 1, old_len, f.fp);
+        if (old_len && old[old_len - 1] != '\n') fputc('\n', f.fp);   /* a last line without its newline */
+        fprintf(f.fp, "%s\n", text);
+        status = fl_atomic_file_commit(&f);
     }
-    fprintf(f, "%s\n", text);
-    int bad = ferror(f) != 0;
-    bad |= fclose(f) != 0;
+    free(old);
     free(text);
-    return bad ? fl_input_error("%s: write failed", path) : 0;
+    return status;
 }

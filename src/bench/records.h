@@ -77,8 +77,13 @@ int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *er
 void fl_bench_record_list_push(fl_bench_record_list *list, const fl_bench_record *r);
 void fl_bench_record_list_free(fl_bench_record_list *list);
 
-/* Appends one record as a single compact line (creates the file). */
+/* Appends one record as a single compact line (creates the file). The file is rewritten whole through
+ * an atomic temp + rename, so a crash or a full disk never leaves half a line; an existing file is
+ * read with the records file's checks (a regular file within its size limit). */
 int fl_bench_record_append(const char *path, const json_t *record);
+/* Whether a record could be appended to path (fl_bench_record_append's checks, nothing written):
+ * for bench to refuse a bad --json before it measures anything. */
+int fl_bench_record_check_target(const char *path);
 
 /* The Hugging Face name of a preset's weights ("smollm2-135m" -> "HuggingFaceTB/SmolLM2-135M"), or
  * for a model folder the name whose last component matches the folder's name (case-insensitive),

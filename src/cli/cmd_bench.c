@@ -506,6 +506,10 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
     if (!sweep_given) o.sweep_spec[0] = 0;
+    if (o.json_path && fl_bench_record_check_target(o.json_path)) {   /* before minutes of measuring */
+        fprintf(stderr, "fastlora: bench: --json: %s\n", fl_last_error());
+        return 2;
+    }
 
     const fl_backend *be;
     if (fl_backend_select_dtype(o.device, o.dtype, &be)) {

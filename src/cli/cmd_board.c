@@ -72,6 +72,13 @@ int cmd_board(int argc, char **argv) {
         return 2;
     }
 
+    const char *outputs[] = {o.out_path, o.html_path};
+    for (int i = 0; i < 2; i++)   /* both before either is written */
+        if (outputs[i] && fl_output_file_check(outputs[i])) {
+            fprintf(stderr, "fastlora: board: %s\n", fl_last_error());
+            free(files);
+            return 2;
+        }
     fl_bench_record_list list = {0};
     char bad_files[1024] = "";
     int n_bad = 0;

@@ -209,6 +209,7 @@ int cmd_plan(int argc, char **argv) {
         return 2;
     }
     int status = fl_lora_parse_targets(targets, &rq.lc.target_mask);
+    if (!status && html) status = fl_output_file_check(html);   /* before the table is printed */
     fl_plan_report rep;
     memset(&rep, 0, sizeof rep);
     if (!status) {

@@ -11,14 +11,45 @@
 
 #include "common/error.h"
 
+static const char *not_regular(mode_t mode);
+
+int fl_output_file_check(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;   /* absent (or a dangling link): created */
+    return fl_input_error("cannot write %s: %s", path, not_regular(st.st_mode));
+}
+
+/* What a symbolic link names (NULL when path is not a link): the resolved file, or for a dangling
+ * link its target read relative to the link's folder (the file the write creates). */
+static char *link_target(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return NULL;
+    char *real = realpath(path, NULL), buf[4096];
+    if (real) return real;
+    ssize_t n = readlink(path, buf, sizeof buf - 1);
+    if (n <= 0) return NULL;
+    buf[n] = 0;
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = buf[0] == '/' || !slash ? 0 : (size_t)(slash - path + 1);
+    char *p = fl_malloc(dir_len + (size_t)n + 1);
+    memcpy(p, path, dir_len);
+    memcpy(p + dir_len, buf, (size_t)n + 1);
+    return p;
+}
+
 int fl_atomic_file_open(fl_atomic_file *f, const char *path) {
     memset(f, 0, sizeof *f);
-    size_t n = strlen(path) + 32;
-    f->final_path = strdup(path);
+    FL_TRY(fl_output_file_check(path));
+    char *target = link_target(path);
+    f->final_path = target ? target : strdup(path);
+    size_t n = strlen(f->final_path) + 32;
     f->temp_path = fl_malloc(n);
-    snprintf(f->temp_path, n, "%s.tmp.%d", path, (int)getpid());
-    f->fp = fopen(f->temp_path, "wb");
+    snprintf(f->temp_path, n, "%s.tmp.%d", f->final_path, (int)getpid());
+    unlink(f->temp_path);   /* O_EXCL: never open an existing name (a FIFO there would block) */
+    int fd = open(f->temp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    f->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f->fp) {
+        if (fd >= 0) close(fd);
         int status = fl_input_error("%s: cannot create: %s", f->temp_path, strerror(errno));
         free(f->final_path);
         free(f->temp_path);
@@ -77,9 +108,12 @@ int fl_mkdir_p(const char *path) {
         mkdir(copy, 0755);
         *p = '/';
     }
-    int rc = mkdir(copy, 0755);
+    int rc = mkdir(copy, 0755), e = errno;
     free(copy);
-    if (rc != 0 && errno != EEXIST) return fl_input_error("%s: cannot create directory: %s", path, strerror(errno));
+    struct stat st;
+    if (rc != 0 && e == EEXIST && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+        return fl_input_error("%s: exists and is not a directory", path);
+    if (rc != 0 && e != EEXIST) return fl_input_error("%s: cannot create directory: %s", path, strerror(e));
     return 0;
 }
 

@@ -17,8 +17,15 @@ typedef struct {
     char *temp_path;
 } fl_atomic_file;
 
-/* Opens `<path>.tmp.<pid>` for writing. */
+/* Opens `<path>.tmp.<pid>` for writing (created afresh: a leftover of that name is removed first).
+ * The path must not name something that is not a regular file (fl_output_file_check); a symbolic
+ * link to a file is followed, so the file it names is replaced and the link stays. */
 int fl_atomic_file_open(fl_atomic_file *f, const char *path);
+/* Whether path may be written as an output: absent, or a regular file (through links). A FIFO, a
+ * device or a directory is refused with one line, "cannot write PATH: a FIFO, not a regular file":
+ * the rename that ends an atomic write would replace it (a device node, /dev/stdout's link) or fail
+ * after all the work (a directory). Commands check their output paths with it before they start. */
+int fl_output_file_check(const char *path);
 /* Flushes, fsyncs, closes and renames onto the final path; on a write error removes the temp file. */
 int fl_atomic_file_commit(fl_atomic_file *f);
 /* Closes and removes the temp file (the final path is untouched). */
@@ -30,7 +37,8 @@ int fl_write_file_atomic(const char *path, const void *data, size_t len);
 /* Returns a malloc'd "dir/name". */
 char *fl_path_join(const char *dir, const char *name);
 int fl_file_exists(const char *path);
-/* Creates a directory (and its parents); ok when it exists. */
+/* Creates a directory (and its parents); ok when it exists as a directory, an error naming the path
+ * when something else is there. */
 int fl_mkdir_p(const char *path);
 
 /* ---- reading input files -------------------------------------------------------------------- */

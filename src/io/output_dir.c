@@ -109,10 +109,33 @@ static int move_into(const char *src, const char *dst) {
     return status;
 }
 
+/* Whether move_into(src, dst) can move everything: no staged file lands on a folder and no staged
+ * folder on a file (a rename would fail there half-way through the commit). */
+static int check_into(const char *src, const char *dst) {
+    DIR *d = opendir(src);
+    if (!d) return fl_input_error("%s: cannot open: %s", src, strerror(errno));
+    struct dirent *e;
+    int status = 0;
+    while (!status && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *from = fl_path_join(src, e->d_name), *to = fl_path_join(dst, e->d_name);
+        struct stat sf, st;
+        int staged_dir = lstat(from, &sf) == 0 && S_ISDIR(sf.st_mode), there = lstat(to, &st) == 0;
+        if (there && staged_dir && !S_ISDIR(st.st_mode)) status = fl_input_error("%s: exists and is not a folder", to);
+        else if (there && !staged_dir && S_ISDIR(st.st_mode)) status = fl_input_error("%s: is a folder, not a file", to);
+        else if (there && staged_dir) status = check_into(from, to);
+        free(from);
+        free(to);
+    }
+    closedir(d);
+    return status;
+}
+
 int fl_output_dir_commit(fl_output_dir *od) {
     int status = 0;
     if (od->into_existing) {
-        status = move_into(od->stage, od->dest);
+        status = check_into(od->stage, od->dest);
+        if (!status) status = move_into(od->stage, od->dest);
     } else if (rename(od->stage, od->dest) != 0) {
         status = fl_input_error("--out %s: cannot move the finished folder into place: %s", od->dest, strerror(errno));
     } else {

@@ -221,6 +221,23 @@ static int check_out_dir(const fl_train_options *o) {
     return status;
 }
 
+/* What a run writes in OUT must be replaceable, found before the run rather than when its adapter is
+ * saved: files (not a FIFO, a device or a folder), checkpoints/ a folder. */
+static int check_out_files(const char *out) {
+    int status = 0;
+    for (size_t i = 0; i + 1 < N_RUN_OUTPUTS && !status; i++) {
+        char *p = fl_path_join(out, run_outputs[i]);
+        status = fl_output_file_check(p);
+        free(p);
+    }
+    char *ckpt_root = fl_path_join(out, "checkpoints");
+    struct stat st;
+    if (!status && stat(ckpt_root, &st) == 0 && !S_ISDIR(st.st_mode))
+        status = fl_input_error("%s: exists and is not a directory", ckpt_root);
+    free(ckpt_root);
+    return status;
+}
+
 /* --overwrite: the earlier run's outputs go before the new run writes any (after every input check). */
 static void clear_out_dir(const fl_train_options *o, const char *ckpt_root) {
     fl_checkpoint_remove_all(ckpt_root);
@@ -279,6 +296,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
     FL_TRY(check_out_dir(opt));
+    FL_TRY(check_out_files(opt->out));
     run_ctx c = {.opt = opt, .m = m};
     c.prog.log = opt->log ? opt->log : stderr;
     c.prog.tty = isatty(fileno(c.prog.log));
