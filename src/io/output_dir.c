@@ -84,8 +84,10 @@ int fl_output_dir_begin(fl_output_dir *od, const char *dest, int force, const ch
     return status;
 }
 
-/* Moves every entry of src into dst (folders merged, files replaced by rename). */
-static int move_into(const char *src, const char *dst) {
+/* Moves every entry of src into dst (folders merged, files replaced by rename). check_only: move
+ * nothing, only find what would stop it half-way (a staged file landing on a folder, a staged folder
+ * on a file). */
+static int move_into(const char *src, const char *dst, int check_only) {
     DIR *d = opendir(src);
     if (!d) return fl_input_error("%s: cannot open: %s", src, strerror(errno));
     struct dirent *e;
@@ -93,49 +95,31 @@ static int move_into(const char *src, const char *dst) {
     while (!status && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char *from = fl_path_join(src, e->d_name), *to = fl_path_join(dst, e->d_name);
-        struct stat sb;
-        if (lstat(from, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            if (mkdir(to, 0755) != 0 && errno != EEXIST) status = fl_input_error("%s: cannot create: %s", to, strerror(errno));
-            if (!status) status = move_into(from, to);
-            if (!status) rmdir(from);
-        } else if (rename(from, to) != 0) {
+        struct stat sb, st;
+        int staged_dir = lstat(from, &sb) == 0 && S_ISDIR(sb.st_mode), there = lstat(to, &st) == 0;
+        if (check_only && there && staged_dir != S_ISDIR(st.st_mode)) {
+            status = fl_input_error(staged_dir ? "%s: exists and is not a folder" : "%s: is a folder, not a file", to);
+        } else if (staged_dir) {
+            if (!check_only && mkdir(to, 0755) != 0 && errno != EEXIST)
+                status = fl_input_error("%s: cannot create: %s", to, strerror(errno));
+            if (!status && (there || !check_only)) status = move_into(from, to, check_only);
+            if (!status && !check_only) rmdir(from);
+        } else if (!check_only && rename(from, to) != 0) {
             status = fl_input_error("%s: cannot move into place: %s", to, strerror(errno));
         }
         free(from);
         free(to);
     }
     closedir(d);
-    if (!status) fsync_dir(dst);
-    return status;
-}
-
-/* Whether move_into(src, dst) can move everything: no staged file lands on a folder and no staged
- * folder on a file (a rename would fail there half-way through the commit). */
-static int check_into(const char *src, const char *dst) {
-    DIR *d = opendir(src);
-    if (!d) return fl_input_error("%s: cannot open: %s", src, strerror(errno));
-    struct dirent *e;
-    int status = 0;
-    while (!status && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *from = fl_path_join(src, e->d_name), *to = fl_path_join(dst, e->d_name);
-        struct stat sf, st;
-        int staged_dir = lstat(from, &sf) == 0 && S_ISDIR(sf.st_mode), there = lstat(to, &st) == 0;
-        if (there && staged_dir && !S_ISDIR(st.st_mode)) status = fl_input_error("%s: exists and is not a folder", to);
-        else if (there && !staged_dir && S_ISDIR(st.st_mode)) status = fl_input_error("%s: is a folder, not a file", to);
-        else if (there && staged_dir) status = check_into(from, to);
-        free(from);
-        free(to);
-    }
-    closedir(d);
+    if (!status && !check_only) fsync_dir(dst);
     return status;
 }
 
 int fl_output_dir_commit(fl_output_dir *od) {
     int status = 0;
     if (od->into_existing) {
-        status = check_into(od->stage, od->dest);
-        if (!status) status = move_into(od->stage, od->dest);
+        status = move_into(od->stage, od->dest, 1);
+        if (!status) status = move_into(od->stage, od->dest, 0);
     } else if (rename(od->stage, od->dest) != 0) {
         status = fl_input_error("--out %s: cannot move the finished folder into place: %s", od->dest, strerror(errno));
     } else {
