@@ -55,8 +55,10 @@ int cmd_board(int argc, char **argv) {
         }
         opt_argv[n_opt++] = argv[i];
         for (int k = 0; k < n_options; k++)
-            if (!strcmp(argv[i] + 2, options[k].name) && options[k].kind != FL_OPT_FLAG && i + 1 < argc)
+            if (!strcmp(argv[i] + 2, options[k].name) && options[k].kind != FL_OPT_FLAG && i + 1 < argc) {
                 opt_argv[n_opt++] = argv[++i];
+                break;   /* argv[i] is the value now: matching it again read past a short one */
+            }
     }
     int rc = fl_args_parse("board", n_opt, opt_argv, options, n_options,
                            "usage: fastlora board [--reference] [--html FILE] [--out FILE] RESULTS.jsonl...\n\n"
