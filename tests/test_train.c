@@ -740,6 +740,33 @@ TEST(train_resume_rules_other_run_and_older_step) {
     free(dir);
 }
 
+/* --eval-data whose every document is unusable: an error, as for --data (it used to train without
+ * any eval, saying only "no eval set" at the end). */
+TEST(train_bad_input_eval_data_without_documents) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char eval[300], out[300];
+    snprintf(eval, sizeof eval, "%s/eval.tokens", dir);
+    snprintf(out, sizeof out, "%s/run", dir);
+    fl_dataset ds = {0};
+    int32_t one = 5;
+    fl_dataset_add(&ds, &one, NULL, 1);   /* a 1-token document has no target */
+    CHECK_EQ_INT(fl_tokens_file_write(eval, &ds), 0);
+    fl_dataset_free(&ds);
+    FILE *log = fopen("/dev/null", "w");
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, log);
+    o.eval_data = eval;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "eval.tokens: no usable evaluation documents (1 lines, 1 skipped) (--eval-data)");
+    CHECK_EQ_INT(r.steps, 0);
+    fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
 TEST(train_checkpoint_order_is_by_step_past_8_digits) {
     char *dir = temp_dir();
     char path[600];

@@ -143,6 +143,9 @@ static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
     res->n_bad_lines = c->train_ds.n_bad;
     if (o->eval_data) {
         FL_TRY(fl_dataset_load(&c->eval_ds_own, o->eval_data, tok, &d));
+        if (!c->eval_ds_own.n_docs) /* asked for, so not silently a run without eval */
+            return fl_input_error("%s: no usable evaluation documents (%zu lines, %zu skipped) (--eval-data)", o->eval_data,
+                                  c->eval_ds_own.n_lines, c->eval_ds_own.n_bad);
         res->n_bad_lines += c->eval_ds_own.n_bad;
         c->eval_ds = &c->eval_ds_own;
         fl_split_eval(c->train_ds.n_docs, 0.0, 0, &c->train_idx, &c->n_train, &c->eval_idx, &c->n_eval);
