@@ -129,19 +129,28 @@ void fl_bpe_scratch_free(fl_bpe_scratch *s) {
     memset(s, 0, sizeof *s);
 }
 
-static void scratch_reserve(fl_bpe_scratch *s, size_t n) {
-    if (n <= s->cap) return;
+/* Room for n symbols (36 bytes each). A pre-token of a gigabyte (a text without a split point, or
+ * a whole segment for tokenizers without a pre-tokenizer) may not fit in memory: an input error,
+ * not an abort. */
+static int scratch_reserve(fl_bpe_scratch *s, size_t n) {
+    if (n <= s->cap) return 0;
     size_t cap = s->cap ? s->cap : 256;
     while (cap < n) cap *= 2;
     fl_bpe_scratch_free(s);
+    s->id = malloc(cap * sizeof *s->id);
+    s->prev = malloc(cap * sizeof *s->prev);
+    s->next = malloc(cap * sizeof *s->next);
+    s->start = malloc(cap * sizeof *s->start);
+    s->end = malloc(cap * sizeof *s->end);
+    s->heap = malloc(cap * 2 * sizeof *s->heap);
+    if (!s->id || !s->prev || !s->next || !s->start || !s->end || !s->heap) {
+        fl_bpe_scratch_free(s);
+        return fl_input_error("text: a piece of %zu bytes without a split point needs %.1f GiB to encode: out of memory",
+                              n - 1, (double)cap * 36 / (1 << 30));
+    }
     s->cap = cap;
-    s->id = fl_malloc(cap * sizeof *s->id);
-    s->prev = fl_malloc(cap * sizeof *s->prev);
-    s->next = fl_malloc(cap * sizeof *s->next);
-    s->start = fl_malloc(cap * sizeof *s->start);
-    s->end = fl_malloc(cap * sizeof *s->end);
     s->heap_cap = cap * 2;
-    s->heap = fl_malloc(s->heap_cap * sizeof *s->heap);
+    return 0;
 }
 
 static inline void heap_push(uint64_t *heap, size_t *n, uint64_t v) {
@@ -254,9 +263,9 @@ static void token_range(const char *word, size_t len, const fl_norm_map *map, ui
     *b = base + (uint32_t)e;
 }
 
-void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const fl_norm_map *map, uint32_t base,
-                        fl_token_ids *out) {
-    if (len == 0) return;
+int fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const fl_norm_map *map, uint32_t base,
+                       fl_token_ids *out) {
+    if (len == 0) return 0;
     const fl_pipeline *p = &tok->pipe;
     uint32_t wstart = map ? map->start[0] : base, wend = map ? map->end[len - 1] : base + (uint32_t)len;
     int cacheable = len <= CACHE_MAX_WORD && !out->want_offsets;
@@ -268,7 +277,7 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const f
         if (found) {
             const int32_t *ids = tok->cache.id_arena + tok->cache.ids_off[slot];
             for (uint32_t i = 0; i < tok->cache.ids_len[slot]; i++) fl_token_ids_push(out, ids[i], 0, 0);
-            return;
+            return 0;
         }
     }
     if (p->ignore_merges) {
@@ -276,16 +285,16 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const f
         if (id >= 0) {
             fl_token_ids_push(out, id, wstart, wend);
             if (cacheable) cache_put(&tok->cache, word, len, h, &id, 1);
-            return;
+            return 0;
         }
     }
     if (len == 1 && p->byte_level) {
         int32_t id = p->byte_ids[(unsigned char)word[0]];
         if (id >= 0) fl_token_ids_push(out, id, wstart, wend);
-        return;
+        return 0;
     }
     fl_bpe_scratch *s = &tok->bpe;
-    scratch_reserve(s, len + 1);
+    FL_TRY(scratch_reserve(s, len + 1));
     size_t n = initial_symbols(tok, word, len);
     merge_all(tok, n);
     size_t first = out->n;
@@ -296,4 +305,5 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const f
     }
     // a word of bytes without tokens encodes to nothing: out->ids may still be NULL then
     if (cacheable) cache_put(&tok->cache, word, len, h, out->n > first ? out->ids + first : NULL, out->n - first);
+    return 0;
 }

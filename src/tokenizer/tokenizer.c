@@ -19,25 +19,25 @@ typedef struct {
     fl_norm_map map; // start NULL: identity
     uint32_t base;
     fl_token_ids *out;
+    int status;   // the first piece that failed (out of memory); the rest are skipped
 } piece_ctx;
 
 static void encode_piece(void *vctx, size_t start, size_t end) {
     piece_ctx *c = vctx;
     fl_norm_map m = {c->map.start ? c->map.start + start : NULL, c->map.end ? c->map.end + start : NULL};
-    fl_bpe_encode_word(c->tok, c->text + start, end - start, m.start ? &m : NULL, c->base + (uint32_t)start, c->out);
+    if (!c->status)
+        c->status = fl_bpe_encode_word(c->tok, c->text + start, end - start, m.start ? &m : NULL, c->base + (uint32_t)start, c->out);
 }
 
-static void encode_segment(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, fl_token_ids *out) {
-    if (!len) return;
+static int encode_segment(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, fl_token_ids *out) {
+    if (!len) return 0;
     size_t nlen;
     fl_norm_map map;
     const char *norm = fl_normalize(tok, text, len, base, &nlen, &map);
-    if (tok->pipe.n_pre == 0) {
-        fl_bpe_encode_word(tok, norm, nlen, map.start ? &map : NULL, base, out);
-        return;
-    }
-    piece_ctx ctx = {tok, norm, map, base, out};
+    if (tok->pipe.n_pre == 0) return fl_bpe_encode_word(tok, norm, nlen, map.start ? &map : NULL, base, out);
+    piece_ctx ctx = {tok, norm, map, base, out, 0};
     fl_pretokenize(&tok->pipe, norm, nlen, encode_piece, &ctx);
+    return ctx.status;
 }
 
 int fl_tokenizer_encode(fl_tokenizer *tok, const char *text, size_t len, int flags, fl_token_ids *out) {
@@ -53,7 +53,7 @@ int fl_tokenizer_encode(fl_tokenizer *tok, const char *text, size_t len, int fla
     for (;;) {
         size_t ms = len, me = len;
         int k = fl_added_tokens_next(&tok->added, text, len, pos, (flags & FL_ENCODE_SPLIT_SPECIAL) != 0, &ms, &me);
-        encode_segment(tok, text + pos, (k >= 0 ? ms : len) - pos, (uint32_t)pos, out);
+        FL_TRY(encode_segment(tok, text + pos, (k >= 0 ? ms : len) - pos, (uint32_t)pos, out));
         if (k < 0) break;
         fl_token_ids_push(out, tok->added.tokens[k].id, (uint32_t)ms, (uint32_t)me);
         pos = me;

@@ -180,8 +180,8 @@ typedef struct {
  * out->want_offsets, the original byte range of each token through `map` (entries for the word's
  * bytes), or base + i when map is NULL. A range always covers whole characters: a byte-level token
  * holding part of a character's bytes covers that character, as in HF tokenizers. */
-void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const fl_norm_map *map, uint32_t base,
-                        fl_token_ids *out);
+int fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const fl_norm_map *map, uint32_t base,
+                       fl_token_ids *out);
 void fl_bpe_scratch_free(fl_bpe_scratch *s);
 void fl_token_ids_push(fl_token_ids *out, int32_t id, uint32_t start, uint32_t end);
 
