@@ -15,8 +15,15 @@ static const char *not_regular(mode_t mode);
 
 int fl_output_file_check(const char *path) {
     struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;   /* absent (or a dangling link): created */
-    return fl_input_error("cannot write %s: %s", path, not_regular(st.st_mode));
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return fl_input_error("cannot write %s: %s", path, not_regular(st.st_mode));
+    /* the temp file is created in the file's folder: it must be writable (a folder still to be made is not checked) */
+    char *dir = strdup(path), *slash = strrchr(dir, '/');
+    if (slash) slash == dir ? (void)(slash[1] = 0) : (void)(*slash = 0);
+    int status = 0;
+    if (access(slash ? dir : ".", W_OK | X_OK) != 0 && errno != ENOENT)
+        status = fl_input_error("cannot write %s: %s", path, strerror(errno));
+    free(dir);
+    return status;
 }
 
 /* What a symbolic link names (NULL when path is not a link): the resolved file, or for a dangling

@@ -21,10 +21,11 @@ typedef struct {
  * The path must not name something that is not a regular file (fl_output_file_check); a symbolic
  * link to a file is followed, so the file it names is replaced and the link stays. */
 int fl_atomic_file_open(fl_atomic_file *f, const char *path);
-/* Whether path may be written as an output: absent, or a regular file (through links). A FIFO, a
- * device or a directory is refused with one line, "cannot write PATH: a FIFO, not a regular file":
- * the rename that ends an atomic write would replace it (a device node, /dev/stdout's link) or fail
- * after all the work (a directory). Commands check their output paths with it before they start. */
+/* Whether path may be written as an output: absent, or a regular file (through links), in a folder
+ * this process may write. A FIFO, a device or a directory is refused with one line, "cannot write
+ * PATH: a FIFO, not a regular file": the rename that ends an atomic write would replace it (a device
+ * node, /dev/stdout's link) or fail after all the work (a directory); a read-only folder is "cannot
+ * write PATH: Permission denied". Commands check their output paths with it before they start. */
 int fl_output_file_check(const char *path);
 /* Flushes, fsyncs, closes and renames onto the final path; on a write error removes the temp file. */
 int fl_atomic_file_commit(fl_atomic_file *f);

@@ -299,11 +299,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
     FL_TRY(check_out_dir(opt));
+    FL_TRY(fl_mkdir_p(opt->out));
     FL_TRY(check_out_files(opt->out));
     run_ctx c = {.opt = opt, .m = m};
     c.prog.log = opt->log ? opt->log : stderr;
     c.prog.tty = isatty(fileno(c.prog.log));
-    FL_TRY(fl_mkdir_p(opt->out));
     int status = load_data(&c, tok, res);
     if (status) { run_free(&c); return status; }
     c.pack = (fl_pack_options){.T = opt->seq, .packing = !opt->no_packing, .truncate = opt->truncate,
