@@ -1066,6 +1066,12 @@ TEST(train_tokenizer_message_only_when_data_needs_it) {
     CHECK_EQ_INT(run_cli(args, &err), 2);
     check_one_line(err, "data.jsonl needs the model's tokenizer");
     free(err);
+    /* data that cannot be read at all says so, not that a tokenizer is missing (a folder as --data) */
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/dir %s", FIXTURE_MODEL, dir, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "Is a directory");
+    CHECK_MSG(!strstr(err, "tokenizer"), "blames the tokenizer: %s", err);
+    free(err);
     remove_tree(dir);
     free(data);
     free(dir);

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "engine/model.h"
+#include "io/file_util.h"
 #include "lora/adapter_io.h"
 #include "train/data.h"
 #include "train/trainer.h"
@@ -63,7 +64,10 @@ int cmd_train(int argc, char **argv) {
         /* only text data needs the tokenizer: then its absence is the error, with the reason */
         const char *text_data = !fl_data_is_tokens_file(o.data, o.format) ? o.data
                                 : o.eval_data && !fl_data_is_tokens_file(o.eval_data, o.format) ? o.eval_data : NULL;
-        if (text_data)
+        /* data that cannot be read at all is that error (a folder, a FIFO), not the tokenizer's */
+        if (fl_file_check_read(o.data, FL_FILE_DATASET) || (o.eval_data && fl_file_check_read(o.eval_data, FL_FILE_DATASET)))
+            rc = FL_ERR_INPUT;
+        else if (text_data)
             rc = fl_input_error("%s needs the model's tokenizer, and %s has no usable one (%s); a tokens file needs none",
                                 text_data, o.model, why);
     }
