@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A folder with files {name, content, name, content, ..., NULL}; returns its path (static). */
@@ -448,4 +449,47 @@ TEST(tokenizer_bad_input_piece_larger_than_memory) {
     free(text);
     fl_tokenizer_free(tok);
 #endif
+}
+
+/* Added tokens: a later one replaces every earlier one with its id or its content
+ * (tokenizer_config.json's added_tokens_decoder over tokenizer.json's added_tokens), and many of
+ * them load in n log n: each add used to scan all earlier ones, so 100,000 took ~17 s of CPU and
+ * 200,000 a quarter of an hour (a hostile tokenizer.json as a hang). */
+TEST(tokenizer_bad_input_many_added_tokens) {
+    const char *files[] = {
+        "tokenizer.json",
+        "{\"added_tokens\": [{\"id\": 3, \"content\": \"<x>\"}, {\"id\": 4, \"content\": \"<y>\"}], " TINY_MODEL "}",
+        "tokenizer_config.json", "{\"added_tokens_decoder\": {\"3\": {\"content\": \"<y>\"}}}", NULL};
+    const char *dir = make_dir(files);
+    CHECK(dir != NULL);
+    if (!dir) return;
+    fl_tokenizer *tok = NULL;
+    CHECK_EQ_INT(fl_tokenizer_load(&tok, dir), 0);
+    CHECK_EQ_INT(fl_tokenizer_token_to_id(tok, "<y>"), 3);   /* id 3 now reads <y>; <x> and id 4 are gone */
+    CHECK_EQ_INT(fl_tokenizer_token_to_id(tok, "<x>"), -1);
+    fl_token_ids ids = {0};
+    CHECK_EQ_INT(fl_tokenizer_encode(tok, "a<y>b", 5, 0, &ids), 0);
+    CHECK(ids.n == 3 && ids.ids[0] == 0 && ids.ids[1] == 3 && ids.ids[2] == 1);
+    fl_token_ids_free(&ids);
+    fl_tokenizer_free(tok);
+    remove_dir(dir, files);
+    /* 100,000 of them: well under a second of CPU now; the bound (5 s) is CPU time, not wall time */
+    size_t n = 100000, cap = n * 64 + 256, len = 0;
+    char *json = malloc(cap);
+    len += (size_t)snprintf(json + len, cap - len, "{\"added_tokens\": [");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(json + len, cap - len, "%s{\"id\": %zu, \"content\": \"<t%zu>\", \"special\": true}",
+                                i ? ", " : "", i + 3, i);
+    snprintf(json + len, cap - len, "], " TINY_MODEL "}");
+    const char *big[] = {"tokenizer.json", json, NULL};
+    dir = make_dir(big);
+    CHECK(dir != NULL);
+    clock_t t0 = clock();
+    CHECK_EQ_INT(dir ? fl_tokenizer_load(&tok, dir) : -1, 0);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK_MSG(cpu < 5.0, "loading 100,000 added tokens took %.1f s of CPU", cpu);
+    if (dir) CHECK_EQ_INT(fl_tokenizer_token_to_id(tok, "<t99999>"), 100002);
+    fl_tokenizer_free(tok);
+    if (dir) remove_dir(dir, big);
+    free(json);
 }
