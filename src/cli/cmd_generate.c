@@ -62,6 +62,27 @@ static void on_token(int32_t id, void *ctx_) {
     free(text);
 }
 
+/* One turn from stdin, without its line end: 1, or 0 at the end of input; -1 for a line longer than
+ * max bytes (stdin is /dev/zero, or a file without newlines: no context holds it anyway), which is
+ * consumed no further. NUL bytes are kept (the length says where the turn ends). */
+static int read_turn(FILE *in, char **buf, size_t *cap, size_t *len, size_t max) {
+    int c, any = 0;
+    *len = 0;
+    while ((c = getc(in)) != EOF && c != '\n') {
+        any = 1;
+        if (*len == max) return -1;
+        if (*len + 2 > *cap) {
+            *cap = *cap ? 2 * *cap : 4096;
+            char *nb = realloc(*buf, *cap);
+            if (!nb) fl_die("out of memory reading stdin");
+            *buf = nb;
+        }
+        (*buf)[(*len)++] = (char)c;
+    }
+    if (*buf) (*buf)[*len] = 0;
+    return any || c == '\n';
+}
+
 static int parse_ids(const char *s, int32_t **out, int *n) {
     *n = 0;
     *out = fl_malloc(sizeof(int32_t) * (strlen(s) / 2 + 2));
@@ -162,12 +183,15 @@ int cmd_generate(int argc, char **argv) {
                                        adapter != NULL);
         out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
         char *line = NULL;
-        size_t cap = 0;
-        ssize_t len;
-        while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (len = getline(&line, &cap, stdin)) > 0)) {
-            while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        size_t cap = 0, len, max_turn = (size_t)4 << 20;
+        int got;
+        while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (got = read_turn(stdin, &line, &cap, &len, max_turn)) != 0)) {
+            if (got < 0) { rc = fl_input_error("stdin: a turn longer than %zu MiB (one line per turn)", max_turn >> 20); break; }
+            while (len && line[len - 1] == '\r') line[--len] = 0;
             if (!len) continue;
-            msgs[n_msgs++] = (fl_chat_message){.role = "user", .content = strdup(line)};
+            char *content = fl_malloc(len + 1);
+            memcpy(content, line, len + 1);
+            msgs[n_msgs++] = (fl_chat_message){.role = "user", .content = content, .content_len = len};
             fl_chat_rendered r = {0};
             rc = fl_tokenizer_chat_render(tok, FL_CHAT_AUTO, msgs, (size_t)n_msgs, 1, &r);
             if (!rc && (int)r.ids.n + max_tokens > dec.capacity) rc = fl_input_error("the conversation is longer than the model's context");
