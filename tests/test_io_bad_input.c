@@ -568,3 +568,33 @@ TEST(cli_bad_input_oversize_files) {
     CHECK_STR_CONTAINS(out, "tokenizer.json: 256.0 MiB is over the 256.0 MiB limit for a tokenizer file");
     rm_tree(dir);
 }
+
+/* Line-by-line readers of stdin: endless input without a newline (/dev/zero) is one line of error
+ * once a line passes its bound (generate --chat: 4 MiB a turn; tokenize --jsonl -: 64 MiB a line),
+ * where getline grew its buffer until memory ran out (or, under a memory limit, tokenize exited 0
+ * having printed nothing). */
+TEST(cli_bad_input_stdin_without_newlines) {
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    char dir[64];
+    if (!make_tmp(dir, sizeof dir)) SKIP("mkdtemp failed");
+    char model[600], log[600], cmd[2048];
+    snprintf(model, sizeof model, "%s/model", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    full_model(model);
+    const char *lines[][2] = {
+        {"generate --model %s --chat --device cpu --max-tokens 1", "fastlora generate: stdin: a turn longer than 4 MiB"},
+        {"tokenize --model %s --jsonl -", "fastlora tokenize: standard input: line 1 is longer than 64 MiB"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, lines[i][0], model);
+        snprintf(cmd, sizeof cmd, "timeout -k 5 60 %s %s < /dev/zero > %s 2>&1", fl_test_bin(), args, log);
+        int rc = system(cmd);
+        char *out = NULL;
+        size_t len = 0;
+        fl_file_read_all(log, FL_FILE_TEXT, &out, &len);
+        expect_one_line(args, WIFEXITED(rc) ? WEXITSTATUS(rc) : 128, out ? out : "", lines[i][1], NULL);
+        free(out);
+    }
+    rm_tree(dir);
+}

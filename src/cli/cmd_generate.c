@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "engine/model.h"
 #include "infer/generate.h"
+#include "io/file_util.h"
 #include "lora/adapter_io.h"
 #include "tokenizer/tokenizer.h"
 
@@ -60,27 +61,6 @@ static void on_token(int32_t id, void *ctx_) {
     if (upto >= 3 && !memcmp(text + upto - 3, "\xEF\xBF\xBD", 3)) upto -= 3;
     if (upto > c->printed) { fwrite(text + c->printed, 1, upto - c->printed, stdout); c->printed = upto; fflush(stdout); }
     free(text);
-}
-
-/* One turn from stdin, without its line end: 1, or 0 at the end of input; -1 for a line longer than
- * max bytes (stdin is /dev/zero, or a file without newlines: no context holds it anyway), which is
- * consumed no further. NUL bytes are kept (the length says where the turn ends). */
-static int read_turn(FILE *in, char **buf, size_t *cap, size_t *len, size_t max) {
-    int c, any = 0;
-    *len = 0;
-    while ((c = getc(in)) != EOF && c != '\n') {
-        any = 1;
-        if (*len == max) return -1;
-        if (*len + 2 > *cap) {
-            *cap = *cap ? 2 * *cap : 4096;
-            char *nb = realloc(*buf, *cap);
-            if (!nb) fl_die("out of memory reading stdin");
-            *buf = nb;
-        }
-        (*buf)[(*len)++] = (char)c;
-    }
-    if (*buf) (*buf)[*len] = 0;
-    return any || c == '\n';
 }
 
 static int parse_ids(const char *s, int32_t **out, int *n) {
@@ -185,7 +165,7 @@ int cmd_generate(int argc, char **argv) {
         char *line = NULL;
         size_t cap = 0, len, max_turn = (size_t)4 << 20;
         int got;
-        while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (got = read_turn(stdin, &line, &cap, &len, max_turn)) != 0)) {
+        while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (got = fl_read_line(stdin, &line, &cap, &len, max_turn)) != 0)) {
             if (got < 0) { rc = fl_input_error("stdin: a turn longer than %zu MiB (one line per turn)", max_turn >> 20); break; }
             while (len && line[len - 1] == '\r') line[--len] = 0;
             if (!len) continue;

@@ -168,11 +168,11 @@ static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, fl_chat_for
     FILE *f = stdin;
     if (!from_stdin) FL_TRY(fl_file_fopen_read(path, FL_FILE_TEXT, &f));
     char *line = NULL, first_error[512] = "";
-    size_t cap = 0, line_no = 0, n_rows = 0, n_bad = 0;
-    ssize_t got;
-    while ((got = getline(&line, &cap, f)) > 0) {
+    size_t cap = 0, line_no = 0, n_rows = 0, n_bad = 0, len, max_line = (size_t)64 << 20;
+    int got, too_long = 0;
+    while ((got = fl_read_line(f, &line, &cap, &len, max_line)) != 0) {
         line_no++;
-        size_t len = (size_t)got;
+        if (got < 0) { too_long = 1; break; }   /* stdin without newlines would never end */
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
         if (!len) continue;
         n_rows++;
@@ -194,6 +194,8 @@ static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, fl_chat_for
     free(line);
     if (!from_stdin) fclose(f);
     if (read_failed) return fl_input_error("cannot read %s: %s", name, strerror(e));
+    if (too_long) return fl_input_error("%s: line %zu is longer than %zu MiB (one JSON object a line)", name, line_no,
+                                        max_line >> 20);
     if (n_bad) return fl_input_error("%s: %zu of %zu lines failed (first: %s)", name, n_bad, n_rows, first_error);
     return 0;
 }

@@ -126,6 +126,24 @@ int fl_mkdir_p(const char *path) {
 
 /* ---- reading input files -------------------------------------------------------------------- */
 
+int fl_read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max) {
+    int c, any = 0;
+    *len = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        any = 1;
+        if (*len == max) return -1;
+        if (*len + 2 > *cap) {
+            *cap = *cap ? 2 * *cap : 4096;
+            char *nb = realloc(*buf, *cap);
+            if (!nb) fl_die("out of memory reading a line of %zu bytes", *len);
+            *buf = nb;
+        }
+        (*buf)[(*len)++] = (char)c;
+    }
+    if (*buf) (*buf)[*len] = 0;
+    return any || c == '\n';
+}
+
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 

@@ -44,6 +44,12 @@ int fl_mkdir_p(const char *path);
 
 /* ---- reading input files -------------------------------------------------------------------- */
 
+/* Reads one line (without its "\n") into *buf, grown as needed and NUL-terminated; NUL bytes inside
+ * are kept (*len counts them). Returns 1, 0 at the end of input, or -1 when the line passes max bytes
+ * (the rest of it is left unread): a stream without newlines (stdin from /dev/zero) never grows the
+ * buffer past max. */
+int fl_read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max);
+
 /* What an input file is; each kind has a size limit (docs/ARCHITECTURE.md, "Input files"):
  *   FL_FILE_CONFIG     16 MiB   config.json, adapter_config.json, trainer_state.json, *.index.json,
  *                               option files, chat message files
