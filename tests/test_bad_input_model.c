@@ -317,3 +317,22 @@ TEST(bad_input_config_head_dim_limits) {
         remove_dir(dir);
     }
 }
+
+/* max_position_embeddings <= 0 and rms_norm_eps <= 0 (or 0/Inf once in f32, the type RMSNorm uses)
+ * used to load; the first breaks RoPE tables and the second divides by zero in RMSNorm. */
+TEST(bad_input_config_positions_and_eps) {
+    const char *cases[][3] = {
+        {"\"max_position_embeddings\": 128", "\"max_position_embeddings\": 0", "'max_position_embeddings' must be a positive"},
+        {"\"max_position_embeddings\": 128", "\"max_position_embeddings\": -5", "'max_position_embeddings'"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 0", "'rms_norm_eps' must be a positive"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": -1e-6", "'rms_norm_eps' must be a positive"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-60", "'rms_norm_eps' must be a positive"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e300", "'rms_norm_eps' must be a positive"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = fresh_model_dir();
+        rewrite_config(dir, cases[i][0], cases[i][1]);
+        expect_clean_error(dir, "config.json", cases[i][2]);
+        remove_dir(dir);
+    }
+}

@@ -129,7 +129,7 @@ TEST(generate_stories260k_greedy_matches_llama2c) {
     if (!fl_file_exists(ckpt)) SKIP("stories260K missing");
     char dir[] = "/tmp/fastlora-s260-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    CHECK(fl_llama2c_convert(ckpt, tokbin, dir) == 0);
+    CHECK(fl_llama2c_convert(ckpt, tokbin, dir, 0) == 0);
     fl_tokenizer *tok;
     CHECK(fl_tokenizer_load(&tok, dir) == 0);
     fl_lora_config lc = fl_lora_config_default();

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/dtype.h"
@@ -14,6 +15,7 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
+#include "model/weights.h"
 #include "test.h"
 
 static void rm_rf(const char *dir) {
@@ -47,7 +49,7 @@ TEST(merge_f32_logits_equal_base_plus_adapter) {
     const char *model = "tests/fixtures/hf/llama_gqa/model", *adapter = "tests/fixtures/hf/llama_gqa/adapter";
     char out[] = "/tmp/fastlora-merge-XXXXXX";
     CHECK(mkdtemp(out) != NULL);
-    CHECK(fl_merge_adapter(model, adapter, out) == 0);
+    CHECK(fl_merge_adapter(model, adapter, out, 0) == 0);
     int32_t ids[16];
     for (int i = 0; i < 16; i++) ids[i] = (i * 41 + 5) % 200;
     int V = 0, V2 = 0;
@@ -135,7 +137,7 @@ TEST(merge_bf16_sharded_keeps_dtype_and_shards) {
     snprintf(out, sizeof out, "%s/merged", dir);
     fl_mkdir_p(base);
     CHECK(write_bf16_sharded(src, base) == 0);
-    CHECK(fl_merge_adapter(base, adapter, out) == 0);
+    CHECK(fl_merge_adapter(base, adapter, out, 0) == 0);
     const char *shards[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
     int bf16 = 0, total = 0;
     for (int s = 0; s < 2; s++) {
@@ -168,10 +170,10 @@ TEST(merge_bf16_sharded_keeps_dtype_and_shards) {
 TEST(merge_bad_input_adapter_of_another_model) {
     char out[] = "/tmp/fastlora-mergebad-XXXXXX";
     CHECK(mkdtemp(out) != NULL);
-    int rc = fl_merge_adapter("tests/fixtures/hf/llama_gqa/model", "tests/fixtures/hf/qwen2_bias_tied/adapter", out);
+    int rc = fl_merge_adapter("tests/fixtures/hf/llama_gqa/model", "tests/fixtures/hf/qwen2_bias_tied/adapter", out, 0);
     CHECK_EQ_INT(rc, FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "wrong shape");
-    rc = fl_merge_adapter("tests/fixtures/hf/llama_gqa/model", "/nonexistent", out);
+    rc = fl_merge_adapter("tests/fixtures/hf/llama_gqa/model", "/nonexistent", out, 0);
     CHECK_EQ_INT(rc, FL_ERR_INPUT);
     rm_rf(out);
 }
@@ -185,8 +187,158 @@ TEST(merge_bad_input_config_sizes_checked_before_allocation) {
              "\"num_hidden_layers\": 100000000/' %s/config.json", dir, dir);
     CHECK_EQ_INT(system(cmd), 0);
     snprintf(out, sizeof out, "%s/out", dir);
-    CHECK_EQ_INT(fl_merge_adapter(dir, "tests/fixtures/hf/llama_gqa/adapter", out), 2);
+    CHECK_EQ_INT(fl_merge_adapter(dir, "tests/fixtures/hf/llama_gqa/adapter", out, 0), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "100000000 layers");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK_EQ_INT(system(cmd), 0);
+}
+
+/* ---- where the merged folder may go ------------------------------------------------------------ */
+
+static int same_bytes(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int eq = fa && fb;
+    while (eq) {
+        int ca = getc(fa), cb = getc(fb);
+        if (ca != cb) eq = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return eq;
+}
+
+static void touch(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+/* `merge --out` equal to --model wrote the merged weights over the base's model.safetensors, and a
+ * non-empty --out was written into silently. Now: never the model or adapter folder (however it is
+ * spelled: a trailing '/', a symlink), a non-empty folder only with --force, and even then the base's
+ * files are never written through (a hard link to them in --out is replaced, not written). */
+TEST(merge_bad_input_out_is_an_input_or_not_empty) {
+    const char *fixture = "tests/fixtures/hf/llama_gqa/model", *adapter = "tests/fixtures/hf/llama_gqa/adapter";
+    char dir[] = "/tmp/fastlora-mergeout-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char base[600], path[700], other[600], cmd[1400];
+    snprintf(base, sizeof base, "%s/base", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/* %s/", base, fixture, base);
+    CHECK_EQ_INT(system(cmd), 0);
+    char base_weights[700], fixture_weights[700];
+    snprintf(base_weights, sizeof base_weights, "%s/model.safetensors", base);
+    snprintf(fixture_weights, sizeof fixture_weights, "%s/model.safetensors", fixture);
+    /* the model folder itself, spelled three ways, with and without --force */
+    char spellings[3][700];
+    snprintf(spellings[0], sizeof spellings[0], "%s", base);
+    snprintf(spellings[1], sizeof spellings[1], "%s/./base/", dir);
+    snprintf(spellings[2], sizeof spellings[2], "%s/link", dir);
+    CHECK(symlink(base, spellings[2]) == 0);
+    for (int i = 0; i < 3; i++)
+        for (int force = 0; force < 2; force++) {
+            CHECK_EQ_INT(fl_merge_adapter(base, adapter, spellings[i], force), FL_ERR_INPUT);
+            CHECK_STR_CONTAINS(fl_last_error(), "is the input folder");
+        }
+    CHECK(same_bytes(base_weights, fixture_weights));
+    CHECK_EQ_INT(fl_merge_adapter(base, adapter, adapter, 1), FL_ERR_INPUT); /* the adapter folder */
+    CHECK_STR_CONTAINS(fl_last_error(), "is the input folder");
+    /* a non-empty folder: refused without --force, nothing written */
+    snprintf(other, sizeof other, "%s/other", dir);
+    fl_mkdir_p(other);
+    snprintf(path, sizeof path, "%s/notes.txt", other);
+    touch(path, "mine\n");
+    CHECK_EQ_INT(fl_merge_adapter(base, adapter, other, 0), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "not empty");
+    CHECK_STR_CONTAINS(fl_last_error(), "--force");
+    snprintf(path, sizeof path, "%s/config.json", other);
+    CHECK(!fl_file_exists(path));
+    /* --force: written into it; its own files stay; a hard link to the base's weights is replaced, so
+     * the base is unchanged; stale weights of another model (a shard and its index) are removed */
+    snprintf(path, sizeof path, "%s/model.safetensors", other);
+    CHECK(link(base_weights, path) == 0);
+    snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", other);
+    touch(path, "stale");
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", other);
+    touch(path, "{}");
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", other);
+    touch(path, "not a weight file of the model");
+    CHECK_EQ_INT(fl_merge_adapter(base, adapter, other, 1), 0);
+    CHECK(same_bytes(base_weights, fixture_weights));
+    snprintf(path, sizeof path, "%s/model.safetensors", other);
+    CHECK(!same_bytes(path, fixture_weights)); /* the merged weights */
+    const char *kept[] = {"notes.txt", "adapter_model.safetensors", "config.json", "generation_config.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", other, kept[i]);
+        CHECK_MSG(fl_file_exists(path), "%s missing", path);
+    }
+    const char *gone[] = {"model-00002-of-00002.safetensors", "model.safetensors.index.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", other, gone[i]);
+        CHECK_MSG(!fl_file_exists(path), "%s left beside the merged weights", path);
+    }
+    /* an empty existing folder needs no --force; a missing one is created with its parents */
+    snprintf(path, sizeof path, "%s/empty", dir);
+    fl_mkdir_p(path);
+    CHECK_EQ_INT(fl_merge_adapter(base, adapter, path, 0), 0);
+    snprintf(path, sizeof path, "%s/new/deeper", dir);
+    CHECK_EQ_INT(fl_merge_adapter(base, adapter, path, 0), 0);
+    snprintf(path, sizeof path, "%s/new/deeper/model.safetensors", dir);
+    CHECK(fl_file_exists(path));
+    /* the CLI: exit status 2 and one line */
+    const char *bin = getenv("FASTLORA_BIN");
+    if (bin && access(bin, X_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "%s merge --model %s --adapter %s --out %s --force 2>%s/err.txt", bin, base, adapter, base,
+                 dir);
+        int rc = system(cmd);
+        CHECK_EQ_INT(WEXITSTATUS(rc), 2);
+        snprintf(path, sizeof path, "%s/err.txt", dir);
+        FILE *f = fopen(path, "r");
+        char line[1024] = "", extra[64] = "";
+        if (f) {
+            CHECK(fgets(line, sizeof line, f) != NULL);
+            CHECK(fgets(extra, sizeof extra, f) == NULL);
+            fclose(f);
+        }
+        CHECK_STR_CONTAINS(line, "is the input folder");
+        CHECK(same_bytes(base_weights, fixture_weights));
+    }
+    rm_rf(dir);
+}
+
+/* A base tensor whose shape contradicts config.json (here model.norm.weight, not an adapted one) was
+ * copied by merge without complaint while train, generate and bench reject the folder. Now merge
+ * runs the same check (model/weights.h) and gives the same message. */
+TEST(merge_bad_input_base_tensor_shape_contradicts_config) {
+    char dir[] = "/tmp/fastlora-mergeshape-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char src[700], dst[700], out[700];
+    snprintf(src, sizeof src, "tests/fixtures/hf/llama_gqa/model/model.safetensors");
+    snprintf(dst, sizeof dst, "%s/model.safetensors", dir);
+    fl_safetensors st;
+    CHECK(fl_safetensors_open(&st, src) == 0);
+    fl_st_write_tensor *t = calloc((size_t)st.n_tensors, sizeof *t);
+    for (int i = 0; i < st.n_tensors; i++) {
+        const fl_st_tensor *s = &st.tensors[i];
+        t[i] = (fl_st_write_tensor){.name = s->name, .dtype = s->dtype, .ndim = s->ndim, .data = s->data};
+        memcpy(t[i].shape, s->shape, sizeof s->shape);
+        if (!strcmp(s->name, "model.norm.weight")) { t[i].ndim = 2; t[i].shape[0] = 2; t[i].shape[1] = s->shape[0] / 2; }
+    }
+    const char *meta[] = {"format", "pt"};
+    CHECK(fl_safetensors_write(dst, t, st.n_tensors, meta, 1) == 0);
+    free(t);
+    fl_safetensors_close(&st);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp tests/fixtures/hf/llama_gqa/model/config.json %s/", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    fl_model_config cfg;
+    fl_base_weights w;
+    CHECK_EQ_INT(fl_weights_load(&w, &cfg, dir, fl_backend_cpu()), FL_ERR_INPUT);
+    char train_msg[1024];
+    snprintf(train_msg, sizeof train_msg, "%s", fl_last_error());
+    snprintf(out, sizeof out, "%s/merged", dir);
+    CHECK_EQ_INT(fl_merge_adapter(dir, "tests/fixtures/hf/llama_gqa/adapter", out, 0), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "'model.norm.weight' has shape [2, 32] but config.json implies [64]");
+    CHECK(!strcmp(fl_last_error(), train_msg));
+    CHECK(!fl_file_exists(out));
+    rm_rf(dir);
 }

@@ -8,6 +8,7 @@
  *     resumable (the CLI, FASTLORA_TEST_CRASH_IN_CHECKPOINT);
  *   NaN: stops with a clear message, no adapter past the last good checkpoint;
  *   schedule, options file, and the stories260K end-to-end fine-tune (when ../shared exists). */
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -183,17 +184,42 @@ TEST(train_accumulation_1x8_equals_8x1) {
     fl_model_free(&c);
 }
 
-TEST(train_lr_schedules) {
-    fl_lr_schedule s = {.kind = FL_SCHED_COSINE, .lr = 1.0f, .min_lr_ratio = 0.1f, .warmup = 4, .total_steps = 14};
-    CHECK_CLOSE(fl_lr_at(&s, 0), 0.25, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 3), 1.0, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 4), 1.0, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 13), 0.1, 1e-6, 0);
-    CHECK_CLOSE(fl_lr_at(&s, 8) + 0.0, 0.1 + 0.9 * 0.5 * (1 + cos(M_PI * 4 / 9.0)), 1e-6, 0);
-    s.kind = FL_SCHED_LINEAR;
-    CHECK_CLOSE(fl_lr_at(&s, 8), 0.1 + 0.9 * (1 - 4 / 9.0), 1e-6, 0);
-    s.kind = FL_SCHED_CONSTANT;
-    CHECK_CLOSE(fl_lr_at(&s, 13), 1.0, 1e-6, 0);
+/* The lr of every step of 44 schedules (cosine, cosine with a floor, linear, constant; warmup 0, 1,
+ * shorter and longer than the run) against transformers' own schedulers
+ * (tests/fixtures/train/lr_schedules.json, tools/make_lr_schedule_fixture.py), and the warmup
+ * steps of a warmup ratio against TrainingArguments.get_warmup_steps. The expressions are
+ * transformers' in the same order, so on the same libm they agree to the bit; the tolerance, 2 ulp
+ * (4.4e-16 relative), leaves room for another libm's cos. The old schedule ((s+1)/W warmup, the
+ * last step at the floor) fails this at the first warmup step and at every last step. */
+TEST(train_lr_schedule_matches_transformers) {
+    json_error_t jerr;
+    json_t *root = json_load_file("tests/fixtures/train/lr_schedules.json", 0, &jerr);
+    CHECK_MSG(root != NULL, "lr_schedules.json: %s", jerr.text);
+    if (!root) return;
+    size_t i, steps = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(root, "cases"), i, c) {
+        fl_lr_schedule s = {.lr = json_real_value(json_object_get(c, "lr")),
+                            .min_lr_ratio = json_number_value(json_object_get(c, "min_lr_ratio")),
+                            .total_steps = (int)json_integer_value(json_object_get(c, "total")),
+                            .warmup = (int)json_integer_value(json_object_get(c, "warmup"))};
+        CHECK(fl_sched_parse(json_string_value(json_object_get(c, "schedule")), &s.kind) == 0);
+        json_t *lrs = json_object_get(c, "lrs");
+        CHECK_EQ_INT(json_array_size(lrs), s.total_steps);
+        for (int k = 0; k < s.total_steps; k++, steps++) {
+            double want = json_number_value(json_array_get(lrs, (size_t)k)), got = fl_lr_at(&s, k);
+            CHECK_MSG(fabs(got - want) <= 4.4e-16 * fabs(want), "%s floor %g, %d steps, warmup %d: step %d lr %.17g, transformers %.17g",
+                      json_string_value(json_object_get(c, "schedule")), s.min_lr_ratio, s.total_steps, s.warmup, k, got, want);
+        }
+    }
+    printf("    %zu schedules, %zu steps equal to transformers'\n", json_array_size(json_object_get(root, "cases")), steps);
+    CHECK(steps > 400);
+    json_array_foreach(json_object_get(root, "warmup_from_ratio"), i, c) {
+        int total = (int)json_integer_value(json_object_get(c, "total"));
+        double ratio = json_real_value(json_object_get(c, "ratio"));
+        CHECK_EQ_INT(fl_sched_warmup_steps(0, ratio, total), json_integer_value(json_object_get(c, "warmup")));
+    }
+    json_decref(root);
 }
 
 /* ---- whole runs ------------------------------------------------------------------------------ */
@@ -225,6 +251,8 @@ static char *write_token_data(const char *dir, int n_docs) {
     return path;
 }
 
+static char *read_text(const char *path);
+
 static void run_options(fl_train_options *o, const char *data, const char *out, FILE *log) {
     fl_train_options_default(o);
     o->data = data;
@@ -233,14 +261,14 @@ static void run_options(fl_train_options *o, const char *data, const char *out, 
     o->batch = 2;
     o->grad_accum = 2;
     o->max_steps = 8;
-    o->lr = 1e-2f;
+    o->lr = 1e-2;
     o->warmup = 2;
     o->save_every = 4;
     o->eval_every = 4;
-    o->eval_frac = 0.1f;
+    o->eval_frac = 0.1;
     o->rank = 4;
     o->alpha = 8;
-    o->dropout = 0.1f;
+    o->dropout = 0.1;
     o->log = log;
 }
 
@@ -310,9 +338,92 @@ TEST(train_resume_is_bitwise_identical) {
     fl_train_options back;
     fl_train_options_default(&back);
     CHECK(fl_train_options_load_json(&back, path_a) == 0);
-    CHECK(back.seq == 16 && back.grad_accum == 2 && back.lr == 1e-2f && back.dropout == 0.1f && back.max_steps == 8);
+    CHECK(back.seq == 16 && back.grad_accum == 2 && back.lr == 0.01 && back.dropout == 0.1 && back.max_steps == 8);
     fl_train_options_free(&back);
     fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* The old schedule put the last step at the floor, so a 1-step run trained at lr 0 and saved the
+ * adapter it started from. Now step 0 of a run without warmup runs at the full lr (as in HF). */
+TEST(train_one_step_run_changes_the_adapter) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char out[256];
+    snprintf(out, sizeof out, "%s/run", dir);
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, fopen("/dev/null", "w"));
+    o.max_steps = 1;
+    o.warmup = 0;
+    o.dropout = 0;
+    fl_model m;
+    tiny_model(&m, 0.0f);
+    float *before = malloc(sizeof(float) * m.lora.n);
+    memcpy(before, m.lora.data, sizeof(float) * m.lora.n);
+    CHECK_EQ_INT(fl_train_run(&o, &m, NULL, &r), 0);
+    CHECK_EQ_INT(r.steps, 1);
+    double moved = max_abs_diff(m.lora.data, before, m.lora.n, NULL);
+    printf("    1 step at lr %g: max |change| of the LoRA parameters %.2e\n", o.lr, moved);
+    CHECK(moved > 0.5 * o.lr); /* Adam's first step moves every parameter with a gradient by ~lr */
+    fclose(o.log);
+    free(before);
+    fl_model_free(&m);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* An epoch used to wrap: a step that ran out of rows took the next epoch's first rows, so --epochs 2
+ * trained more tokens than two passes hold. Now the last step of each epoch takes the rows that are
+ * left (as the HF Trainer's last accumulation step does): each epoch trains every target token
+ * exactly once, and the checkpoint at the end of epoch 1 has seen exactly one pass. */
+TEST(train_epoch_trains_each_token_once) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char out[256], path[600];
+    snprintf(out, sizeof out, "%s/run", dir);
+    fl_dataset ds = {0};
+    fl_data_options dopt = fl_data_options_default();
+    CHECK(fl_dataset_load(&ds, data, NULL, &dopt) == 0);
+    /* the rows of epochs 0 and 1, packed as the trainer packs them (each epoch its own shuffle) */
+    uint32_t *all = malloc(sizeof(uint32_t) * ds.n_docs);
+    for (size_t i = 0; i < ds.n_docs; i++) all[i] = (uint32_t)i;
+    fl_pack_options pack = {.T = 16, .packing = 1, .shuffle = 1, .seed = 1234};
+    fl_rows r0, r1;
+    fl_rows_build(&r0, &ds, all, ds.n_docs, &pack, 0);
+    fl_rows_build(&r1, &ds, all, ds.n_docs, &pack, 1);
+    size_t per_step = 2 * 5, steps0 = (r0.n_rows + per_step - 1) / per_step, steps1 = (r1.n_rows + per_step - 1) / per_step;
+    printf("    %zu target tokens; rows %zu and %zu in epochs 0 and 1: %zu + %zu steps of %zu rows\n", ds.n_targets,
+           r0.n_rows, r1.n_rows, steps0, steps1, per_step);
+    CHECK(r0.n_rows % per_step != 0); /* so the last step of epoch 0 is partial */
+    fl_train_options o;
+    fl_train_result res;
+    run_options(&o, data, out, fopen("/dev/null", "w"));
+    o.max_steps = 0;
+    o.epochs = 2;
+    o.eval_frac = 0;
+    o.grad_accum = 5;
+    o.save_every = (int)steps0;
+    o.keep = 5;
+    CHECK_EQ_INT(run(&o, &res), 0);
+    CHECK_EQ_INT(res.steps, steps0 + steps1);
+    CHECK_EQ_INT(res.tokens, 2 * ds.n_targets);
+    /* the checkpoint at the end of epoch 0: one pass exactly, at its last row */
+    snprintf(path, sizeof path, "%s/checkpoints/step-%08zu/trainer_state.json", out, steps0);
+    json_t *st = json_load_file(path, 0, NULL);
+    CHECK_MSG(st != NULL, "%s missing", path);
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "tokens")), ds.n_targets);
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "epoch")), 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "row")), r0.n_rows);
+    json_decref(st);
+    fclose(o.log);
+    fl_rows_free(&r0);
+    fl_rows_free(&r1);
+    free(all);
+    fl_dataset_free(&ds);
     remove_tree(dir);
     free(data);
     free(dir);
@@ -373,7 +484,7 @@ TEST(train_bad_input_config_files) {
     fl_train_options o;
     fl_train_options_default(&o);
     CHECK(fl_train_options_load_json(&o, path) == 0);
-    CHECK(o.grad_accum == 4 && o.eval_frac == 0.25f && !strcmp(o.schedule, "linear") && o.no_packing == 1);
+    CHECK(o.grad_accum == 4 && o.eval_frac == 0.25 && !strcmp(o.schedule, "linear") && o.no_packing == 1);
     fl_train_options_free(&o);
     close(fd);
     unlink(path);
@@ -422,6 +533,144 @@ TEST(train_kill_during_checkpoint_write_keeps_previous) {
     free(dir);
 }
 
+/* A kill while a rotated-out checkpoint is being deleted: the folder was deleted file by file in
+ * place, leaving a partial step-* folder. Now it is renamed to a hidden .old-step-* first; the kill
+ * leaves that hidden leftover, which resume ignores and the next save removes, and the resumed run
+ * ends bit for bit where an uninterrupted one does. */
+TEST(train_kill_during_checkpoint_rotation_leaves_no_partial_checkpoint) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char cmd[2048], path[512];
+    const char *common = "--seq 16 --batch 2 --max-steps 6 --save-every 2 --keep 1 --rank 4 --alpha 8 --lr 0.01 "
+                         "--dtype f32 --log-every 0 --eval-every 0";
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/ref %s >/dev/null 2>&1", bin, FIXTURE_MODEL, data,
+             dir, common);
+    CHECK_EQ_INT(system(cmd), 0);
+    /* the 2nd save (step 4) rotates step 2 out and is killed after deleting its first file */
+    snprintf(cmd, sizeof cmd, "FASTLORA_TEST_CRASH_IN_ROTATION=2 %s train --model %s --data %s --out %s/run %s "
+             ">/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir, common);
+    int rc = system(cmd);
+    CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + 9, "expected death by SIGKILL, got status %d", rc);
+    snprintf(path, sizeof path, "%s/run/checkpoints/step-00000002", dir);
+    CHECK_MSG(!fl_file_exists(path), "a partial %s is left", path);
+    snprintf(path, sizeof path, "%s/run/checkpoints/.old-step-00000002", dir);
+    CHECK(fl_file_exists(path)); /* the hidden leftover of the interrupted deletion */
+    const char *files[] = {"adapter_config.json", "adapter_model.safetensors", "optimizer.safetensors", "trainer_state.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/run/checkpoints/step-00000004/%s", dir, files[i]);
+        CHECK_MSG(fl_file_exists(path), "%s missing", path);
+    }
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run %s --resume %s/run >/dev/null 2>&1", bin,
+             FIXTURE_MODEL, data, dir, common, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/ref/adapter_model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/run/adapter_model.safetensors", dir);
+    CHECK(files_equal(a, b));
+    snprintf(path, sizeof path, "%s/run/checkpoints/.old-step-00000002", dir);
+    CHECK(!fl_file_exists(path));
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* `train --out` on a folder that holds a run, without --resume, used to overwrite its adapter,
+ * metrics and config, and then rotation deleted the NEW run's checkpoints (the old step folders
+ * sort higher), so a later --resume picked the old run. Now refused (one line, nothing touched)
+ * unless --overwrite, which deletes the earlier run's outputs first. */
+TEST(train_out_holding_a_run_needs_resume_or_overwrite) {
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char out[256], path[600];
+    snprintf(out, sizeof out, "%s/run", dir);
+    FILE *log = fopen("/dev/null", "w");
+    fl_train_options o;
+    fl_train_result r;
+    run_options(&o, data, out, log);
+    CHECK_EQ_INT(run(&o, &r), 0); /* 8 steps, checkpoints at 4 and 8 */
+    const char *names[] = {"adapter_model.safetensors", "train_config.json", "metrics.jsonl",
+                           "checkpoints/step-00000008/adapter_model.safetensors"};
+    char *before[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        before[i] = read_text(path);
+    }
+    run_options(&o, data, out, log);
+    o.max_steps = 2;
+    o.lr = 0.02;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "holds an earlier run");
+    CHECK_STR_CONTAINS(fl_last_error(), "--overwrite");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        char *now = read_text(path);
+        CHECK_MSG(!strcmp(now, before[i]), "%s changed by a refused run", names[i]);
+        free(now);
+        free(before[i]);
+    }
+    o.resume = out;
+    o.overwrite = 1;
+    CHECK_EQ_INT(run(&o, &r), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "--resume and --overwrite");
+    /* --overwrite: only the new run's checkpoints remain, even with --keep 1 */
+    o.resume = NULL;
+    o.save_every = 1;
+    o.keep = 1;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    snprintf(path, sizeof path, "%s/checkpoints", out);
+    DIR *d = opendir(path);
+    int n = 0, ok = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.') { n++; ok += !strcmp(e->d_name, "step-00000002"); }
+    if (d) closedir(d);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(ok, 1);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    char *metrics = read_text(path);
+    CHECK(strstr(metrics, "\"step\": 2,") && !strstr(metrics, "\"step\": 8,"));
+    free(metrics);
+    /* an empty folder, or one with other files only, is not a run */
+    snprintf(out, sizeof out, "%s/empty", dir);
+    fl_mkdir_p(out);
+    snprintf(path, sizeof path, "%s/notes.txt", out);
+    FILE *f = fopen(path, "w");
+    fputs("mine\n", f);
+    fclose(f);
+    run_options(&o, data, out, log);
+    o.max_steps = 1;
+    CHECK_EQ_INT(run(&o, &r), 0);
+    CHECK(fl_file_exists(path));
+    fclose(log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* Step folders are zero-padded to 8 digits but steps reach 10: step-100000000 is later than
+ * step-99999999 (a string sort said otherwise), for --resume and for rotation. */
+TEST(train_checkpoint_order_is_by_step_past_8_digits) {
+    char *dir = temp_dir();
+    char path[600];
+    const char *steps[] = {"step-99999999", "step-100000000", "step-00000005"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/checkpoints/%s", dir, steps[i]);
+        fl_mkdir_p(path);
+        snprintf(path, sizeof path, "%s/checkpoints/%s/trainer_state.json", dir, steps[i]);
+        FILE *f = fopen(path, "w");
+        fputs("{}", f);
+        fclose(f);
+    }
+    char *found = NULL;
+    CHECK(fl_checkpoint_find(dir, &found) == 0);
+    CHECK_STR_CONTAINS(found, "/checkpoints/step-100000000");
+    free(found);
+    remove_tree(dir);
+    free(dir);
+}
+
 /* ---- the end-to-end proof: stories260K fine-tuned on tiny shakespeare ----------------------------- */
 
 TEST(train_stories260k_shakespeare_eval_loss_falls) {
@@ -437,7 +686,7 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     snprintf(model_dir, sizeof model_dir, "%s/stories260K", dir);
     snprintf(data, sizeof data, "%s/shakespeare.jsonl", dir);
     snprintf(out, sizeof out, "%s/run", dir);
-    CHECK(fl_llama2c_convert(ckpt, tokbin, model_dir) == 0);
+    CHECK(fl_llama2c_convert(ckpt, tokbin, model_dir, 0) == 0);
     /* paragraphs of the first ~300 KB as {"text"} lines */
     FILE *in = fopen(text_path, "rb"), *jf = fopen(data, "w");
     char *para = malloc(1 << 16);
@@ -476,11 +725,11 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     o.data = data;
     o.out = out;
     o.model = model_dir;
-    o.eval_frac = 0.05f;
+    o.eval_frac = 0.05;
     o.seq = 128;
     o.batch = 4;
     o.max_steps = 120;
-    o.lr = 5e-3f;
+    o.lr = 5e-3;
     o.warmup = 10;
     o.eval_every = 60;
     o.eval_max_rows = 24;
@@ -502,8 +751,7 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     free(dir);
 }
 
-/* --adapter: training starts from a given PEFT adapter (its rank, alpha and targets replace the
- * flags). With lr 0 one step leaves it unchanged, so the saved adapter equals the input bit for bit. */
+/* --adapter: training starts from a given PEFT adapter (its rank, alpha and targets). With lr 0 one step leaves it unchanged, so the saved adapter equals the input bit for bit. */
 TEST(train_starts_from_given_adapter) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
@@ -511,7 +759,7 @@ TEST(train_starts_from_given_adapter) {
     char *data = write_token_data(dir, 10);
     char cmd[2048], path[512];
     snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run --adapter tests/fixtures/hf/llama_gqa/adapter "
-             "--rank 16 --alpha 1 --seq 16 --batch 2 --max-steps 1 --lr 0 --dtype f32 --device cpu --log-every 0 "
+             "--seq 16 --batch 2 --max-steps 1 --lr 0 --dtype f32 --device cpu --log-every 0 "
              "--eval-every 0 >/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir);
     CHECK_EQ_INT(system(cmd), 0);
     fl_lora_config got, want;
@@ -548,7 +796,7 @@ TEST(train_bad_input_epochs_step_count_overflow) {
     run_options(&o, data, out, NULL);
     o.log = fopen("/dev/null", "w");
     o.max_steps = 0;
-    o.epochs = 999999.0f;
+    o.epochs = 999999.0;
     o.batch = 1;
     o.grad_accum = 1;
     o.eval_frac = 0;
@@ -560,6 +808,292 @@ TEST(train_bad_input_epochs_step_count_overflow) {
     CHECK_EQ_INT(fl_train_options_validate(&o), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "--max-steps");
     fclose(o.log);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* ---- the command line: what train_config.json records, contradicting flags, messages ------------- */
+
+/* Runs `FASTLORA_BIN args` with stdout discarded; returns the exit status and stderr (malloc'd). */
+static int run_cli(const char *args, char **err) {
+    const char *bin = getenv("FASTLORA_BIN");
+    char err_path[] = "/tmp/fastlora-stderr-XXXXXX";
+    int fd = mkstemp(err_path);
+    close(fd);
+    size_t cap = strlen(args) + strlen(bin) + 128;
+    char *cmd = malloc(cap);
+    snprintf(cmd, cap, "%s %s >/dev/null 2>%s", bin, args, err_path);
+    int rc = system(cmd);
+    free(cmd);
+    FILE *f = fopen(err_path, "rb");
+    *err = calloc(1, 65536);
+    if (f) { (void)!fread(*err, 1, 65535, f); fclose(f); }
+    unlink(err_path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    char *text = calloc(1, 1 << 20);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+/* one line on stderr, containing `needle` */
+static void check_one_line(const char *err, const char *needle) {
+    CHECK_STR_CONTAINS(err, needle);
+    const char *nl = strchr(err, '\n');
+    CHECK_MSG(nl && nl[1] == 0, "expected one line on stderr, got: %s", err);
+}
+
+#define QWEN_FIXTURE "tests/fixtures/hf/qwen2_bias_tied"
+
+/* train_config.json used to record the ignored command-line defaults (rank 16, alpha 32, all
+ * targets) when --adapter gave r 8, alpha 16, q,v,down, rsLoRA; and --lr 0.01 as 0.00999999978
+ * (an f32 round trip). Now it records what ran, numbers as typed. */
+TEST(train_config_json_records_what_ran) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char args[2048], path[600], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
+    snprintf(args, sizeof args, "train --model %s/model --adapter %s/adapter --data %s --out %s/run --lr 0.01 "
+             "--warmup-ratio 0.1 --beta2 0.95 %s", QWEN_FIXTURE, QWEN_FIXTURE, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    snprintf(path, sizeof path, "%s/run/train_config.json", dir);
+    char *text = read_text(path);
+    const char *want[] = {"\"lr\": 0.01,", "\"warmup-ratio\": 0.1,", "\"beta2\": 0.95,", "\"rank\": 8,",
+                          "\"alpha\": 16,", "\"targets\": \"q,v,down\",", "\"rslora\": true,", "\"adam-eps\": 1e-08,"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK_STR_CONTAINS(text, want[i]);
+    CHECK(!strstr(text, "\"resume\"") && !strstr(text, "\"overwrite\""));
+    /* and it repeats the run: --config of it agrees with the adapter */
+    snprintf(args, sizeof args, "train --config %s --model %s/model --out %s/again", path, QWEN_FIXTURE, dir);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    CHECK_MSG(err[0] == 0 || !strstr(err, "contradicts"), "%s", err);
+    free(err);
+    free(text);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* With --adapter, --rank/--alpha/--targets/--rslora that contradict it used to be ignored silently;
+ * now refused in one line naming the flag, the file and the adapter's value. Equal values are fine. */
+TEST(train_bad_input_flags_contradicting_adapter) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char args[2048], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
+    const char *cases[][2] = {
+        {"--rank 16", "--rank 16 contradicts"},           /* the default value, but given */
+        {"--alpha 32", "--alpha 32 contradicts"},
+        {"--targets q,v", "--targets q,v contradicts"},
+        {"--rank 8 --targets all", "(target_modules q,v,down)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "train --model %s/model --adapter %s/adapter --data %s --out %s/run%zu %s %s",
+                 QWEN_FIXTURE, QWEN_FIXTURE, data, dir, i, common, cases[i][0]);
+        CHECK_EQ_INT(run_cli(args, &err), 2);
+        check_one_line(err, cases[i][1]);
+        CHECK_STR_CONTAINS(err, "adapter_config.json");
+        free(err);
+    }
+    /* rsLoRA: the llama fixture's adapter has none */
+    snprintf(args, sizeof args, "train --model tests/fixtures/hf/llama_gqa/model --adapter tests/fixtures/hf/llama_gqa/adapter "
+             "--data %s --out %s/rs %s --rslora", data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "--rslora true contradicts");
+    free(err);
+    /* the adapter's own values are fine */
+    snprintf(args, sizeof args, "train --model %s/model --adapter %s/adapter --data %s --out %s/same %s --rank 8 "
+             "--alpha 16 --targets down,q,v --rslora", QWEN_FIXTURE, QWEN_FIXTURE, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* A model folder without a tokenizer (the fixtures have none): with a tokens file there is nothing
+ * to say (the note "no usable tokenizer ... only a tokens file can be read" was printed anyway);
+ * with JSONL data it is one error line that says why. */
+TEST(train_tokenizer_message_only_when_data_needs_it) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 10);
+    char args[2048], jsonl[600], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run %s", FIXTURE_MODEL, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    CHECK_MSG(!strstr(err, "tokenizer"), "unexpected: %s", err);
+    free(err);
+    snprintf(jsonl, sizeof jsonl, "%s/data.jsonl", dir);
+    FILE *f = fopen(jsonl, "w");
+    fputs("{\"text\": \"hello\"}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/text %s", FIXTURE_MODEL, jsonl, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "needs the model's tokenizer");
+    free(err);
+    /* a tokens file for training but JSONL for eval still needs it */
+    snprintf(args, sizeof args, "train --model %s --data %s --eval-data %s --out %s/eval %s", FIXTURE_MODEL, data, jsonl,
+             dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 2);
+    check_one_line(err, "data.jsonl needs the model's tokenizer");
+    free(err);
+    remove_tree(dir);
+    free(data);
+    free(dir);
+}
+
+/* ---- --resume from a damaged checkpoint ------------------------------------------------------------ */
+
+static void write_bytes(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (f) { fwrite(data, 1, len, f); fclose(f); }
+}
+
+/* The optimizer file with adam_v (or adam_m) replaced: `shape0` elements, entry k set to `value`. */
+static void write_bad_moments(const char *path, const float *m, const float *v, size_t n, size_t shape0, size_t k,
+                              float value, int poison_v) {
+    float *a = calloc(shape0 + 1, sizeof(float)), *b = calloc(shape0 + 1, sizeof(float));
+    memcpy(a, m, sizeof(float) * (shape0 < n ? shape0 : n));
+    memcpy(b, v, sizeof(float) * (shape0 < n ? shape0 : n));
+    if (k < shape0) (poison_v ? b : a)[k] = value;
+    fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)shape0}, .data = a},
+                               {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)shape0}, .data = b}};
+    fl_safetensors_write(path, t, 2, NULL, 0);
+    free(a);
+    free(b);
+}
+
+/* A damaged trainer_state.json or optimizer.safetensors in the checkpoint --resume picks: exit 2,
+ * one line naming the file and the field or tensor, and nothing of the run rewritten (its adapter,
+ * config, metrics and checkpoints are byte for byte as before). */
+TEST(train_bad_input_resume_from_damaged_checkpoint) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *dir = temp_dir();
+    char *data = write_token_data(dir, 30);
+    char args[2048], path[600], ckpt[400], *err = NULL;
+    const char *common = "--seq 16 --batch 2 --rank 4 --alpha 8 --lr 0.01 --save-every 2 --dtype f32 --device cpu "
+                         "--log-every 0 --eval-every 0";
+    /* a run stopped after step 4 of 6 (its final adapter from a first 4-step run stays beside) */
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 4 %s", FIXTURE_MODEL, data, dir, common);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    snprintf(ckpt, sizeof ckpt, "%s/run/checkpoints/step-00000004", dir);
+    const char *kept[] = {"adapter_model.safetensors", "train_config.json", "metrics.jsonl", "loss.svg",
+                          "checkpoints/step-00000002/optimizer.safetensors"};
+    char *before[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/run/%s", dir, kept[i]);
+        before[i] = read_text(path);
+    }
+    char state_path[500], opt_path[500];
+    snprintf(state_path, sizeof state_path, "%s/trainer_state.json", ckpt);
+    snprintf(opt_path, sizeof opt_path, "%s/optimizer.safetensors", ckpt);
+    char *state = read_text(state_path);
+    fl_safetensors sf;
+    CHECK(fl_safetensors_open(&sf, opt_path) == 0);
+    const fl_st_tensor *tm = fl_safetensors_find(&sf, "adam_m"), *tv = fl_safetensors_find(&sf, "adam_v");
+    size_t n = (size_t)tm->shape[0];
+    float *mom = malloc(2 * n * sizeof(float));
+    memcpy(mom, tm->data, n * sizeof(float));
+    memcpy(mom + n, tv->data, n * sizeof(float));
+    fl_safetensors_close(&sf);
+    size_t opt_len = 0;
+    FILE *f = fopen(opt_path, "rb");
+    char *opt_bytes = malloc(1 << 20);
+    opt_len = fread(opt_bytes, 1, 1 << 20, f);
+    fclose(f);
+
+    /* trainer_state.json: replace `from` by `to` in the good text (NULL: the whole text is `to`) */
+    const char *state_cases[][3] = {
+        {NULL, "{\"step\": 4, \"adam_st", "invalid JSON"},            /* truncated */
+        {NULL, "\x7f\x45\x4c\x46 garbage", "invalid JSON"},
+        {NULL, "[4, 4, 8]", "expected a JSON object"},
+        {"\"adam_step\": 4,", "", "field 'adam_step' is missing"},
+        {"\"step\": 4,", "\"step\": \"4\",", "field 'step' must be an integer"},
+        {"\"step\": 4,", "\"step\": -1,", "field 'step' must be an integer"},
+        {"\"step\": 4,", "\"step\": 4.5,", "field 'step' must be an integer"},
+        {"\"adam_step\": 4,", "\"adam_step\": 99999999999,", "field 'adam_step' must be an integer in 0..1073741824"},
+        {"\"row\": ", "\"row\": -7, \"x\": ", "field 'row' must be an integer"},
+        {"\"n_params\": ", "\"n_params\": 1, \"x\": ", "differs from this run's"},
+        {"\"row\": ", "\"row\": 100000, \"x\": ", "data position (row 100000)"},
+    };
+    for (size_t i = 0; i < sizeof state_cases / sizeof state_cases[0]; i++) {
+        char text[2048];
+        if (!state_cases[i][0]) {
+            snprintf(text, sizeof text, "%s", state_cases[i][1]);
+        } else {
+            const char *at = strstr(state, state_cases[i][0]);
+            CHECK_MSG(at != NULL, "trainer_state.json has no '%s'", state_cases[i][0]);
+            if (!at) continue;
+            snprintf(text, sizeof text, "%.*s%s%s", (int)(at - state), state, state_cases[i][1], at + strlen(state_cases[i][0]));
+        }
+        write_bytes(state_path, text, strlen(text));
+        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+                 data, dir, common, dir);
+        CHECK_EQ_INT(run_cli(args, &err), 2);
+        check_one_line(err, state_cases[i][2]);
+        if (!strstr(state_cases[i][2], "differs") && !strstr(state_cases[i][2], "data position"))
+            CHECK_STR_CONTAINS(err, "trainer_state.json");
+        free(err);
+    }
+    write_bytes(state_path, state, strlen(state));
+
+    /* optimizer.safetensors */
+    struct { int kind; const char *needle; } opt_cases[] = {
+        {0, "optimizer.safetensors"},  /* truncated to its first 100 bytes */
+        {1, "tensor 'adam_m' missing or not F32"},   /* one element short */
+        {2, "tensor 'adam_v' has a non-finite value"},
+        {3, "tensor 'adam_v' has a negative value"},
+        {4, "tensor 'adam_m' has a non-finite value"},
+        {5, "optimizer.safetensors"},  /* missing */
+    };
+    for (size_t i = 0; i < sizeof opt_cases / sizeof opt_cases[0]; i++) {
+        switch (opt_cases[i].kind) {
+        case 0: write_bytes(opt_path, opt_bytes, 100); break;
+        case 1: write_bad_moments(opt_path, mom, mom + n, n, n - 1, n, 0, 0); break;
+        case 2: write_bad_moments(opt_path, mom, mom + n, n, n, n / 2, NAN, 1); break;
+        case 3: write_bad_moments(opt_path, mom, mom + n, n, n, 3, -1e-6f, 1); break;
+        case 4: write_bad_moments(opt_path, mom, mom + n, n, n, 0, INFINITY, 0); break;
+        default: unlink(opt_path);
+        }
+        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+                 data, dir, common, dir);
+        CHECK_EQ_INT(run_cli(args, &err), 2);
+        check_one_line(err, opt_cases[i].needle);
+        CHECK_STR_CONTAINS(err, "step-00000004/optimizer.safetensors");
+        free(err);
+    }
+    /* nothing of the run was rewritten by the refused resumes */
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/run/%s", dir, kept[i]);
+        char *now = read_text(path);
+        CHECK_MSG(!strcmp(now, before[i]), "%s changed by a refused resume", kept[i]);
+        free(now);
+        free(before[i]);
+    }
+    /* and with the files repaired the resume works */
+    write_bytes(opt_path, opt_bytes, opt_len);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+             data, dir, common, dir);
+    CHECK_EQ_INT(run_cli(args, &err), 0);
+    free(err);
+    free(opt_bytes);
+    free(mom);
+    free(state);
     remove_tree(dir);
     free(data);
     free(dir);

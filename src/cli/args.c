@@ -56,12 +56,14 @@ int fl_args_parse(int argc, char **argv, const fl_option *options, int n_options
             }
             *(int *)opt->dest = (int)v;
         } else {
-            float v = strtof(value, &end);
+            /* a double keeps what was typed: 0.01 stays 0.01 */
+            double v = opt->kind == FL_OPT_DOUBLE ? strtod(value, &end) : strtof(value, &end);
             if (errno || !*value || *end) {
                 fprintf(stderr, "fastlora: option '%s' expects a number, got '%s'\n", arg, value);
                 return 2;
             }
-            *(float *)opt->dest = v;
+            if (opt->kind == FL_OPT_DOUBLE) *(double *)opt->dest = v;
+            else *(float *)opt->dest = (float)v;
         }
     }
     return 0;

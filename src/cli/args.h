@@ -4,12 +4,12 @@
 #ifndef FL_ARGS_H
 #define FL_ARGS_H
 
-typedef enum { FL_OPT_STRING, FL_OPT_INT, FL_OPT_FLOAT, FL_OPT_FLAG } fl_opt_kind;
+typedef enum { FL_OPT_STRING, FL_OPT_INT, FL_OPT_FLOAT, FL_OPT_FLAG, FL_OPT_DOUBLE } fl_opt_kind;
 
 typedef struct {
     const char *name;     /* without the leading "--" */
     fl_opt_kind kind;
-    void *dest;           /* const char **, int *, float *, or int * (flag set to 1) */
+    void *dest;           /* const char **, int *, float *, int * (flag set to 1), or double * */
     const char *help;
 } fl_option;
 

@@ -1,5 +1,6 @@
-/* cmd_merge.c — `fastlora merge --model DIR --adapter DIR --out DIR`: the base with the LoRA folded
- * in (W' = W + s·B·A, each tensor in its original dtype), as a full HF folder (infer/merge.c). */
+/* cmd_merge.c — `fastlora merge --model DIR --adapter DIR --out DIR [--force]`: the base with the LoRA
+ * folded in (W' = W + s·B·A, each tensor in its original dtype), as a full HF folder written whole or
+ * not at all; a non-empty --out needs --force (infer/merge.c). */
 #include "cli/commands.h"
 
 #include <stdio.h>
@@ -10,18 +11,20 @@
 
 int cmd_merge(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *out = NULL;
+    int force = 0;
     fl_option opts[] = {
         {"model", FL_OPT_STRING, &model, "base HF model folder"},
         {"adapter", FL_OPT_STRING, &adapter, "PEFT adapter folder"},
-        {"out", FL_OPT_STRING, &out, "output folder (a complete HF model folder)"},
+        {"out", FL_OPT_STRING, &out, "output folder (a complete HF model folder; never the model or adapter folder)"},
+        {"force", FL_OPT_FLAG, &force, "write into a non-empty --out (same names replaced, other model weights deleted)"},
     };
-    int rc = fl_args_parse(argc, argv, opts, 3, "usage: fastlora merge --model DIR --adapter DIR --out DIR");
+    int rc = fl_args_parse(argc, argv, opts, 4, "usage: fastlora merge --model DIR --adapter DIR --out DIR [--force]");
     if (rc) return rc < 0 ? 0 : rc;
     if (!model || !adapter || !out) {
         fprintf(stderr, "fastlora merge: --model, --adapter and --out are required\n");
         return 2;
     }
-    rc = fl_merge_adapter(model, adapter, out);
+    rc = fl_merge_adapter(model, adapter, out, force);
     if (rc) { fprintf(stderr, "fastlora merge: %s\n", fl_last_error()); return rc; }
     printf("merged %s + %s -> %s\n", model, adapter, out);
     return 0;

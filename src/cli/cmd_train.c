@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "engine/model.h"
 #include "lora/adapter_io.h"
+#include "train/data.h"
 #include "train/trainer.h"
 
 static const char usage_text[] =
@@ -29,8 +30,9 @@ int cmd_train(int argc, char **argv) {
     fl_train_options_default(&o);
     int rc = fl_train_options_parse_args(&o, argc, argv, usage_text);
     if (rc) { fl_train_options_free(&o); return rc < 0 ? 0 : rc; }
-    /* test hook (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write */
+    /* test hooks (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write / rotation */
     if (getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT")) o.crash_in_checkpoint = atoi(getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT"));
+    if (getenv("FASTLORA_TEST_CRASH_IN_ROTATION")) o.crash_in_rotation = atoi(getenv("FASTLORA_TEST_CRASH_IN_ROTATION"));
     if (!o.model) {
         fprintf(stderr, "fastlora train: --model: required (a Hugging Face model folder)\n");
         fl_train_options_free(&o);
@@ -50,15 +52,20 @@ int cmd_train(int argc, char **argv) {
     if (!rc) rc = fl_lora_parse_targets(o.targets, &lc.target_mask);
     if (!rc && o.adapter) { /* a given adapter decides the LoRA shape; the seed still drives dropout */
         rc = fl_adapter_load_config(o.adapter, &lc);
+        if (!rc) rc = fl_train_options_apply_adapter(&o, &lc, o.adapter);
         lc.seed = (uint64_t)o.seed;
     }
     if (!rc) rc = fl_backend_select_dtype(o.device, o.dtype, &be);
     if (!rc && fl_tokenizer_load(&tok, o.model)) {
         tok = NULL;
-        if (strcmp(o.format, "tokens")) {
-            fprintf(stderr, "fastlora train: note: no usable tokenizer in %s (%s); only a tokens file can be read\n",
-                    o.model, fl_last_error());
-        }
+        char why[512];
+        snprintf(why, sizeof why, "%s", fl_last_error());
+        /* only text data needs the tokenizer: then its absence is the error, with the reason */
+        const char *text_data = !fl_data_is_tokens_file(o.data, o.format) ? o.data
+                                : o.eval_data && !fl_data_is_tokens_file(o.eval_data, o.format) ? o.eval_data : NULL;
+        if (text_data)
+            rc = fl_input_error("%s needs the model's tokenizer, and %s has no usable one (%s); a tokens file needs none",
+                                text_data, o.model, why);
     }
     if (!rc) {
         rc = fl_model_init_dir(&m, o.model, be, &lc);

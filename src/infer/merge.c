@@ -9,13 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/dtype.h"
 #include "common/error.h"
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
+#include "io/output_dir.h"
 #include "model/config.h"
+#include "model/weights.h"
 
 static int copy_file(const char *src, const char *dst) {
     FILE *in = fopen(src, "rb");
@@ -105,17 +108,8 @@ static int merge_shard(const char *in_path, const char *out_path, const fl_model
         int l;
         fl_proj p;
         if (adapted_slot(t->name, cfg->n_layers, &l, &p) || !lora->layers[l].a[p]) continue;
-        int in, oc;
+        int in, oc; /* shape and dtype were checked by fl_weights_check_dir */
         fl_proj_dims(cfg, p, &in, &oc);
-        if (t->ndim != 2 || t->shape[0] != oc || t->shape[1] != in) {
-            status = fl_input_error("%s: tensor '%s' has a shape that disagrees with config.json", in_path, t->name);
-            break;
-        }
-        if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16) {
-            status = fl_input_error("%s: tensor '%s' has dtype %s (merge supports F32, BF16, F16)", in_path, t->name,
-                                    fl_dtype_name(t->dtype));
-            break;
-        }
         float *w = fl_malloc(t->numel * sizeof(float));
         fl_convert_to_f32(w, t->data, t->dtype, t->numel);
         /* W (OC, IC) += s · B (OC, R) · A (R, IC) */
@@ -146,31 +140,39 @@ static int merge_shard(const char *in_path, const char *out_path, const fl_model
     return status;
 }
 
-int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir) {
-    fl_model_config cfg;
-    char *config_path = fl_path_join(model_dir, "config.json");
-    int status = fl_config_load(&cfg, config_path);
-    free(config_path);
-    if (status) return status;
-    fl_lora_config lc;
-    FL_TRY(fl_adapter_load_config(adapter_dir, &lc));
-    FL_TRY(fl_adapter_check_weights(adapter_dir, &cfg, &lc)); /* before allocating from config sizes */
-    fl_lora_buffer lora;
-    fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
-    status = fl_adapter_load_weights(adapter_dir, &lora, &cfg, &lc);
-    char **names = NULL;
-    int n_names = 0, sharded = 0, merged = 0;
-    if (!status) status = shard_names(model_dir, &names, &n_names, &sharded);
-    if (!status) status = fl_mkdir_p(out_dir);
+/* --force into a folder that held another model: weight files this merge did not write would be
+ * loaded with (or instead of) the merged ones. `keep`: the files it wrote. */
+static void remove_stale_weights(const char *dir, char *const *keep, int n_keep, int keep_index) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int index = !strcmp(e->d_name, "model.safetensors.index.json");
+        int weights = index || (!strncmp(e->d_name, "model", 5) && ends_with(e->d_name, ".safetensors"));
+        int kept = index && keep_index;
+        for (int i = 0; i < n_keep && !kept; i++) kept = !strcmp(keep[i], e->d_name);
+        if (weights && !kept) {
+            char *p = fl_path_join(dir, e->d_name);
+            unlink(p);
+            free(p);
+        }
+    }
+    if (d) closedir(d);
+}
+
+/* Writes the merged folder into `out` (a staging folder): the shards, then config, tokenizer and
+ * other files as they are. */
+static int write_merged(const char *model_dir, const char *out, const fl_model_config *cfg, const fl_lora_config *lc,
+                        const fl_lora_buffer *lora, char *const *names, int n_names) {
+    int status = 0, merged = 0;
     for (int i = 0; i < n_names && !status; i++) {
-        char *in = fl_path_join(model_dir, names[i]), *out = fl_path_join(out_dir, names[i]);
-        status = merge_shard(in, out, &cfg, &lc, &lora, &merged);
+        char *in = fl_path_join(model_dir, names[i]), *dst = fl_path_join(out, names[i]);
+        status = merge_shard(in, dst, cfg, lc, lora, &merged);
         free(in);
-        free(out);
+        free(dst);
     }
     int expected = 0;
-    for (int l = 0; l < cfg.n_layers; l++)
-        for (int p = 0; p < FL_N_PROJ; p++) expected += lora.layers[l].a[p] != NULL;
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) expected += lora->layers[l].a[p] != NULL;
     if (!status && merged != expected)
         status = fl_input_error("%s: merged %d of the adapter's %d matrices (tensors missing from the model?)", model_dir,
                                 merged, expected);
@@ -181,7 +183,7 @@ int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char 
         if (e->d_name[0] == '.' || ends_with(e->d_name, ".safetensors") || ends_with(e->d_name, ".bin") ||
             ends_with(e->d_name, ".pth") || ends_with(e->d_name, ".pt"))
             continue;
-        char *src = fl_path_join(model_dir, e->d_name), *dst = fl_path_join(out_dir, e->d_name);
+        char *src = fl_path_join(model_dir, e->d_name), *dst = fl_path_join(out, e->d_name);
         struct stat sb;
         if (stat(src, &sb) == 0 && S_ISREG(sb.st_mode)) status = copy_file(src, dst);
         free(src);
@@ -191,13 +193,40 @@ int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char 
     /* Llama-3's tiktoken tokenizer lives in original/ */
     char *orig = fl_path_join(model_dir, "original/tokenizer.model");
     if (!status && fl_file_exists(orig)) {
-        char *odir = fl_path_join(out_dir, "original"), *dst = fl_path_join(out_dir, "original/tokenizer.model");
+        char *odir = fl_path_join(out, "original"), *dst = fl_path_join(out, "original/tokenizer.model");
         status = fl_mkdir_p(odir);
         if (!status) status = copy_file(orig, dst);
         free(odir);
         free(dst);
     }
     free(orig);
+    return status;
+}
+
+int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force) {
+    fl_model_config cfg;
+    char *config_path = fl_path_join(model_dir, "config.json");
+    int status = fl_config_load(&cfg, config_path);
+    free(config_path);
+    if (status) return status;
+    FL_TRY(fl_weights_check_dir(&cfg, model_dir)); /* the base checks of train, generate and bench */
+    fl_lora_config lc;
+    FL_TRY(fl_adapter_load_config(adapter_dir, &lc));
+    FL_TRY(fl_adapter_check_weights(adapter_dir, &cfg, &lc)); /* before allocating from config sizes */
+    char **names = NULL;
+    int n_names = 0, sharded = 0;
+    status = shard_names(model_dir, &names, &n_names, &sharded);
+    fl_output_dir od = {0};
+    const char *inputs[2] = {model_dir, adapter_dir};
+    if (!status) status = fl_output_dir_begin(&od, out_dir, force, inputs, 2);
+    int into_existing = od.into_existing;
+    fl_lora_buffer lora;
+    fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
+    if (!status) status = fl_adapter_load_weights(adapter_dir, &lora, &cfg, &lc);
+    if (!status) status = write_merged(model_dir, od.stage, &cfg, &lc, &lora, names, n_names);
+    if (!status) status = fl_output_dir_commit(&od);
+    else if (od.stage) fl_output_dir_abort(&od);
+    if (!status && into_existing) remove_stale_weights(out_dir, names, n_names, sharded);
     for (int i = 0; i < n_names; i++) free(names[i]);
     free(names);
     fl_lora_buffer_free(&lora);

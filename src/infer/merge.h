@@ -9,6 +9,11 @@
 #ifndef FL_INFER_MERGE_H
 #define FL_INFER_MERGE_H
 
-int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir);
+/* The base is checked as train and generate check it (model/weights.h: every tensor config.json
+ * implies, with its shape). The output folder is written whole or not at all (io/output_dir.h): it
+ * may not be the model or adapter folder, and when it exists and is not empty `force` must be set —
+ * then files of the same name are replaced and weight files the merge did not write
+ * (model*.safetensors, model.safetensors.index.json) are deleted, so they cannot be loaded with it. */
+int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force);
 
 #endif

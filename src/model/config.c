@@ -127,9 +127,15 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: num_attention_heads x head_dim (%d x %d) is larger than %d", path, cfg->n_heads,
                               cfg->head_dim, FL_MAX_PROJ_DIM);
     FL_TRY(get_int(path, root, "max_position_embeddings", 0, 2048, &cfg->max_position_embeddings));
+    if (cfg->max_position_embeddings <= 0)
+        return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,
+                              cfg->max_position_embeddings);
     double eps = 0;
     FL_TRY(get_number(path, root, "rms_norm_eps", 0, 1e-6, &eps));
     cfg->rms_norm_eps = (float)eps;
+    /* RMSNorm divides by sqrt(mean(x^2) + eps): eps <= 0 (or one that is 0 or Inf in f32) gives Inf/NaN */
+    if (!(cfg->rms_norm_eps > 0) || isinf(cfg->rms_norm_eps))
+        return fl_input_error("%s: field 'rms_norm_eps' must be a positive number representable in f32, got %g", path, eps);
     FL_TRY(get_bool(path, root, "tie_word_embeddings", 1, &cfg->tie_word_embeddings));
     FL_TRY(parse_rope(path, root, cfg));
 

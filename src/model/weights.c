@@ -236,20 +236,13 @@ static int n_tensors_in(const shard_set *s) {
     return n;
 }
 
-int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be) {
-    memset(w, 0, sizeof *w);
-    char *config_path = fl_path_join(dir, "config.json");
-    int status = fl_config_load(cfg, config_path);
-    free(config_path);
-    if (status) return status;
-    snprintf(cfg->name, sizeof cfg->name, "%s", dir);
-    shard_set shards;
-    FL_TRY(open_shards(&shards, dir));
-    /* Everything config.json implies is checked against the files before any allocation, so a
-     * config with absurd sizes is an input error, not an out-of-memory abort. */
+/* As many tensors in the files as config.json implies (else the first missing one is named): checked
+ * before anything is sized from the config. */
+static int check_count(const shard_set *s, const fl_model_config *cfg, const char *dir) {
+    int status = 0;
     int64_t per_layer = (int64_t)N_LAYER_TENSORS - (cfg->qkv_bias ? 0 : 3);
     int64_t needed = 2 + !cfg->tie_word_embeddings + (int64_t)cfg->n_layers * per_layer;
-    if (needed > n_tensors_in(&shards)) {
+    if (needed > n_tensors_in(s)) {
         /* some tensor is missing: name the first one (found within n_tensors + 1 names) */
         const char *file;
         char name[128];
@@ -262,16 +255,30 @@ int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, c
                     if (layer_tensor_table[t].is_bias && !cfg->qkv_bias) continue;
                     snprintf(name, sizeof name, "model.layers.%d.%s", l, layer_tensor_table[t].suffix);
                 }
-                if (!find_tensor(&shards, name, &file))
+                if (!find_tensor(s, name, &file))
                     status = fl_input_error("%s: tensor '%s' is missing from the safetensors files (config.json implies "
                                             "%lld tensors, %d layers; the files hold %d)", dir, name, (long long)needed,
-                                            cfg->n_layers, n_tensors_in(&shards));
+                                            cfg->n_layers, n_tensors_in(s));
             }
         if (!status) status = fl_input_error("%s: config.json implies %lld tensors (%d layers) but the safetensors files hold %d",
-                                             dir, (long long)needed, cfg->n_layers, n_tensors_in(&shards));
-        shards_close(&shards);
-        return status;
+                                             dir, (long long)needed, cfg->n_layers, n_tensors_in(s));
     }
+    return status;
+}
+
+int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be) {
+    memset(w, 0, sizeof *w);
+    char *config_path = fl_path_join(dir, "config.json");
+    int status = fl_config_load(cfg, config_path);
+    free(config_path);
+    if (status) return status;
+    snprintf(cfg->name, sizeof cfg->name, "%s", dir);
+    shard_set shards;
+    FL_TRY(open_shards(&shards, dir));
+    /* Everything config.json implies is checked against the files before any allocation, so a
+     * config with absurd sizes is an input error, not an out-of-memory abort. */
+    status = check_count(&shards, cfg, dir);
+    if (status) { shards_close(&shards); return status; }
     int n;
     size_t total;
     tensor_slot *slots = plan_tensors(cfg, be, &n, &total);
@@ -293,5 +300,21 @@ int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, c
     free(slots);
     shards_close(&shards);
     if (status) fl_weights_free(w);
+    return status;
+}
+
+int fl_weights_check_dir(const fl_model_config *cfg, const char *dir) {
+    shard_set shards;
+    FL_TRY(open_shards(&shards, dir));
+    int status = check_count(&shards, cfg, dir);
+    if (!status) {
+        int n;
+        size_t total;
+        tensor_slot *slots = plan_tensors(cfg, fl_backend_cpu(), &n, &total);
+        const fl_st_tensor *t;
+        for (int i = 0; i < n && !status; i++) status = check_slot(&shards, &slots[i], dir, &t);
+        free(slots);
+    }
+    shards_close(&shards);
     return status;
 }

@@ -39,6 +39,10 @@ typedef struct {
 /* Loads `dir`/config.json and the safetensors weights. Errors (missing files or tensors, shapes
  * that disagree with config.json, corrupt files) name the file and the tensor. */
 int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be);
+/* The checks of fl_weights_load without loading: every tensor config.json implies is in the folder's
+ * safetensors files with that shape and dtype BF16, F16 or F32 (for commands that read the files
+ * themselves, e.g. merge). Errors are fl_weights_load's. */
+int fl_weights_check_dir(const fl_model_config *cfg, const char *dir);
 /* Seeded random weights for a preset config: linear weights ~ U(-a, a) with a = sqrt(3)·0.02,
  * norms = 1, biases small. */
 void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,9 @@
 #include "lora/adapter_io.h"
 #include "train/options.h"
 
-/* Removes a folder of plain files (checkpoints have no subfolders). */
-static void remove_flat_dir(const char *dir) {
+/* Removes a folder of plain files (checkpoints have no subfolders). crash_test: SIGKILL after the
+ * first file (tests). */
+static void remove_flat_dir(const char *dir, int crash_test) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
@@ -28,6 +30,7 @@ static void remove_flat_dir(const char *dir) {
         char *p = fl_path_join(dir, e->d_name);
         unlink(p);
         free(p);
+        if (crash_test) raise(SIGKILL);
     }
     closedir(d);
     rmdir(dir);
@@ -45,9 +48,14 @@ static int is_step_name(const char *name) {
     return 1;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* By step: "step-00000100" < "step-100000000" (zero-padded to 8 digits, steps reach 10) */
+static int cmp_step_names(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    size_t nx = strlen(x), ny = strlen(y);
+    return nx != ny ? (nx < ny ? -1 : 1) : strcmp(x, y);
+}
 
-/* The step-* folder names under root, sorted (zero-padded, so by step). */
+/* The step-* folder names under root, sorted by step. */
 static char **list_steps(const char *root, size_t *n) {
     *n = 0;
     DIR *d = opendir(root);
@@ -61,7 +69,7 @@ static char **list_steps(const char *root, size_t *n) {
         names[(*n)++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, *n, sizeof *names, cmp_str);
+    qsort(names, *n, sizeof *names, cmp_step_names);
     return names;
 }
 
@@ -70,7 +78,8 @@ static void free_names(char **names, size_t n) {
     free(names);
 }
 
-/* Leftovers of interrupted writes. */
+/* Leftovers of interrupted writes (.tmp-step-*) and removals (.old-step-*): never read by resume,
+ * which lists step-* names only. */
 static void remove_temp_dirs(const char *root) {
     DIR *d = opendir(root);
     if (!d) return;
@@ -80,7 +89,7 @@ static void remove_temp_dirs(const char *root) {
     while ((e = readdir(d)) && nv < 64)
         if (!strncmp(e->d_name, ".tmp-step-", 10) || !strncmp(e->d_name, ".old-step-", 10)) victims[nv++] = fl_path_join(root, e->d_name);
     closedir(d);
-    for (int i = 0; i < nv; i++) { remove_flat_dir(victims[i]); free(victims[i]); }
+    for (int i = 0; i < nv; i++) { remove_flat_dir(victims[i], 0); free(victims[i]); }
 }
 
 static int write_state(const char *dir, const fl_train_state *st) {
@@ -99,6 +108,26 @@ static int write_state(const char *dir, const fl_train_state *st) {
     int status = fl_write_file_atomic(path, text, strlen(text));
     free(path);
     free(text);
+    return status;
+}
+
+/* Takes root/name out of the step-* namespace in one rename (to .old-step-*), then deletes it: a
+ * kill in the middle leaves a hidden folder that resume ignores and the next save removes, never
+ * a partial step-* folder. */
+static int retire_step_dir(const char *root, const char *name, int crash_test) {
+    char *dir = fl_path_join(root, name);
+    size_t cap = strlen(root) + strlen(name) + 8;
+    char *old_path = fl_malloc(cap);
+    snprintf(old_path, cap, "%s/.old-%s", root, name);
+    int status = 0;
+    if (rename(dir, old_path) != 0) {
+        status = fl_input_error("%s: cannot move aside: %s", dir, strerror(errno));
+    } else {
+        fsync_path(root);
+        remove_flat_dir(old_path, crash_test);
+    }
+    free(old_path);
+    free(dir);
     return status;
 }
 
@@ -126,31 +155,20 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
         free(path);
         free(host);
     }
-    if (!status && crash_test) raise(SIGKILL); /* test hook: a kill -9 in the middle of the write */
+    if (!status && crash_test == FL_CKPT_CRASH_IN_WRITE) raise(SIGKILL); /* test hook: a kill -9 in the middle of the write */
     if (!status) status = write_state(tmp, st);
     if (!status) {
         fsync_path(tmp);
-        if (fl_file_exists(final)) { /* the same step again (a resumed run): replace it */
-            size_t cap = strlen(root) + 96;
-            char *old_name = fl_malloc(cap);
-            snprintf(old_name, cap, "%s/.old-%s", root, name);
-            if (rename(final, old_name) != 0) status = fl_input_error("%s: cannot move aside: %s", final, strerror(errno));
-            else remove_flat_dir(old_name);
-            free(old_name);
-        }
+        if (fl_file_exists(final)) status = retire_step_dir(root, name, 0); /* the same step again (a resumed run) */
         if (!status && rename(tmp, final) != 0) status = fl_input_error("%s: rename failed: %s", final, strerror(errno));
         fsync_path(root);
     }
     if (status) {
-        remove_flat_dir(tmp);
+        remove_flat_dir(tmp, 0);
     } else {
         size_t n;
         char **names = list_steps(root, &n);
-        for (size_t i = 0; i + (size_t)keep < n; i++) {
-            char *p = fl_path_join(root, names[i]);
-            remove_flat_dir(p);
-            free(p);
-        }
+        for (size_t i = 0; i + (size_t)keep < n; i++) retire_step_dir(root, names[i], crash_test == FL_CKPT_CRASH_IN_ROTATION);
         free_names(names, n);
         if (saved) *saved = strdup(final);
     }
@@ -159,35 +177,72 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
     return status;
 }
 
-static int get_u64(json_t *o, const char *key, const char *path, uint64_t *out) {
+static int get_u64(json_t *o, const char *key, const char *path, uint64_t max, uint64_t *out) {
     json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0) return fl_input_error("%s: field '%s': expected a non-negative integer", path, key);
+    if (!v) return fl_input_error("%s: field '%s' is missing (expected an integer)", path, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+        return fl_input_error("%s: field '%s' must be an integer in 0..%llu", path, key, (unsigned long long)max);
     *out = (uint64_t)json_integer_value(v);
     return 0;
 }
 
-int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
-    memset(st, 0, sizeof *st);
+/* trainer_state.json into *st: every field present, an integer, in range. */
+static int read_state(const char *dir, fl_train_state *st) {
     char *path = fl_path_join(dir, "trainer_state.json");
     json_error_t jerr;
-    json_t *o = json_load_file(path, 0, &jerr);
+    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     int status = 0;
-    if (!o) status = fl_input_error("%s: cannot read the checkpoint state: %s", path, jerr.text);
+    if (!o) status = jerr.line < 1 ? fl_input_error("%s: cannot read: %s", path, jerr.text)
+                                   : fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    else if (!json_is_object(o)) status = fl_input_error("%s: expected a JSON object (the checkpoint's state)", path);
+    const uint64_t steps_max = FL_TRAIN_MAX_STEPS, any = INT64_MAX;
     uint64_t step = 0, adam = 0;
-    if (!status) status = get_u64(o, "step", path, &step);
-    if (!status) status = get_u64(o, "adam_step", path, &adam);
-    if (!status) status = get_u64(o, "micro_step", path, &st->micro_step);
-    if (!status) status = get_u64(o, "epoch", path, &st->epoch);
-    if (!status) status = get_u64(o, "row", path, &st->row);
-    if (!status) status = get_u64(o, "tokens", path, &st->tokens);
-    if (!status) status = get_u64(o, "n_params", path, &st->n_params);
-    if (!status) status = get_u64(o, "seed", path, &st->seed);
+    if (!status) status = get_u64(o, "step", path, steps_max, &step);
+    if (!status) status = get_u64(o, "adam_step", path, steps_max, &adam);
+    if (!status) status = get_u64(o, "micro_step", path, any, &st->micro_step);
+    if (!status) status = get_u64(o, "epoch", path, any, &st->epoch);
+    if (!status) status = get_u64(o, "row", path, any, &st->row);
+    if (!status) status = get_u64(o, "tokens", path, any, &st->tokens);
+    if (!status) status = get_u64(o, "n_params", path, any, &st->n_params);
+    if (!status) status = get_u64(o, "seed", path, any, &st->seed);
     json_decref(o);
     free(path);
-    if (status) return status;
-    if (step > (uint64_t)FL_TRAIN_MAX_STEPS || adam > (uint64_t)FL_TRAIN_MAX_STEPS) return fl_input_error("%s: step counters out of range", dir);
     st->step = (int)step;
     st->adam_step = (int)adam;
+    return status;
+}
+
+/* optimizer.safetensors into the model's AdamW moments: both F32 [n], finite, the second moment >= 0
+ * (a negative or NaN one would turn every update into NaN). */
+static int read_moments(const char *dir, fl_model *m) {
+    char *path = fl_path_join(dir, "optimizer.safetensors");
+    fl_safetensors sf;
+    int status = fl_safetensors_open(&sf, path);
+    for (int i = 0; i < 2 && !status; i++) {
+        const char *name = i ? "adam_v" : "adam_m";
+        const fl_st_tensor *t = fl_safetensors_find(&sf, name);
+        if (!t || t->dtype != FL_F32 || t->ndim != 1 || (size_t)t->shape[0] != m->lora.n) {
+            status = fl_input_error("%s: tensor '%s' missing or not F32 [%zu] (this run's LoRA parameter count)", path,
+                                    name, m->lora.n);
+            break;
+        }
+        float *host = fl_malloc(m->lora.n * sizeof(float) + 1);
+        memcpy(host, t->data, m->lora.n * sizeof(float));
+        for (size_t k = 0; k < m->lora.n && !status; k++)
+            if (!isfinite(host[k]) || (i && host[k] < 0))
+                status = fl_input_error("%s: tensor '%s' has %s value %g at index %zu", path, name,
+                                        isfinite(host[k]) ? "a negative" : "a non-finite", host[k], k);
+        if (!status) m->be->upload(i ? m->adam_v.data : m->adam_m.data, host, m->lora.n * sizeof(float));
+        free(host);
+    }
+    fl_safetensors_close(&sf);
+    free(path);
+    return status;
+}
+
+int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
+    memset(st, 0, sizeof *st);
+    FL_TRY(read_state(dir, st));
     fl_lora_config lc;
     FL_TRY(fl_adapter_load_config(dir, &lc));
     if (lc.rank != m->lora_cfg.rank || lc.alpha != m->lora_cfg.alpha || lc.target_mask != m->lora_cfg.target_mask ||
@@ -197,18 +252,7 @@ int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
                               dir, lc.rank, lc.alpha, (unsigned long long)st->n_params, m->lora_cfg.rank,
                               m->lora_cfg.alpha, m->lora.n);
     FL_TRY(fl_model_load_adapter(m, dir));
-    path = fl_path_join(dir, "optimizer.safetensors");
-    fl_safetensors sf;
-    status = fl_safetensors_open(&sf, path);
-    for (int i = 0; i < 2 && !status; i++) {
-        const fl_st_tensor *t = fl_safetensors_find(&sf, i ? "adam_v" : "adam_m");
-        if (!t || t->dtype != FL_F32 || t->ndim != 1 || (size_t)t->shape[0] != m->lora.n)
-            status = fl_input_error("%s: tensor '%s' missing or not F32 [%zu]", path, i ? "adam_v" : "adam_m", m->lora.n);
-        else m->be->upload(i ? m->adam_v.data : m->adam_m.data, t->data, m->lora.n * sizeof(float));
-    }
-    fl_safetensors_close(&sf);
-    free(path);
-    if (status) return status;
+    FL_TRY(read_moments(dir, m));
     m->adam_step = st->adam_step;
     m->micro_step = st->micro_step;
     fl_model_zero_grads(m);
@@ -235,4 +279,13 @@ int fl_checkpoint_find(const char *dir, char **out) {
     free(root);
     if (!*out) return fl_input_error("--resume %s: no checkpoint there (expected a step-* folder with trainer_state.json, or an output folder with checkpoints/)", dir);
     return 0;
+}
+
+void fl_checkpoint_remove_all(const char *root) {
+    remove_temp_dirs(root); /* first: a leftover .old-step-N would block renaming step-N aside */
+    size_t n;
+    char **names = list_steps(root, &n);
+    for (size_t i = 0; i < n; i++) retire_step_dir(root, names[i], 0);
+    free_names(names, n);
+    rmdir(root);
 }

@@ -9,7 +9,10 @@
  * Written into OUT/checkpoints/.tmp-step-XXXXXXXX-PID (each file fsynced), then renamed: a crash or
  * kill -9 at any moment leaves either the complete new checkpoint or none, and the previous ones
  * untouched. trainer_state.json is written last, so a folder without it is never used. After a
- * save, only the last `keep` step-* folders remain. Not the metrics (train/metrics.h).
+ * save, only the last `keep` step-* folders remain: each older one is first renamed to a hidden
+ * .old-step-* name, then deleted, so a kill during the rotation never leaves a partial step-*
+ * folder (resume lists step-* names only; the next save removes .tmp-* and .old-* leftovers).
+ * Not the metrics (train/metrics.h).
  */
 #ifndef FL_TRAIN_CHECKPOINT_H
 #define FL_TRAIN_CHECKPOINT_H
@@ -29,8 +32,12 @@ typedef struct {
     uint64_t seed;
 } fl_train_state;
 
+/* Test hooks of fl_checkpoint_save: SIGKILL itself in the middle of writing the checkpoint, or of
+ * deleting a checkpoint that rotated out. */
+enum { FL_CKPT_CRASH_IN_WRITE = 1, FL_CKPT_CRASH_IN_ROTATION = 2 };
+
 /* Saves a checkpoint of m and st under root (OUT/checkpoints); *saved (malloc'd, may be NULL) gets
- * its folder. crash_test: raise SIGKILL in the middle of the write (tests). */
+ * its folder. crash_test: 0, or one of the hooks above. */
 int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state *st, const char *base_name, int keep,
                        int crash_test, char **saved);
 /* Loads a checkpoint folder into m (adapter + moments + step counters) and *st. The checkpoint's
@@ -38,5 +45,8 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
 int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st);
 /* `dir` itself when it is a checkpoint, else the latest complete one in dir/checkpoints. */
 int fl_checkpoint_find(const char *dir, char **out);
+/* Deletes every checkpoint under root (step-* and leftovers), each renamed aside first, then root
+ * itself when that leaves it empty (--overwrite). */
+void fl_checkpoint_remove_all(const char *root);
 
 #endif

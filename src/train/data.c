@@ -418,6 +418,12 @@ static int has_tokens_magic(const char *path) {
     return yes;
 }
 
+int fl_data_is_tokens_file(const char *path, const char *format) {
+    fl_data_format f = FL_DATA_AUTO;
+    if (fl_data_format_parse(format, &f)) return 0;
+    return f == FL_DATA_TOKENS || (f == FL_DATA_AUTO && has_tokens_magic(path));
+}
+
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
     if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && has_tokens_magic(path)))
         return load_tokens(ds, path, opt);

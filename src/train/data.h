@@ -89,6 +89,10 @@ void fl_dataset_add(fl_dataset *ds, const int32_t *ids, const uint8_t *mask, int
  * or FL_ERR_INPUT with the reason in fl_last_error() (no file:line; the loader adds it). */
 int fl_data_parse_line(const char *line, size_t len, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc);
 
+/* Whether `path` is read as a tokens file under --format `format` ("tokens", or "auto" and the file
+ * starts with the magic): such data needs no tokenizer. */
+int fl_data_is_tokens_file(const char *path, const char *format);
+
 /* Writes the documents (ids only) in the binary tokens format, atomically. */
 int fl_tokens_file_write(const char *path, const fl_dataset *ds);
 

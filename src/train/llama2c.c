@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "io/file_util.h"
+#include "io/output_dir.h"
 #include "io/safetensors.h"
 
 static int read_all(const char *path, unsigned char **buf, size_t *len) {
@@ -343,10 +344,13 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
     return status;
 }
 
-int fl_llama2c_convert(const char *checkpoint_bin, const char *tokenizer_bin, const char *out_dir) {
-    FL_TRY(fl_mkdir_p(out_dir));
+int fl_llama2c_convert(const char *checkpoint_bin, const char *tokenizer_bin, const char *out_dir, int force) {
+    fl_output_dir od;
+    FL_TRY(fl_output_dir_begin(&od, out_dir, force, NULL, 0));
     int V = 0, seq = 0;
-    FL_TRY(convert_weights(checkpoint_bin, out_dir, &V, &seq));
-    if (tokenizer_bin) FL_TRY(convert_tokenizer(tokenizer_bin, out_dir, V, seq));
-    return 0;
+    int status = convert_weights(checkpoint_bin, od.stage, &V, &seq);
+    if (!status && tokenizer_bin) status = convert_tokenizer(tokenizer_bin, od.stage, V, seq);
+    if (status) fl_output_dir_abort(&od);
+    else status = fl_output_dir_commit(&od);
+    return status;
 }

@@ -19,7 +19,8 @@
 #ifndef FL_TRAIN_LLAMA2C_H
 #define FL_TRAIN_LLAMA2C_H
 
-/* tokenizer_bin may be NULL (no tokenizer files written). */
-int fl_llama2c_convert(const char *checkpoint_bin, const char *tokenizer_bin, const char *out_dir);
+/* tokenizer_bin may be NULL (no tokenizer files written). out_dir is written whole or not at all, and
+ * when it exists and is not empty `force` must be set (io/output_dir.h). */
+int fl_llama2c_convert(const char *checkpoint_bin, const char *tokenizer_bin, const char *out_dir, int force);
 
 #endif

@@ -58,11 +58,12 @@ int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step) {
     return status;
 }
 
-void fl_metrics_train(fl_metrics *mt, int step, double loss, double lr, double grad_norm, size_t tokens, double tok_per_s) {
+void fl_metrics_train(fl_metrics *mt, int step, double epoch, double loss, double lr, double grad_norm, size_t tokens,
+                      double tok_per_s) {
     push(&mt->train, &mt->n_train, &mt->cap_train, step, loss);
     if (!mt->fp) return;
-    fprintf(mt->fp, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %zu, \"tok_per_s\": %.1f}\n",
-            step, loss, lr, grad_norm, tokens, tok_per_s);
+    fprintf(mt->fp, "{\"step\": %d, \"epoch\": %.4f, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %zu, "
+            "\"tok_per_s\": %.1f}\n", step, epoch, loss, lr, grad_norm, tokens, tok_per_s);
     fflush(mt->fp);
 }
 

@@ -1,5 +1,5 @@
 /* metrics.h — what a run records: one JSON line per step in OUT/metrics.jsonl
- *   {"step": 12, "loss": 2.31, "lr": 0.0002, "grad_norm": 0.83, "tokens": 4096, "tok_per_s": 51234.5}
+ *   {"step": 12, "epoch": 0.25, "loss": 2.31, "lr": 0.0002, "grad_norm": 0.83, "tokens": 4096, "tok_per_s": 51234.5}
  *   {"step": 50, "eval_loss": 2.12, "eval_tokens": 20480}
  * and the loss curve (train and eval against step) as a self-contained SVG that any browser shows.
  * On --resume the file is cut back to the checkpoint's step so a resumed run reads as one run.
@@ -21,7 +21,9 @@ typedef struct {
 /* Opens OUT/metrics.jsonl: truncated when keep_upto_step < 0, else the lines of steps <= keep_upto_step
  * are kept (and loaded into the curves). */
 int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step);
-void fl_metrics_train(fl_metrics *mt, int step, double loss, double lr, double grad_norm, size_t tokens, double tok_per_s);
+/* epoch: epochs done after this step, fractional (1.0 at the end of the first) */
+void fl_metrics_train(fl_metrics *mt, int step, double epoch, double loss, double lr, double grad_norm, size_t tokens,
+                      double tok_per_s);
 void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens);
 void fl_metrics_close(fl_metrics *mt);
 

@@ -14,7 +14,7 @@
 
 #define FL_ARGS_STR FL_OPT_STRING
 #define FL_ARGS_INT FL_OPT_INT
-#define FL_ARGS_FLOAT FL_OPT_FLOAT
+#define FL_ARGS_FLOAT FL_OPT_DOUBLE
 #define FL_ARGS_FLAG FL_OPT_FLAG
 
 void fl_train_options_default(fl_train_options *o) {
@@ -37,6 +37,20 @@ static void option_rows(fl_train_options *o, fl_option *rows) {
 #define X(name, kind, field, def, help) rows[i++] = (fl_option){name, FL_ARGS_##kind, (void *)&o->field, help};
     FL_TRAIN_OPTIONS(X)
 #undef X
+}
+_Static_assert(N_OPTIONS <= 64, "fl_train_options.given has one bit per option");
+
+static int option_index(const char *name) {
+    int i = 0;
+#define X(opt_name, kind, field, def, help) if (!strcmp(name, opt_name)) return i; i++;
+    FL_TRAIN_OPTIONS(X)
+#undef X
+    return -1;
+}
+
+int fl_train_options_given(const fl_train_options *o, const char *name) {
+    int i = option_index(name);
+    return i >= 0 && (o->given >> i & 1);
 }
 
 /* "grad_accum" and "grad-accum" are the same key */
@@ -63,6 +77,7 @@ int fl_train_options_load_json(fl_train_options *o, const char *path) {
             if (key_matches(key, rows[i].name)) opt = &rows[i];
         if (!opt) { status = fl_input_error("%s: '%s' is not a training option (see fastlora train --help)", path, key); break; }
         if (json_is_null(v)) continue;
+        o->given |= 1ull << (opt - rows);
         switch (opt->kind) {
         case FL_OPT_STRING:
             if (!json_is_string(v)) { status = fl_input_error("%s: %s: expected a string", path, key); break; }
@@ -81,7 +96,7 @@ int fl_train_options_load_json(fl_train_options *o, const char *path) {
             break;
         default:
             if (!json_is_number(v)) status = fl_input_error("%s: %s: expected a number", path, key);
-            else *(float *)opt->dest = (float)json_number_value(v);
+            else *(double *)opt->dest = json_number_value(v);
         }
         if (status) break;
     }
@@ -100,31 +115,59 @@ int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, cons
     option_rows(o, rows);
     rows[N_OPTIONS] = (fl_option){"config", FL_OPT_STRING, (void *)&config_seen,
                                   "JSON file of options (same names as keys); the command line wins"};
-    return fl_args_parse(argc, argv, rows, N_OPTIONS + 1, usage);
+    int rc = fl_args_parse(argc, argv, rows, N_OPTIONS + 1, usage);
+    if (rc) return rc;
+    /* which options the command line gave (argv is well-formed here: fl_args_parse accepted it) */
+    for (int i = 0; i < argc; i++)
+        for (int k = 0; k < N_OPTIONS + 1 && !strncmp(argv[i], "--", 2); k++)
+            if (!strcmp(argv[i] + 2, rows[k].name)) {
+                if (k < N_OPTIONS) o->given |= 1ull << k;
+                if (rows[k].kind != FL_OPT_FLAG) i++;
+                break;
+            }
+    return 0;
+}
+
+/* The shortest "%.Ng" that reads back as the same double: 0.01 is written 0.01, not 0.01000000000000000021. */
+static void format_double(char *buf, size_t cap, double v) {
+    if (!isfinite(v)) { snprintf(buf, cap, "null"); return; }
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(buf, cap, "%.*g", precision, v);
+        if (strtod(buf, NULL) == v) return;
+    }
 }
 
 int fl_train_options_save_json(const fl_train_options *o, const char *path) {
     fl_option rows[N_OPTIONS];
     option_rows((fl_train_options *)o, rows);
-    json_t *root = json_object();
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    fputs("{", out);
+    int first = 1;
     for (int i = 0; i < N_OPTIONS; i++) {
         const fl_option *r = &rows[i];
-        if (!strcmp(r->name, "resume")) continue;
-        json_t *v;
+        if (!strcmp(r->name, "resume") || !strcmp(r->name, "overwrite")) continue;
+        fprintf(out, "%s\n  \"%s\": ", first ? "" : ",", r->name);
+        first = 0;
+        char num[64];
         switch (r->kind) {
-        case FL_OPT_STRING: v = *(const char **)r->dest ? json_string(*(const char **)r->dest) : json_null(); break;
-        case FL_OPT_FLAG: v = json_boolean(*(int *)r->dest); break;
-        case FL_OPT_INT: v = json_integer(*(int *)r->dest); break;
-        default: v = json_real(*(float *)r->dest);
+        case FL_OPT_STRING: {
+            json_t *v = *(const char **)r->dest ? json_string(*(const char **)r->dest) : NULL;
+            char *s = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL; /* NULL for a path that is not UTF-8 */
+            fputs(s ? s : "null", out);
+            free(s);
+            json_decref(v);
+            break;
         }
-        json_object_set_new(root, r->name, v);
+        case FL_OPT_FLAG: fputs(*(int *)r->dest ? "true" : "false", out); break;
+        case FL_OPT_INT: fprintf(out, "%d", *(int *)r->dest); break;
+        default: format_double(num, sizeof num, *(double *)r->dest); fputs(num, out);
+        }
     }
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(9) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    size_t n = strlen(text);
-    text = realloc(text, n + 2);
-    text[n] = '\n';
-    int status = fl_write_file_atomic(path, text, n + 1);
+    fputs("\n}\n", out);
+    fclose(out);
+    int status = fl_write_file_atomic(path, text, len);
     free(text);
     return status;
 }
@@ -160,5 +203,57 @@ int fl_train_options_validate(const fl_train_options *o) {
     FL_TRY(fl_lora_parse_targets(o->targets, &mask));
     fl_data_format f;
     FL_TRY(fl_data_format_parse(o->format, &f));
+    return 0;
+}
+
+/* ---- starting from an adapter ---------------------------------------------------------------- */
+
+/* A float read from a file as the decimal it was written as (alpha 0.1f -> 0.1, not 0.100000001). */
+static double float_as_written(float f) {
+    char buf[32];
+    for (int precision = 1; precision < 10; precision++) {
+        snprintf(buf, sizeof buf, "%.*g", precision, f);
+        if ((float)strtod(buf, NULL) == f) break;
+    }
+    return strtod(buf, NULL);
+}
+
+/* "all", or the short names of the mask's projections: "q,v" */
+static void targets_text(unsigned mask, char *out, size_t cap) {
+    if (mask == (1u << FL_N_PROJ) - 1) { snprintf(out, cap, "all"); return; }
+    out[0] = 0;
+    for (int p = 0; p < FL_N_PROJ; p++)
+        if (mask >> p & 1)
+            snprintf(out + strlen(out), cap - strlen(out), "%s%.*s", out[0] ? "," : "",
+                     (int)(strlen(fl_proj_names[p]) - strlen("_proj")), fl_proj_names[p]);
+}
+
+int fl_train_options_apply_adapter(fl_train_options *o, fl_lora_config *lc, const char *adapter) {
+    char want[96], have[96];
+    unsigned mask = 0;
+    FL_TRY(fl_lora_parse_targets(o->targets, &mask));
+    targets_text(mask, want, sizeof want);
+    targets_text(lc->target_mask, have, sizeof have);
+    const char *file = "adapter_config.json";
+    if (fl_train_options_given(o, "rank") && o->rank != lc->rank)
+        return fl_input_error("--rank %d contradicts %s/%s (r %d); leave --rank out or give %d", o->rank, adapter, file,
+                              lc->rank, lc->rank);
+    if (fl_train_options_given(o, "alpha") && (float)o->alpha != lc->alpha)
+        return fl_input_error("--alpha %g contradicts %s/%s (lora_alpha %g); leave --alpha out or give %g", o->alpha,
+                              adapter, file, lc->alpha, lc->alpha);
+    if (fl_train_options_given(o, "targets") && mask != lc->target_mask)
+        return fl_input_error("--targets %s contradicts %s/%s (target_modules %s); leave --targets out or give %s",
+                              want, adapter, file, have, have);
+    if (fl_train_options_given(o, "rslora") && !o->rslora != !lc->use_rslora)
+        return fl_input_error("--rslora %s contradicts %s/%s (use_rslora %s); leave --rslora out",
+                              o->rslora ? "true" : "false", adapter, file, lc->use_rslora ? "true" : "false");
+    if (o->n_owned == 64) return fl_input_error("too many string options");
+    o->owned[o->n_owned] = strdup(have);
+    o->targets = o->owned[o->n_owned++];
+    o->rank = lc->rank;
+    o->alpha = float_as_written(lc->alpha);
+    o->rslora = lc->use_rslora;
+    if (fl_train_options_given(o, "dropout")) lc->dropout = (float)o->dropout;
+    else o->dropout = float_as_written(lc->dropout);
     return 0;
 }

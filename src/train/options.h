@@ -8,7 +8,10 @@
 #ifndef FL_TRAIN_OPTIONS_H
 #define FL_TRAIN_OPTIONS_H
 
+#include <stdint.h>
 #include <stdio.h>
+
+#include "lora/lora.h"
 
 /* The most optimizer steps a run may have (checkpoints store the step counters within 2^30). */
 #define FL_TRAIN_MAX_STEPS (1 << 30)
@@ -19,27 +22,27 @@
     X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, alpaca) or tokens file") \
     X("out", STR, out, NULL, "output folder: adapter, checkpoints/, metrics.jsonl, loss.svg, train_config.json") \
     X("eval-data", STR, eval_data, NULL, "evaluation data (else --eval-frac of --data)")                      \
-    X("eval-frac", FLOAT, eval_frac, 0.0f, "fraction of --data documents held out for eval (0: none)")         \
+    X("eval-frac", FLOAT, eval_frac, 0.0, "fraction of --data documents held out for eval (0: none)")         \
     X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca or tokens")                       \
     X("fields", STR, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
     X("seq", INT, seq, 512, "positions per row (T)")                                                          \
     X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
     X("grad-accum", INT, grad_accum, 1, "micro-batches per optimizer step")                                    \
-    X("epochs", FLOAT, epochs, 1.0f, "passes over the training rows (ignored when --max-steps > 0)")          \
+    X("epochs", FLOAT, epochs, 1.0, "passes over the training rows (ignored when --max-steps > 0)")          \
     X("max-steps", INT, max_steps, 0, "optimizer steps (0: from --epochs)")                                   \
-    X("lr", FLOAT, lr, 2e-4f, "peak learning rate")                                                          \
+    X("lr", FLOAT, lr, 2e-4, "peak learning rate")                                                          \
     X("schedule", STR, schedule, "cosine", "after warmup: cosine, linear or constant")                        \
-    X("warmup", INT, warmup, 0, "linear warmup steps")                                                        \
-    X("warmup-ratio", FLOAT, warmup_ratio, 0.0f, "warmup as a fraction of the steps (when --warmup is 0)")     \
-    X("min-lr-ratio", FLOAT, min_lr_ratio, 0.0f, "final lr / peak lr for cosine and linear")                  \
-    X("weight-decay", FLOAT, weight_decay, 0.0f, "AdamW decoupled weight decay")                             \
-    X("beta1", FLOAT, beta1, 0.9f, "AdamW beta1")                                                            \
-    X("beta2", FLOAT, beta2, 0.999f, "AdamW beta2")                                                          \
-    X("adam-eps", FLOAT, adam_eps, 1e-8f, "AdamW epsilon")                                                   \
-    X("clip", FLOAT, clip, 1.0f, "max global gradient norm (0: no clipping)")                                \
+    X("warmup", INT, warmup, 0, "linear warmup steps: step s < N runs at lr·s/N")                                                        \
+    X("warmup-ratio", FLOAT, warmup_ratio, 0.0, "warmup as a fraction of the steps, rounded up (when --warmup is 0)")     \
+    X("min-lr-ratio", FLOAT, min_lr_ratio, 0.0, "floor of cosine and linear as a fraction of --lr")                  \
+    X("weight-decay", FLOAT, weight_decay, 0.0, "AdamW decoupled weight decay")                             \
+    X("beta1", FLOAT, beta1, 0.9, "AdamW beta1")                                                            \
+    X("beta2", FLOAT, beta2, 0.999, "AdamW beta2")                                                          \
+    X("adam-eps", FLOAT, adam_eps, 1e-8, "AdamW epsilon")                                                   \
+    X("clip", FLOAT, clip, 1.0, "max global gradient norm (0: no clipping)")                                \
     X("rank", INT, rank, 16, "LoRA rank r")                                                                  \
-    X("alpha", FLOAT, alpha, 32.0f, "LoRA alpha (scale alpha/r)")                                            \
-    X("dropout", FLOAT, dropout, 0.0f, "LoRA dropout")                                                       \
+    X("alpha", FLOAT, alpha, 32.0, "LoRA alpha (scale alpha/r)")                                            \
+    X("dropout", FLOAT, dropout, 0.0, "LoRA dropout")                                                       \
     X("targets", STR, targets, "all", "adapted projections: q,k,v,o,gate,up,down or all")                     \
     X("rslora", FLAG, rslora, 0, "scale alpha/sqrt(r)")                                                      \
     X("seed", INT, seed, 1234, "seed of the LoRA init, shuffle, eval split and dropout")                     \
@@ -54,12 +57,13 @@
     X("strict", FLAG, strict, 0, "stop at the first bad data line (default: report and skip)")                \
     X("device", STR, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")                \
     X("dtype", STR, dtype, NULL, "weight dtype: bf16 (the default: fast) or f32 (the exact CPU reference)")   \
-    X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets, rsLoRA, dropout win)") \
+    X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \
+    X("overwrite", FLAG, overwrite, 0, "--out holds an earlier run: delete its outputs and start anew")         \
     X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)")
 
 #define FL_OPT_FIELD_STR const char *
 #define FL_OPT_FIELD_INT int
-#define FL_OPT_FIELD_FLOAT float
+#define FL_OPT_FIELD_FLOAT double /* as typed: 0.01 is 0.01, not 0.00999999978 */
 #define FL_OPT_FIELD_FLAG int
 
 typedef struct {
@@ -69,10 +73,12 @@ typedef struct {
     /* not options: */
     FILE *log;               /* progress and messages (NULL: stderr) */
     int crash_in_checkpoint; /* test hook: SIGKILL itself while writing the N-th checkpoint (0: never) */
+    int crash_in_rotation;   /* test hook: SIGKILL itself while the N-th save deletes an old checkpoint */
     int inject_nan_step;     /* test hook: poison the loss at this step (0: never) */
     int stop_at_step;        /* test hook: behave as if Ctrl-C came during this step (0: never) */
     char *owned[64];         /* strings read from a config file */
     int n_owned;
+    uint64_t given;          /* bit i: option i of the table was given (command line or config file) */
 } fl_train_options;
 
 void fl_train_options_default(fl_train_options *o);
@@ -82,8 +88,17 @@ int fl_train_options_load_json(fl_train_options *o, const char *path);
 /* Parses command-line arguments over *o (after defaults and config). `--config FILE` is applied
  * first wherever it appears. Returns 0, -1 for --help, 2 for bad input (message printed). */
 int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, const char *usage);
-/* Writes the resolved options as JSON (resume omitted). */
+/* Writes the resolved options as JSON (resume and overwrite omitted: they are actions, not settings).
+ * Numbers are written in the shortest form that reads back as the same double (--lr 0.01: 0.01). */
 int fl_train_options_save_json(const fl_train_options *o, const char *path);
+/* Whether option `name` ("rank", "alpha", ...) was given on the command line or in a config file. */
+int fl_train_options_given(const fl_train_options *o, const char *name);
+/* Starting from an adapter whose config is *lc (from `adapter`/adapter_config.json): --rank, --alpha,
+ * --targets and --rslora, when given, must agree with it (else one line naming the option, both
+ * values and the file); the options then record the adapter's values, so train_config.json says
+ * what ran. A given --dropout replaces the adapter's lora_dropout (it is a training setting), else
+ * the adapter's is used. */
+int fl_train_options_apply_adapter(fl_train_options *o, fl_lora_config *lc, const char *adapter);
 /* Checks ranges (seq > 0, ...) and names (schedule, format, targets). */
 int fl_train_options_validate(const fl_train_options *o);
 void fl_train_options_free(fl_train_options *o);

@@ -173,11 +173,70 @@ static void run_free(run_ctx *c) {
     free(c->svg_path);
 }
 
+/* ---- the output folder ----------------------------------------------------------------------- */
+
+/* What a run writes into OUT; any of them there means OUT holds a run. */
+static const char *const run_outputs[] = {"adapter_config.json", "adapter_model.safetensors", "train_config.json",
+                                          "metrics.jsonl", "loss.svg", "checkpoints"};
+#define N_RUN_OUTPUTS (sizeof run_outputs / sizeof run_outputs[0])
+
+/* An earlier run in --out is refused unless --resume continues it or --overwrite replaces it (its
+ * checkpoints would otherwise outrank the new run's in rotation and in --resume). An empty folder,
+ * or one with other files only, is fine. */
+static int check_out_dir(const fl_train_options *o) {
+    if (o->resume && o->overwrite) return fl_input_error("--resume and --overwrite: give one (continue the run, or replace it)");
+    if (o->resume || o->overwrite) return 0;
+    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) {
+        char *p = fl_path_join(o->out, run_outputs[i]);
+        int there = fl_file_exists(p);
+        free(p);
+        if (there)
+            return fl_input_error("--out %s holds an earlier run (%s); continue it with --resume %s, or replace it "
+                                  "with --overwrite (deletes its adapter, checkpoints and metrics)", o->out,
+                                  run_outputs[i], o->out);
+    }
+    return 0;
+}
+
+/* --overwrite: the earlier run's outputs go before the new run writes any (after every input check). */
+static void clear_out_dir(const fl_train_options *o, const char *ckpt_root) {
+    fl_checkpoint_remove_all(ckpt_root);
+    for (size_t i = 0; i + 1 < N_RUN_OUTPUTS; i++) { /* the files; checkpoints/ (the last) went above */
+        char *p = fl_path_join(o->out, run_outputs[i]);
+        unlink(p);
+        free(p);
+    }
+}
+
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* Optimizer steps of `epochs` epochs: each epoch is ceil(rows / rows_per_step) steps (its last one
+ * partial), a fraction of an epoch that fraction of its steps, rounded up (the HF Trainer's
+ * ceil(epochs * steps_per_epoch)). Packing a fresh shuffle can change the row count from epoch to
+ * epoch, so with both on each epoch's rows are counted. Returns a double: the caller rejects
+ * counts past FL_TRAIN_MAX_STEPS. */
+static double count_steps(const run_ctx *c, double epochs, size_t rows_per_step) {
+    double first = (double)ceil_div(c->rows.n_rows, rows_per_step);
+    /* rows vary by a few per epoch at most: far past the limit is past it without counting */
+    if (epochs <= 1 || !c->pack.packing || !c->pack.shuffle || epochs * first > 2.0 * FL_TRAIN_MAX_STEPS)
+        return ceil(epochs * first);
+    double steps = 0;
+    for (uint64_t e = 0; (double)e < epochs && steps <= FL_TRAIN_MAX_STEPS; e++) {
+        fl_rows rows;
+        fl_rows_build(&rows, &c->train_ds, c->train_idx, c->n_train, &c->pack, e);
+        double per_epoch = (double)ceil_div(rows.n_rows, rows_per_step);
+        fl_rows_free(&rows);
+        steps += (double)e + 1 <= epochs ? per_epoch : ceil((epochs - (double)e) * per_epoch);
+    }
+    return steps;
+}
+
 static int save_checkpoint(run_ctx *c, const fl_train_state *st) {
     c->n_saves++;
     char *dir = NULL;
-    int status = fl_checkpoint_save(c->ckpt_root, c->m, st, c->opt->model, c->opt->keep,
-                                    c->opt->crash_in_checkpoint == c->n_saves, &dir);
+    int crash = c->opt->crash_in_checkpoint == c->n_saves   ? FL_CKPT_CRASH_IN_WRITE
+                : c->opt->crash_in_rotation == c->n_saves ? FL_CKPT_CRASH_IN_ROTATION : 0;
+    int status = fl_checkpoint_save(c->ckpt_root, c->m, st, c->opt->model, c->opt->keep, crash, &dir);
     if (!status) status = fl_metrics_write_svg(&c->metrics, c->svg_path, "fastlora train: loss");
     if (!status) progress_message(&c->prog, "step %d: checkpoint %s\n", st->step, dir);
     free(dir);
@@ -196,6 +255,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     memset(res, 0, sizeof *res);
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
+    FL_TRY(check_out_dir(opt));
     run_ctx c = {.opt = opt, .m = m};
     c.prog.log = opt->log ? opt->log : stderr;
     c.prog.tty = isatty(fileno(c.prog.log));
@@ -214,7 +274,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, 0);
     if (!c.rows.n_rows) { run_free(&c); return fl_input_error("%s: no training rows (every document lacks target tokens)", opt->data); }
     size_t rows_per_step = (size_t)opt->batch * opt->grad_accum;
-    double total_d = opt->max_steps > 0 ? opt->max_steps : ceil(opt->epochs * (double)c.rows.n_rows / (double)rows_per_step);
+    double total_d = opt->max_steps > 0 ? opt->max_steps : count_steps(&c, opt->epochs, rows_per_step);
     if (total_d > FL_TRAIN_MAX_STEPS) { /* (int) of a larger double is undefined; checkpoints cap steps at 2^30 */
         status = fl_input_error("--epochs %g over %zu rows of %zu per step is %.0f steps; at most %d are supported",
                                 opt->epochs, c.rows.n_rows, rows_per_step, total_d, FL_TRAIN_MAX_STEPS);
@@ -223,7 +283,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     }
     int total = total_d < 1 ? 1 : (int)total_d;
     fl_lr_schedule sched = {.lr = opt->lr, .min_lr_ratio = opt->min_lr_ratio, .total_steps = total,
-                            .warmup = opt->warmup ? opt->warmup : (int)(opt->warmup_ratio * total + 0.5)};
+                            .warmup = fl_sched_warmup_steps(opt->warmup, opt->warmup_ratio, total)};
     fl_sched_parse(opt->schedule, &sched.kind);
     fl_adamw_config adam = {.lr = opt->lr, .beta1 = opt->beta1, .beta2 = opt->beta2, .eps = opt->adam_eps,
                             .weight_decay = opt->weight_decay, .max_grad_norm = opt->clip};
@@ -237,15 +297,18 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (!status && st.seed != (uint64_t)opt->seed)
             status = fl_input_error("%s: the checkpoint was made with --seed %llu, this run has %d", dir,
                                     (unsigned long long)st.seed, opt->seed);
-        if (!status) progress_message(&c.prog, "resuming from %s at step %d (epoch %llu, row %llu)\n", dir, st.step,
-                                      (unsigned long long)st.epoch, (unsigned long long)st.row);
-        free(dir);
         if (!status && st.epoch != 0) {
             fl_rows_free(&c.rows);
             fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
         }
-        if (!status && st.row > c.rows.n_rows) status = fl_input_error("--resume: the checkpoint's data position (row %llu) is past this data's %zu rows; same --data and options?", (unsigned long long)st.row, c.rows.n_rows);
+        if (!status && st.row > c.rows.n_rows)
+            status = fl_input_error("%s: the checkpoint's data position (row %llu) is past this data's %zu rows; same "
+                                    "--data and options?", dir, (unsigned long long)st.row, c.rows.n_rows);
+        if (!status) progress_message(&c.prog, "resuming from %s at step %d (epoch %llu, row %llu)\n", dir, st.step,
+                                      (unsigned long long)st.epoch, (unsigned long long)st.row);
+        free(dir);
     }
+    if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
     char *config_path = fl_path_join(opt->out, "train_config.json");
     if (!status) status = fl_train_options_save_json(opt, config_path);
     free(config_path);
@@ -254,10 +317,12 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
 
     progress_message(&c.prog,
                      "train: %zu documents (%zu bad lines skipped), %zu rows of %d per epoch%s; eval: %zu documents, %zu rows\n"
-                     "%d steps of %d x %d rows, lr %g %s (warmup %d), LoRA r %d alpha %g on %zu parameters\n",
+                     "%d steps of %d x %d rows (%zu per epoch, the last with the %zu rows left), lr %g %s (warmup %d), "
+                     "LoRA r %d alpha %g on %zu parameters\n",
                      c.n_train, res->n_bad_lines, c.rows.n_rows, opt->seq, opt->no_packing ? "" : " (packed)", c.n_eval,
-                     c.eval_rows.n_rows, total, opt->grad_accum, opt->batch, opt->lr, opt->schedule, sched.warmup,
-                     m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
+                     c.eval_rows.n_rows, total, opt->grad_accum, opt->batch, ceil_div(c.rows.n_rows, rows_per_step),
+                     c.rows.n_rows - (ceil_div(c.rows.n_rows, rows_per_step) - 1) * rows_per_step, opt->lr, opt->schedule,
+                     sched.warmup, m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
     if (c.prog.log) fl_model_print_memory(m, opt->batch, opt->seq, c.prog.log);
 
     if (have_eval && !opt->resume) do_eval(&c, 0, &res->first_eval_loss);
@@ -278,22 +343,28 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     int start_step = st.step, saved_at = -1, rc = 0;
     while (st.step < total) {
         double t0 = now_s();
-        for (int a = 0; a < A; a++) {
-            int32_t *base = buf + 4 * N * (size_t)a;
-            int32_t *ids = base, *targets = base + N, *pos = base + 2 * N, *seg = base + 3 * N;
-            for (int b = 0; b < B; b++) {
-                if (st.row >= c.rows.n_rows) { /* next epoch: a fresh shuffle */
-                    st.epoch++;
-                    st.row = 0;
-                    fl_rows_free(&c.rows);
-                    fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
-                }
-                size_t off = (size_t)b * T;
-                fl_rows_fill(&c.rows, &c.train_ds, st.row++, ids + off, targets + off, pos + off, seg + off);
-            }
-            micro[a] = (fl_batch){.B = B, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+        if (st.row >= c.rows.n_rows) { /* next epoch: a fresh shuffle */
+            st.epoch++;
+            st.row = 0;
+            fl_rows_free(&c.rows);
+            fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
         }
-        fl_step_stats s = fl_train_accumulate(m, micro, A);
+        /* up to A micro-batches of B rows from this epoch; its last step takes what is left */
+        int n_micro = 0;
+        size_t step_rows = 0;
+        while (n_micro < A && st.row < c.rows.n_rows) {
+            int32_t *base = buf + 4 * N * (size_t)n_micro;
+            int32_t *ids = base, *targets = base + N, *pos = base + 2 * N, *seg = base + 3 * N;
+            fill_rows(&c.rows, &c.train_ds, st.row, B, c.rows.n_rows, ids, targets, pos, seg);
+            size_t taken = c.rows.n_rows - st.row < (size_t)B ? c.rows.n_rows - st.row : (size_t)B;
+            st.row += taken;
+            step_rows += taken;
+            micro[n_micro++] = (fl_batch){.B = B, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+        }
+        double epoch_pos = (double)st.epoch + (double)st.row / (double)c.rows.n_rows;
+        char partial[96] = "";
+        if (step_rows < rows_per_step) snprintf(partial, sizeof partial, " (end of epoch: %zu of %zu rows)", step_rows, rows_per_step);
+        fl_step_stats s = fl_train_accumulate(m, micro, n_micro);
         double lr = fl_lr_at(&sched, st.step);
         double norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
         if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
@@ -317,18 +388,18 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         double dt = now_s() - t0;
         train_time += dt;
         double tps = train_time > 0 ? run_tokens / train_time : 0;
-        fl_metrics_train(&c.metrics, st.step, s.loss, lr, norm, s.n_counted, tps);
+        fl_metrics_train(&c.metrics, st.step, epoch_pos, s.loss, lr, norm, s.n_counted, tps);
         res->last_loss = s.loss;
         char eta[32];
         format_duration(eta, sizeof eta, (total - st.step) * (train_time / (st.step - start_step)));
         if (c.prog.tty) {
-            fprintf(c.prog.log, "\rstep %d/%d | loss %.4f | lr %.2e | %.0f tok/s | ETA %s   ", st.step, total, s.loss, lr,
-                    tps, eta);
+            fprintf(c.prog.log, "\rstep %d/%d | epoch %.2f | loss %.4f | lr %.2e | %.0f tok/s | ETA %s%s   ", st.step,
+                    total, epoch_pos, s.loss, lr, tps, eta, partial);
             fflush(c.prog.log);
             c.prog.line_open = 1;
         } else if (opt->log_every && (st.step % opt->log_every == 0 || st.step == 1 || st.step == total)) {
-            progress_message(&c.prog, "step %d/%d loss %.4f lr %.3e grad_norm %.3f %.0f tok/s ETA %s\n", st.step, total,
-                             s.loss, lr, norm, tps, eta);
+            progress_message(&c.prog, "step %d/%d epoch %.2f loss %.4f lr %.3e grad_norm %.3f %.0f tok/s ETA %s%s\n",
+                             st.step, total, epoch_pos, s.loss, lr, norm, tps, eta, partial);
         }
         if (have_eval && opt->eval_every && st.step % opt->eval_every == 0) do_eval(&c, st.step, &last_eval);
         int stop = interrupted || opt->stop_at_step == st.step;
@@ -355,6 +426,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                                   have_eval ? "" : " (no eval set)", opt->out);
     }
     res->steps = st.step;
+    res->tokens = st.tokens;
     free(buf);
     free(micro);
     run_free(&c);

@@ -8,7 +8,11 @@
  * Σ(token losses) / Σ(counted tokens) over ALL its micro-batches, and each micro-batch's backward is
  * scaled by 1 / (counted tokens of the whole step) — so 1×8 and 8×1 give the same gradient (the
  * per-micro-batch-mean accumulation bug does not exist here). Then NaN/Inf check, clipping, AdamW
- * at the scheduled lr. Eval every eval_every steps (and before the first step, and at the end),
+ * at the scheduled lr. An epoch ends with a partial step, as in the HF Trainer: the last step of an
+ * epoch takes the rows that are left (fewer micro-batches, the last one padded), so each epoch
+ * trains every target token of the data exactly once and never wraps into the next; an epoch of R
+ * rows is ceil(R / (B·grad_accum)) steps, and --epochs E is the sum of those over the E epochs
+ * (each epoch packs its own shuffle, so R may differ a little from epoch to epoch). Eval every eval_every steps (and before the first step, and at the end),
  * checkpoints every save_every steps, at the end and on Ctrl-C (SIGINT). Writes into OUT:
  * adapter_config.json + adapter_model.safetensors (final), checkpoints/step-N/, metrics.jsonl,
  * loss.svg, train_config.json. Returns 0; 130 when interrupted (checkpoint saved); 1 when the loss
@@ -25,6 +29,7 @@
 
 typedef struct {
     int steps;                 /* optimizer steps done in total */
+    uint64_t tokens;           /* target tokens trained in total (resumed runs: since the start) */
     double last_loss;          /* loss of the last step */
     double first_eval_loss;    /* eval loss before training (NAN: no eval) */
     double last_eval_loss;     /* eval loss at the end (NAN: no eval) */
