@@ -275,7 +275,7 @@ TEST(bad_input_model_folder_without_weights) {
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     const char *index = "{\"metadata\": {\"total_size\": 1}, \"weight_map\": {\"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}";
     write_all(path, index, strlen(index));
-    expect_clean_error(dir, "model-00001-of-00002.safetensors", "cannot open");
+    expect_clean_error(dir, "cannot read", "model-00001-of-00002.safetensors: No such file or directory");
     remove_dir(dir);
 }
 

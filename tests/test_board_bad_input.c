@@ -42,7 +42,7 @@ TEST(board_bad_input_records_name_file_line_field) {
 
     /* a missing file */
     CHECK_EQ_INT(fl_bench_records_read(FIX "no-such.jsonl", &list, NULL), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "no-such.jsonl: cannot open");
+    CHECK_STR_CONTAINS(fl_last_error(), "cannot read " FIX "no-such.jsonl: No such file or directory");
 
     /* single lines: overlong strings, wrong types, NaN-free numbers */
     fl_bench_record r;
@@ -96,6 +96,7 @@ TEST(board_cli_bad_input_renders_nothing) {
         fclose(f);
     }
     CHECK_STR_CONTAINS(buf, FIX "bad.jsonl:4: batch: expected an integer >= 1, got 0");
+    CHECK_STR_CONTAINS(buf, "fastlora: board: bad result records in " FIX "bad.jsonl (above); nothing rendered");
     CHECK(!strstr(buf, "| # | GPU |")); /* nothing rendered */
     const char *bad[] = {"", "--html", "--batch -1 " FIX "mixed.jsonl", "--reference-file " FIX "bad-reference.csv " FIX "mixed.jsonl",
                          "--bogus " FIX "mixed.jsonl"};

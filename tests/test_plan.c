@@ -201,9 +201,13 @@ TEST(plan_records_bad_input) {
     memset(&cat, 0, sizeof cat);
     fl_plan_calibration cal;
     CHECK_EQ_INT(fl_plan_calibration_load(&cal, FIX "bad_records.jsonl", &cat), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "bad_records.jsonl:2: expected one JSON object per line");
+    CHECK_STR_CONTAINS(fl_last_error(), "bad_records.jsonl:2: record: expected one JSON object per line");
     CHECK_EQ_INT(fl_plan_calibration_load(&cal, FIX "missing.jsonl", &cat), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "missing.jsonl: cannot open");
+    CHECK_STR_CONTAINS(fl_last_error(), "cannot read " FIX "missing.jsonl: No such file or directory");
+    /* a record the board rejects is an error here too, with the board's message */
+    CHECK_EQ_INT(fl_plan_calibration_load(&cal, "tests/fixtures/board/bad.jsonl", &cat), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "tests/fixtures/board/bad.jsonl:2: train_tok_s: expected a number > 0, got \"fast\"");
+    CHECK_STR_CONTAINS(fl_last_error(), "more bad records");
 }
 
 TEST(plan_format_duration) {
@@ -224,6 +228,8 @@ TEST(plan_format_duration) {
     CHECK(!strcmp(b, "1.2 days — a weekend"));
     fl_plan_format_duration(86400 * 20, 1, b, sizeof b);
     CHECK(!strcmp(b, "20.0 days — a month"));
+    fl_plan_format_duration(86400 * 365.25 * 2.5e40, 1, b, sizeof b);
+    CHECK(!strcmp(b, "2.5e+40 years — longer than a year"));   /* no 50-digit day counts */
     fl_plan_format_duration(3599.9, 0, b, sizeof b);
     CHECK(!strcmp(b, "1 h"));   /* no "60 min" */
     fl_plan_format_duration(-1, 1, b, sizeof b);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/error.h"
+#include "io/file_util.h"
 #include "model/config.h"
 
 /* ---- presets / folders -> the Hugging Face names of their weights (model/config.c) ----------- */
@@ -136,7 +137,27 @@ static int get_number(const json_t *o, const char *key, int required, int positi
     if (!json_is_number(v)) return bad_field(file, line, key, what, v);
     double x = json_number_value(v);
     if (!isfinite(x) || x < 0 || (positive && x == 0)) return bad_field(file, line, key, what, v);
+    if (x > 1e15) return bad_field(file, line, key, "a number <= 1e15", v);   /* keeps later arithmetic finite */
     *out = x;
+    return 0;
+}
+
+/* "targets": a string, or an array of strings joined with ','. Absent/null: "". */
+static int get_targets(const json_t *o, char *out, size_t cap, const char *file, int line) {
+    const json_t *v = json_object_get(o, "targets");
+    out[0] = 0;
+    if (!v || json_is_null(v) || json_is_string(v)) return get_string(o, "targets", 0, out, cap, file, line);
+    const char *what = "a string or an array of projection names";
+    if (!json_is_array(v)) return bad_field(file, line, "targets", what, v);
+    size_t i, used = 0;
+    const json_t *item;
+    json_array_foreach(v, i, item) {
+        if (!json_is_string(item) || strlen(json_string_value(item)) != json_string_length(item))
+            return bad_field(file, line, "targets", what, v);
+        int n = snprintf(out + used, cap - used, "%s%s", i ? "," : "", json_string_value(item));
+        if (n < 0 || (size_t)n >= cap - used) return bad_field(file, line, "targets", "at most 159 bytes of names", v);
+        used += (size_t)n;
+    }
     return 0;
 }
 
@@ -150,6 +171,8 @@ int fl_bench_record_from_json(fl_bench_record *r, const json_t *o, const char *f
     FL_TRY(get_string(o, "weights", 1, r->weights, sizeof r->weights, file, line));
     FL_TRY(get_string(o, "device", 1, r->device, sizeof r->device, file, line));
     FL_TRY(get_string(o, "device_kind", 0, r->device_kind, sizeof r->device_kind, file, line));
+    FL_TRY(get_string(o, "model", 0, r->model, sizeof r->model, file, line));
+    FL_TRY(get_targets(o, r->targets, sizeof r->targets, file, line));
     FL_TRY(get_string(o, "dtype", 1, r->dtype, sizeof r->dtype, file, line));
     FL_TRY(get_int(o, "batch", 1, 1, 1 << 30, &r->batch, file, line));
     FL_TRY(get_int(o, "seq", 1, 1, 1 << 30, &r->seq, file, line));
@@ -203,34 +226,34 @@ void fl_bench_record_list_free(fl_bench_record_list *list) {
 }
 
 int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *errors) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        int status = fl_input_error("%s: cannot open: %s", path, strerror(errno));
-        if (errors) fprintf(errors, "%s\n", fl_last_error());
-        return status;
-    }
-    char *text = NULL;
-    size_t cap = 0;
+    char *text;
+    size_t len;
+    FL_TRY(fl_file_read_all(path, FL_FILE_TABLE, &text, &len));
     int line = 0, bad = 0;
+    size_t n_before = list->n;
     char first_error[512] = "";
-    ssize_t len;
-    while ((len = getline(&text, &cap, f)) >= 0) {
+    size_t at = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;   /* a UTF-8 byte-order mark */
+    while (at < len) {
+        const char *start = text + at, *nl = memchr(start, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - start) : len - at;
+        at += n + 1;
         line++;
         fl_bench_record r;
-        int status = fl_bench_record_parse_line(&r, text, (size_t)len, path, line);
-        if (status < 0) continue;
-        if (status) {
+        int rc = fl_bench_record_parse_line(&r, start, n, path, line);
+        if (rc < 0) continue;
+        if (rc) {
             if (!bad) snprintf(first_error, sizeof first_error, "%s", fl_last_error());
             bad++;
-            if (errors) fprintf(errors, "%s\n", fl_last_error());
+            if (errors && bad <= FL_BENCH_MAX_REPORTED) fprintf(errors, "%s\n", fl_last_error());
             continue;
         }
         fl_bench_record_list_push(list, &r);
     }
-    int read_failed = ferror(f);
     free(text);
-    fclose(f);
-    if (read_failed) return fl_input_error("%s: read failed", path);
+    if (errors && bad > FL_BENCH_MAX_REPORTED)
+        fprintf(errors, "%s: %d more bad lines not shown\n", path, bad - FL_BENCH_MAX_REPORTED);
+    if (!bad && list->n == n_before)
+        return fl_input_error("%s: no records (expected JSON lines from `fastlora bench --json`)", path);
     if (bad == 1) return fl_input_error("%s", first_error);
     if (bad) return fl_input_error("%s (and %d more bad record%s)", first_error, bad - 1, bad == 2 ? "" : "s");
     return 0;

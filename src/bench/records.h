@@ -29,6 +29,8 @@ typedef struct {
     char dtype[32];        /* base weights / activations: "float32", "bfloat16" */
     char date[40];         /* ISO 8601, UTC */
     char version[96];      /* the tool's version (fastlora: git describe); "" when absent */
+    char model[512];       /* what ran: a preset name or a model folder (fastlora bench); "" when absent */
+    char targets[160];     /* adapted projections, ','-joined ("q_proj,k_proj,..."); "" when absent */
     /* the configuration */
     int batch, seq, rank;
     int threads;           /* CPU threads; 0 when absent */
@@ -65,9 +67,12 @@ int fl_bench_record_from_json(fl_bench_record *r, const json_t *obj, const char 
  * leaves r alone. */
 int fl_bench_record_parse_line(fl_bench_record *r, const char *text, size_t len, const char *file, int line);
 
-/* Reads a whole results file, appending its records to list. Every bad line is reported on
- * `errors` (one "file:line: field: expected ..." line each, may be NULL); returns FL_ERR_INPUT if
- * any line was bad or the file cannot be read, 0 otherwise. */
+/* Reads a whole results file (fl_file_read_all, FL_FILE_TABLE), appending its records to list.
+ * Every bad line is reported on `errors` (one "file:line: field: expected ..." line each, may be
+ * NULL; after FL_BENCH_MAX_REPORTED of them one line counts the rest). Returns FL_ERR_INPUT if any
+ * line was bad (fl_last_error(): the first, and how many more), or when the file cannot be read or
+ * holds no record at all (only fl_last_error(): nothing on `errors`); 0 otherwise. */
+#define FL_BENCH_MAX_REPORTED 100
 int fl_bench_records_read(const char *path, fl_bench_record_list *list, FILE *errors);
 void fl_bench_record_list_push(fl_bench_record_list *list, const fl_bench_record *r);
 void fl_bench_record_list_free(fl_bench_record_list *list);

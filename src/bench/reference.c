@@ -95,20 +95,22 @@ int fl_reference_board_load(fl_reference_board *ref, const char *path) {
     } else {
         snprintf(ref->path, sizeof ref->path, "%s", path);
     }
-    FILE *f = fopen(ref->path, "r");
-    if (!f) return fl_input_error("%s: cannot open: %s", ref->path, strerror(errno));
+    FILE *f;
+    FL_TRY(fl_file_fopen_read(ref->path, FL_FILE_TABLE, &f));
     char *text = NULL;
     size_t text_cap = 0, cap = 0;
-    int line = 0, status = 0;
+    int line = 0, status = 0, seen_header = 0;
     while (getline(&text, &text_cap, f) >= 0) {
         line++;
         text[strcspn(text, "\r\n")] = 0;
+        if (line == 1 && !strncmp(text, "\xEF\xBB\xBF", 3)) memmove(text, text + 3, strlen(text + 3) + 1);   /* BOM */
         if (!text[0]) continue;
         char *fields[4];
         int nf = split_csv(text, fields, 3);
-        if (line == 1) {
+        if (!seen_header) {
+            seen_header = 1;
             if (nf != 3 || strcmp(fields[0], "model") || strcmp(fields[1], "gpu") || strcmp(fields[2], "train_tok_s")) {
-                status = fl_input_error("%s:1: header: expected 'model,gpu,train_tok_s'", ref->path);
+                status = fl_input_error("%s:%d: header: expected 'model,gpu,train_tok_s'", ref->path, line);
                 break;
             }
             continue;
@@ -121,8 +123,9 @@ int fl_reference_board_load(fl_reference_board *ref, const char *path) {
         char *end;
         errno = 0;
         double v = strtod(fields[2], &end);
-        if (errno || end == fields[2] || *end || !isfinite(v) || v <= 0) {
-            status = fl_input_error("%s:%d: train_tok_s: expected a number > 0, got '%s'", ref->path, line, fields[2]);
+        if (errno || end == fields[2] || *end || !isfinite(v) || v <= 0 || v > 1e15) {
+            status = fl_input_error("%s:%d: train_tok_s: expected a number > 0%s, got '%s'", ref->path, line,
+                                    v > 1e15 ? " and <= 1e15" : "", fields[2]);
             break;
         }
         if (!fields[0][0] || !fields[1][0] || strlen(fields[0]) >= sizeof ref->entries->weights ||
@@ -143,7 +146,7 @@ int fl_reference_board_load(fl_reference_board *ref, const char *path) {
         snprintf(e->gpu, sizeof e->gpu, "%s", fields[1]);
         e->train_tok_s = v;
     }
-    if (!status && line == 0) status = fl_input_error("%s: empty file (expected the header model,gpu,train_tok_s)", ref->path);
+    if (!status && !seen_header) status = fl_input_error("%s: empty file (expected the header model,gpu,train_tok_s)", ref->path);
     free(text);
     fclose(f);
     if (status) fl_reference_board_free(ref);

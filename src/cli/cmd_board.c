@@ -78,10 +78,29 @@ int cmd_board(int argc, char **argv) {
     }
 
     fl_bench_record_list list = {0};
-    int bad = 0;
-    for (int i = 0; i < n_files; i++) bad |= fl_bench_records_read(files[i], &list, stderr) != 0;
-    if (bad) {
-        fprintf(stderr, "fastlora: board: bad result records (above); nothing rendered\n");
+    char bad_files[1024] = "";
+    int n_bad = 0;
+    for (int i = 0; i < n_files; i++) {
+        char *lines = NULL;   /* the bad record lines of this file, one each */
+        size_t lines_len = 0;
+        FILE *mem = open_memstream(&lines, &lines_len);
+        int rc = fl_bench_records_read(files[i], &list, mem);
+        fclose(mem);
+        if (rc && !lines_len) {   /* the file as a whole (unreadable, not text, empty): one line */
+            fprintf(stderr, "fastlora: board: %s\n", fl_last_error());
+            free(lines);
+            fl_bench_record_list_free(&list);
+            free(files);
+            return 2;
+        }
+        fputs(lines, stderr);
+        free(lines);
+        if (rc)
+            snprintf(bad_files + strlen(bad_files), sizeof bad_files - strlen(bad_files), "%s%s", n_bad++ ? ", " : "",
+                     files[i]);
+    }
+    if (n_bad) {
+        fprintf(stderr, "fastlora: board: bad result records in %s (above); nothing rendered\n", bad_files);
         fl_bench_record_list_free(&list);
         free(files);
         return 2;

@@ -90,6 +90,10 @@ int cmd_gpus(int argc, char **argv) {
     int rc = fl_args_parse(argc, argv, options, (int)(sizeof options / sizeof options[0]),
                            "usage: fastlora gpus [--min-vram GB] [--arch NAME] [--sort COLUMN] [--json] [--catalog FILE]");
     if (rc) return rc < 0 ? 0 : rc;
+    if (!(min_vram >= 0 && min_vram <= 1e9)) {   /* NaN used to list every GPU, infinity none */
+        fprintf(stderr, "fastlora: gpus: --min-vram: expected a number of GB >= 0, got %g\n", min_vram);
+        return 2;
+    }
     if (sort) {
         sort_col = fl_gpu_column_index(sort);
         if (sort_col < 0) {

@@ -10,15 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include "bench/reference.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "common/error.h"
-#include "plan/csv.h"
+#include "io/file_util.h"
 #include "plan/plan.h"
 #include "plan/plan_report.h"
 #include "tokenizer/tokenizer.h"
+#include "train/data.h"
 
 /* "5e7", "50M", "1.2B", "300k" -> tokens */
 static int parse_count(const char *s, double *out) {
@@ -28,56 +30,55 @@ static int parse_count(const char *s, double *out) {
     if (*end == 'k' || *end == 'K') mul = 1e3, end++;
     else if (*end == 'm' || *end == 'M') mul = 1e6, end++;
     else if (*end == 'b' || *end == 'B' || *end == 'g' || *end == 'G') mul = 1e9, end++;
-    if (end == s || *end || !(v > 0) || !isfinite(v)) return -1;
+    if (end == s || *end || !(v > 0) || !isfinite(v) || v * mul > 1e15) return -1;   /* 1e15: a million B-token datasets */
     *out = v * mul;
     return 0;
 }
 
-/* Tokens in a dataset file: with the model's tokenizer when a model folder is given, else bytes/4. */
-static int count_data_tokens(const char *path, const char *model_dir, double *tokens, char *note, size_t cap) {
-    struct stat st;
-    if (stat(path, &st) != 0) return fl_input_error("%s: cannot open (--data)", path);
+/* Tokens in a dataset file, counted as `train` reads it (fl_dataset_load: the same format detection,
+ * record shapes, chat template and EOS). A tokens file needs nothing more; JSONL and JSON arrays
+ * need the model's tokenizer, and without one (--preset, or a folder without tokenizer files) the
+ * count is bytes / 4, marked ESTIMATE. A file with no usable document is an error, as in train. */
+static int count_data_tokens(const char *path, const char *model_dir, const fl_model_config *cfg, double *tokens,
+                             char *note, size_t cap) {
+    int fd;
+    uint64_t size;
+    FL_TRY(fl_file_open_read(path, FL_FILE_DATASET, &fd, &size));
+    close(fd);
+    if (size == 0) return fl_input_error("%s: empty file: no documents to train on (--data)", path);
     fl_tokenizer *tok = NULL;
-    if (model_dir && fl_tokenizer_load(&tok, model_dir) != 0) {
-        snprintf(note, cap, "ESTIMATE: %s has %.0f bytes / 4 (tokenizer of %s not usable: %s)", path, (double)st.st_size,
+    int is_tokens = fl_data_is_tokens_file(path, "auto");
+    if (!is_tokens && model_dir && fl_tokenizer_load(&tok, model_dir) != 0) {
+        snprintf(note, cap, "ESTIMATE: %s has %.0f bytes / 4 (tokenizer of %s not usable: %s)", path, (double)size,
                  model_dir, fl_last_error());
         fl_clear_error();
-        *tokens = st.st_size / 4.0;
+        *tokens = (double)size / 4.0;
         return 0;
     }
-    if (!tok) {
-        *tokens = st.st_size / 4.0;
+    if (!is_tokens && !tok) {
+        *tokens = (double)size / 4.0;
         snprintf(note, cap, "ESTIMATE: %s has %.0f bytes / 4 bytes per token (give --model DIR to count with its "
-                            "tokenizer)", path, (double)st.st_size);
+                            "tokenizer)", path, (double)size);
         return 0;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) { fl_tokenizer_free(tok); return fl_input_error("%s: cannot open (--data)", path); }
-    /* encode line by line (documents rarely span lines in JSONL / text corpora) */
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    fl_token_ids ids = {0};
-    double total = 0;
-    int status = 0;
-    while ((len = getline(&line, &lcap, f)) >= 0) {
-        ids.n = 0;
-        if (fl_tokenizer_encode(tok, line, (size_t)len, 0, &ids)) { status = FL_ERR_INPUT; break; }
-        total += (double)ids.n;
+    fl_data_options d = fl_data_options_default();
+    d.eos_id = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : cfg->eos_token_id;
+    d.vocab_size = cfg->vocab_size;
+    fl_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    int status = fl_dataset_load(&ds, path, tok, &d);
+    if (!status && ds.n_docs == 0)
+        status = fl_input_error("%s: no usable documents (%zu records, %zu bad): nothing to train on (--data)", path,
+                                ds.n_lines, ds.n_bad);
+    if (!status) {
+        *tokens = (double)ds.n_tokens;
+        snprintf(note, cap, "%s: %zu documents, %zu tokens as train reads them (%s%s)%s", path, ds.n_docs,
+                 ds.n_tokens, is_tokens ? "tokens file" : "tokenizer of ", is_tokens ? "" : model_dir,
+                 ds.n_bad ? ", some records skipped" : "");
     }
-    free(line);
-    fclose(f);
-    fl_token_ids_free(&ids);
-    fl_tokenizer_free(tok);
-    if (status) {
-        *tokens = st.st_size / 4.0;
-        snprintf(note, cap, "ESTIMATE: %s: bytes / 4 (tokenizing failed: %s)", path, fl_last_error());
-        fl_clear_error();
-        return 0;
-    }
-    *tokens = total;
-    snprintf(note, cap, "counted with the tokenizer of %s (%s, raw file text)", model_dir, path);
-    return 0;
+    fl_dataset_free(&ds);
+    if (tok) fl_tokenizer_free(tok);
+    return status;
 }
 
 /* --check: the throughput model against every usable bench record (leave-one-out efficiency). */
@@ -119,25 +120,18 @@ static void print_check(const fl_plan_calibration *cal, const char *path) {
 /* --board: predictions for a reference board (model,gpu,train_tok_s) at --batch/--seq. */
 static int print_board(const char *path, const fl_plan_request *base, const fl_gpu_catalog *cat,
                        const fl_plan_calibration *cal) {
-    fl_csv_table t;
-    FL_TRY(fl_csv_read_file(&t, path));
+    fl_reference_board ref;
+    FL_TRY(fl_reference_board_load(&ref, path));
     printf("reference board %s vs fastlora's model (CUDA bf16, batch %d x seq %d, LoRA r=%d on %s)\n", path,
            base->batch, base->seq, base->lc.rank, base->targets);
     printf("%-36s %-50s %10s %10s %7s  %s\n", "model", "gpu", "board", "predicted", "ratio", "speed source");
-    for (int i = 1; i < t.n_rows; i++) {
-        const fl_csv_row *row = &t.rows[i];
-        if (row->n < 3) continue;
-        const char *model = row->fields[0], *gpu = row->fields[1];
-        double board = atof(row->fields[2]);
+    for (size_t i = 0; i < ref.n; i++) {
+        const char *model = ref.entries[i].weights, *gpu = ref.entries[i].gpu;
+        double board = ref.entries[i].train_tok_s;
         fl_plan_request rq = *base;
-        const char *base_name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
-        char names[1024], best[96] = "";
-        snprintf(names, sizeof names, "%s", fl_config_preset_names());
-        for (char *tok = strtok(names, ", "); tok; tok = strtok(NULL, ", "))
-            if (!strncasecmp(base_name, tok, strlen(tok)) && strlen(tok) > strlen(best)) snprintf(best, sizeof best, "%s", tok);
+        int known = !fl_plan_resolve_model(&rq.cfg, model);
         const fl_gpu_spec *g = fl_gpu_catalog_find(cat, gpu);
-        if (!best[0] || fl_config_preset(&rq.cfg, best) || !g) {
-            fl_clear_error();
+        if (!known || !g) {
             printf("%-36.36s %-50.50s %10.1f %10s  (%s)\n", model, gpu, board, "-", !g ? "gpu not in catalog" : "no preset");
             continue;
         }
@@ -150,7 +144,7 @@ static int print_board(const char *path, const fl_plan_request *base, const fl_g
         printf("%-36.36s %-50.50s %10.1f %10.1f %6.2fx  %s%s\n", model, gpu, board, res.tok_s, res.tok_s / board,
                res.tok_s_source, res.grad_accum > 1 ? " [smaller micro-batch]" : "");
     }
-    fl_csv_free(&t);
+    fl_reference_board_free(&ref);
     return 0;
 }
 
@@ -190,8 +184,9 @@ int cmd_plan(int argc, char **argv) {
     if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
     if (!model_dir && !preset) { fprintf(stderr, "fastlora: plan: give --model DIR or --preset NAME\n"); return 2; }
     if (tokens_s && data) { fprintf(stderr, "fastlora: plan: give --tokens or --data, not both\n"); return 2; }
-    if (batch < 1 || seq < 2 || rank < 1 || !(alpha > 0) || !(epochs > 0) || dropout < 0 || dropout >= 1) {
-        fprintf(stderr, "fastlora: plan: need --batch >= 1, --seq >= 2, --rank >= 1, --alpha > 0, --epochs > 0, "
+    if (batch < 1 || seq < 2 || rank < 1 || !(alpha > 0 && isfinite(alpha)) || !(epochs > 0 && epochs <= 1e4) ||
+        !(dropout >= 0 && dropout < 1)) {
+        fprintf(stderr, "fastlora: plan: need --batch >= 1, --seq >= 2, --rank >= 1, a finite --alpha > 0, 0 < --epochs <= 1e4, "
                         "0 <= --dropout < 1\n");
         return 2;
     }
@@ -211,7 +206,7 @@ int cmd_plan(int argc, char **argv) {
     else if (!strcasecmp(device, "cpu")) rq.target = FL_TARGET_CPU;
     else { fprintf(stderr, "fastlora: plan: --device: expected cuda or cpu, got '%s'\n", device); return 2; }
     if (tokens_s && parse_count(tokens_s, &rq.tokens)) {
-        fprintf(stderr, "fastlora: plan: --tokens: expected a count > 0 (50M, 1.2B, 3e8), got '%s'\n", tokens_s);
+        fprintf(stderr, "fastlora: plan: --tokens: expected a count > 0 and <= 1e15 (50M, 1.2B, 3e8), got '%s'\n", tokens_s);
         return 2;
     }
     int status = fl_lora_parse_targets(targets, &rq.lc.target_mask);
@@ -229,7 +224,7 @@ int cmd_plan(int argc, char **argv) {
             snprintf(rep.model_label, sizeof rep.model_label, "%s", model_dir);
         }
     }
-    if (!status && data) status = count_data_tokens(data, model_dir, &rq.tokens, rep.tokens_note, sizeof rep.tokens_note);
+    if (!status && data) status = count_data_tokens(data, model_dir, &rq.cfg, &rq.tokens, rep.tokens_note, sizeof rep.tokens_note);
     else if (tokens_s) snprintf(rep.tokens_note, sizeof rep.tokens_note, "--tokens %s", tokens_s);
     fl_gpu_catalog cat;
     memset(&cat, 0, sizeof cat);
@@ -243,6 +238,9 @@ int cmd_plan(int argc, char **argv) {
         fl_gpu_catalog_free(&cat);
         return status;
     }
+    if (cal.n_skipped && !check)   /* --check lists them itself */
+        fprintf(stderr, "fastlora: plan: %s: %d record%s not used: %s\n", records, cal.n_skipped,
+                cal.n_skipped == 1 ? "" : "s", cal.notes);
     if (check || board) {
         if (check) {
             if (!records) fprintf(stderr, "fastlora: plan: --check needs --records FILE\n"), status = 2;

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 
 #include "common/error.h"
+#include "io/file_util.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -36,31 +37,12 @@ static int fail(int rc) {
 }
 
 static int read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open", path);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = fl_malloc(cap);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = fl_malloc(cap * 2);
-            memcpy(nb, buf, n);
-            free(buf);
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    *out = buf;
-    *len = n;
-    return 0;
+    return fl_file_read_all(path, FL_FILE_TEXT, out, len);
 }
 
 static int run_chat(fl_tokenizer *tok, const char *path, fl_chat_format format, int gen) {
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    if (!root) return fl_input_error("%s: line %d column %d: malformed JSON: %s", path, err.line, err.column, err.text);
+    json_t *root;
+    FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, 0, &root));
     json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
     if (json_is_object(root) && json_is_true(json_object_get(root, "add_generation_prompt"))) gen = 1;
     if (!json_is_array(msgs)) { json_decref(root); return fl_input_error("%s: messages: expected a list", path); }

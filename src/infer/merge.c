@@ -21,8 +21,8 @@
 #include "model/weights.h"
 
 static int copy_file(const char *src, const char *dst) {
-    FILE *in = fopen(src, "rb");
-    if (!in) return fl_input_error("%s: cannot open: %s", src, strerror(errno));
+    FILE *in;
+    FL_TRY(fl_file_fopen_read(src, FL_FILE_WEIGHTS, &in));
     fl_atomic_file out;
     int status = fl_atomic_file_open(&out, dst);
     if (status) { fclose(in); return status; }
@@ -65,11 +65,11 @@ static int shard_names(const char *model_dir, char ***names, int *n, int *sharde
         (*names)[(*n)++] = strdup("model.safetensors");
     } else if (fl_file_exists(index)) {
         *sharded = 1;
-        json_error_t jerr;
-        json_t *root = json_load_file(index, 0, &jerr);
+        json_t *root;
+        status = fl_file_load_json(index, FL_FILE_CONFIG, 0, &root);
         json_t *map = root ? json_object_get(root, "weight_map") : NULL;
-        if (!json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
-        else {
+        if (!status && !json_is_object(map)) status = fl_input_error("%s: missing or invalid weight_map", index);
+        if (!status) {
             *names = fl_malloc(sizeof(char *) * (json_object_size(map) + 1));
             const char *k;
             json_t *v;

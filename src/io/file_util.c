@@ -1,7 +1,9 @@
-/* file_util.c — atomic writes and path helpers (see file_util.h). */
+/* file_util.c — atomic writes, path helpers and the one input-file reader (see file_util.h). */
 #include "io/file_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -78,5 +80,147 @@ int fl_mkdir_p(const char *path) {
     int rc = mkdir(copy, 0755);
     free(copy);
     if (rc != 0 && errno != EEXIST) return fl_input_error("%s: cannot create directory: %s", path, strerror(errno));
+    return 0;
+}
+
+/* ---- reading input files -------------------------------------------------------------------- */
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+static const struct {
+    uint64_t limit;
+    const char *noun;
+} kinds[] = {
+    [FL_FILE_CONFIG] = {16 * MiB, "a JSON config"},
+    [FL_FILE_TOKENIZER] = {256 * MiB, "a tokenizer file"},
+    [FL_FILE_TABLE] = {16 * MiB, "a catalog or records file"},
+    [FL_FILE_TEXT] = {1 * GiB, "a text file"},
+    [FL_FILE_DATASET] = {64 * GiB, "a dataset"},
+    [FL_FILE_WEIGHTS] = {UINT64_MAX, "a weights file"},
+};
+
+uint64_t fl_file_limit(fl_file_kind kind) { return kinds[kind].limit; }
+
+/* "16 MiB", "9.3 GiB", "812 bytes" */
+static const char *human_size(uint64_t n, char *buf, size_t cap) {
+    if (n < 10 * 1024) snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+    else if (n < MiB) snprintf(buf, cap, "%.1f KiB", (double)n / 1024);
+    else if (n < GiB) snprintf(buf, cap, "%.1f MiB", (double)n / MiB);
+    else snprintf(buf, cap, "%.1f GiB", (double)n / GiB);
+    return buf;
+}
+
+static int too_large(const char *path, fl_file_kind kind, uint64_t size) {
+    char have[32], limit[32];
+    return fl_input_error("%s: %s is over the %s limit for %s", path, human_size(size, have, sizeof have),
+                          human_size(kinds[kind].limit, limit, sizeof limit), kinds[kind].noun);
+}
+
+static const char *not_regular(mode_t mode) {
+    return S_ISDIR(mode)    ? "Is a directory"
+         : S_ISFIFO(mode)   ? "a FIFO, not a regular file"
+         : S_ISCHR(mode)    ? "a character device, not a regular file"
+         : S_ISBLK(mode)    ? "a block device, not a regular file"
+         : S_ISSOCK(mode)   ? "a socket, not a regular file"
+                            : "not a regular file";
+}
+
+int fl_file_open_read(const char *path, fl_file_kind kind, int *fd_out, uint64_t *size) {
+    *fd_out = -1;
+    /* O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fl_input_error("cannot read %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fl_input_error("cannot read %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fl_input_error("cannot read %s: %s", path, not_regular(st.st_mode));
+    }
+    if ((uint64_t)st.st_size > kinds[kind].limit) {
+        close(fd);
+        return too_large(path, kind, (uint64_t)st.st_size);
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    *fd_out = fd;
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+int fl_file_check_read(const char *path, fl_file_kind kind) {
+    int fd;
+    uint64_t size;
+    FL_TRY(fl_file_open_read(path, kind, &fd, &size));
+    close(fd);
+    return 0;
+}
+
+int fl_file_fopen_read(const char *path, fl_file_kind kind, FILE **out) {
+    int fd;
+    uint64_t size;
+    *out = NULL;
+    FL_TRY(fl_file_open_read(path, kind, &fd, &size));
+    *out = fdopen(fd, "rb");
+    if (!*out) {
+        int e = errno;
+        close(fd);
+        return fl_input_error("cannot read %s: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int fl_file_read_all(const char *path, fl_file_kind kind, char **data, size_t *len) {
+    int fd;
+    uint64_t size;
+    *data = NULL;
+    *len = 0;
+    FL_TRY(fl_file_open_read(path, kind, &fd, &size));
+    if (size > SIZE_MAX - 2) { close(fd); return too_large(path, kind, size); }
+    /* The stat size is a hint (files under /proc say 0, a file may grow while read): read until EOF,
+     * one byte past the expected end so that growth is seen, and stop at the limit. */
+    size_t cap = (size_t)size + 2, n = 0;
+    char *buf = fl_malloc(cap);
+    for (;;) {
+        if (n + 1 == cap) {
+            if ((uint64_t)n > kinds[kind].limit) break;
+            cap = cap < SIZE_MAX / 2 ? cap * 2 : SIZE_MAX;
+            char *nb = realloc(buf, cap);
+            if (!nb) fl_die("out of memory reading %s (%zu bytes)", path, cap);
+            buf = nb;
+        }
+        ssize_t got = read(fd, buf + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return fl_input_error("cannot read %s: %s", path, strerror(e));
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if ((uint64_t)n > kinds[kind].limit) { free(buf); return too_large(path, kind, n); }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int fl_file_load_json(const char *path, fl_file_kind kind, size_t flags, json_t **out) {
+    char *text;
+    size_t len;
+    *out = NULL;
+    FL_TRY(fl_file_read_all(path, kind, &text, &len));
+    size_t skip = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    json_error_t jerr;
+    *out = json_loadb(text + skip, len - skip, flags, &jerr);
+    free(text);
+    if (!*out) return fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
     return 0;
 }

@@ -92,11 +92,10 @@ static int parse_metadata(fl_safetensors *st, json_t *meta) {
 
 static int open_validated(fl_safetensors *st, const char *path) {
     st->path = strdup(path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return fl_input_error("%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { close(fd); return fl_input_error("%s: not a regular file", path); }
-    st->file_size = (size_t)sb.st_size;
+    int fd;
+    uint64_t size;
+    FL_TRY(fl_file_open_read(path, FL_FILE_WEIGHTS, &fd, &size));
+    st->file_size = (size_t)size;
     if (st->file_size < 8) { close(fd); return fl_input_error("%s: file is %zu bytes, too short for a safetensors header", path, st->file_size); }
     st->map = mmap(NULL, st->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);

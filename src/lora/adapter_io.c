@@ -89,12 +89,9 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
 
 int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
     char *path = fl_path_join(dir, "adapter_config.json");
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    int status = 0;
-    if (!root) {
-        status = jerr.line < 1 ? fl_input_error("%s: cannot read: %s", path, jerr.text)
-                               : fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    json_t *root;
+    int status = fl_file_load_json(path, FL_FILE_CONFIG, 0, &root);
+    if (status) {
         free(path);
         return status;
     }

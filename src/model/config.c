@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/error.h"
+#include "io/file_util.h"
 
 /* ---- field readers: each error names the file and the field ---------------------------------- */
 
@@ -162,12 +163,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
 
 int fl_config_load(fl_model_config *cfg, const char *path) {
     memset(cfg, 0, sizeof *cfg);
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        if (jerr.line < 1) return fl_input_error("%s: cannot read: %s", path, jerr.text);
-        return fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
-    }
+    json_t *root;
+    FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, 0, &root));
     int status = parse_config(path, root, cfg);
     json_decref(root);
     snprintf(cfg->name, sizeof cfg->name, "%s", path);

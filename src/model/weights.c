@@ -164,11 +164,10 @@ static int open_shards(shard_set *s, const char *dir) {
         status = fl_safetensors_open(&s->files[0], single);
         if (!status) s->n_files = 1;
     } else if (fl_file_exists(index)) {
-        json_error_t jerr;
-        json_t *root = json_load_file(index, 0, &jerr);
+        json_t *root;
+        status = fl_file_load_json(index, FL_FILE_CONFIG, 0, &root);
         json_t *map = root ? json_object_get(root, "weight_map") : NULL;
-        if (!root) status = fl_input_error("%s:%d:%d: invalid JSON: %s", index, jerr.line, jerr.column, jerr.text);
-        else if (!json_is_object(map)) status = fl_input_error("%s: field 'weight_map' missing or not an object", index);
+        if (!status && !json_is_object(map)) status = fl_input_error("%s: field 'weight_map' missing or not an object", index);
         const char *name;
         json_t *file;
         if (!status) json_object_foreach(map, name, file) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "io/file_util.h"
 
 typedef struct {
     char *buf;
@@ -57,7 +58,7 @@ int fl_csv_parse(fl_csv_table *t, const char *text, size_t len, const char *name
     str_buf field = {0};
     fl_csv_row row = {0};
     int line = 1;
-    size_t i = 0;
+    size_t i = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;   /* a UTF-8 byte-order mark */
     while (i < len) {
         /* start of a record: skip blank and comment lines */
         if (text[i] == '\n' || text[i] == '\r') {
@@ -124,23 +125,9 @@ int fl_csv_parse(fl_csv_table *t, const char *text, size_t len, const char *name
 
 int fl_csv_read_file(fl_csv_table *t, const char *path) {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open", path);
-    size_t cap = 1 << 16, len = 0;
-    char *text = fl_malloc(cap);
-    size_t got;
-    while ((got = fread(text + len, 1, cap - len, f)) > 0) {
-        len += got;
-        if (len == cap) {
-            cap *= 2;
-            char *p = realloc(text, cap);
-            if (!p) fl_die("out of memory reading %s", path);
-            text = p;
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(text); return fl_input_error("%s: read error", path); }
+    char *text;
+    size_t len;
+    FL_TRY(fl_file_read_all(path, FL_FILE_TABLE, &text, &len));
     if (memchr(text, 0, len)) { free(text); return fl_input_error("%s: not a text file (contains NUL bytes)", path); }
     int status = fl_csv_parse(t, text, len, path);
     free(text);

@@ -5,6 +5,7 @@
 #include "plan/gpu_catalog.h"
 
 #include <ctype.h>
+#include <jansson.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -97,15 +98,29 @@ static int set_field(fl_gpu_spec *g, int c, const char *value, const char *file,
         if (n >= columns[c].size)
             return fl_input_error("%s:%d: %s: expected at most %zu characters, got %zu", file, line, columns[c].name,
                                   columns[c].size - 1, n);
+        /* the text goes into tables and `gpus --json`: it must be UTF-8 (jansson checks) without control
+         * characters other than tab and newline */
+        json_t *as_json = json_stringn(value, n);
+        int ok = as_json != NULL;
+        json_decref(as_json);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = !((unsigned char)value[i] < 0x20 && value[i] != '\t' && value[i] != '\n') && value[i] != 0x7f;
+        if (!ok)
+            return fl_input_error("%s:%d: %s: expected UTF-8 text without control characters", file, line,
+                                  columns[c].name);
         memcpy(dst, value, n + 1);
         return 0;
     }
+    /* plain decimal only (strtod would also take hex, "infinity", "nan(...)"); at most 1e9, which keeps
+     * every product the planner forms finite */
     char *end = NULL;
     errno = 0;
     double v = strtod(value, &end);
-    if (errno || end == value || *end || !isfinite(v) || v < 0 || (columns[c].kind == KIND_NUM && v <= 0))
+    int plain = strspn(value, "0123456789.eE+-") == strlen(value);
+    if (!plain || errno || end == value || *end || !isfinite(v) || v < 0 || (columns[c].kind == KIND_NUM && v <= 0))
         return fl_input_error("%s:%d: %s: expected a number %s, got '%s'", file, line, columns[c].name,
                               columns[c].kind == KIND_NUM ? "> 0" : ">= 0 (or an empty cell)", value);
+    if (v > 1e9) return fl_input_error("%s:%d: %s: expected a number <= 1e+09, got '%s'", file, line, columns[c].name, value);
     *(double *)dst = v;
     return 0;
 }
@@ -123,8 +138,9 @@ static int read_rows(const char *path, partial_row **out, int *n_out) {
     const fl_csv_row *hdr = &t.rows[0];
     int map[64];
     if (hdr->n > 64) {
+        int status = fl_input_error("%s:%d: header: expected at most 64 columns, got %d", path, hdr->line, hdr->n);
         fl_csv_free(&t);
-        return fl_input_error("%s:%d: header: expected at most 64 columns, got %d", path, hdr->line, hdr->n);
+        return status;
     }
     int have_name = 0;
     for (int i = 0; i < hdr->n; i++) {
@@ -152,8 +168,9 @@ static int read_rows(const char *path, partial_row **out, int *n_out) {
         if (map[i] == COL_name) have_name = 1;
     }
     if (!have_name) {
+        int status = fl_input_error("%s:%d: header: expected a 'name' column", path, hdr->line);
         fl_csv_free(&t);
-        return fl_input_error("%s:%d: header: expected a 'name' column", path, hdr->line);
+        return status;
     }
     partial_row *rows = fl_calloc((size_t)t.n_rows, sizeof *rows);
     int n = 0, status = 0;
@@ -269,7 +286,6 @@ int fl_gpu_catalog_merge_file(fl_gpu_catalog *c, const char *csv_path) {
 int fl_gpu_catalog_load_default(fl_gpu_catalog *c) {
     memset(c, 0, sizeof *c);
     char tried[2048] = "";
-    char path[PATH_MAX + 64];
     const char *env = getenv("FASTLORA_DATA");
     char candidates[4][PATH_MAX + 64];
     int nc = 0;
@@ -289,9 +305,8 @@ int fl_gpu_catalog_load_default(fl_gpu_catalog *c) {
     }
     snprintf(candidates[nc++], sizeof candidates[0], "data/gpus.csv");
     for (int i = 0; i < nc; i++) {
-        snprintf(path, sizeof path, "%s", candidates[i]);
-        if (access(path, R_OK) == 0) return fl_gpu_catalog_load(c, path);
-        snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", i ? ", " : "", path);
+        if (access(candidates[i], R_OK) == 0) return fl_gpu_catalog_load(c, candidates[i]);
+        snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%.480s", i ? ", " : "", candidates[i]);
     }
     return fl_input_error("GPU catalog not found (tried %s); set FASTLORA_DATA to the folder holding gpus.csv", tried);
 }

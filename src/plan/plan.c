@@ -13,9 +13,11 @@
 #include <strings.h>
 
 #include "backend/cuda/cuda_plan.h"
+#include "bench/records.h"
 #include "common/error.h"
 #include "engine/activations.h"
 #include "engine/model.h"
+#include "io/file_util.h"
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
@@ -212,28 +214,12 @@ double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config
 
 /* ---- bench records --------------------------------------------------------------------------- */
 
-static const char *jstr(json_t *o, const char *k) {
-    json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-static double jnum(json_t *o, const char *k) {
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : -1;
-}
-
-/* A record's model: a preset name, a folder with config.json, or a HF id whose basename starts
- * with a preset name ("Qwen/Qwen2.5-1.5B" -> qwen2.5-1.5b). */
-static int resolve_model(fl_model_config *cfg, const char *preset, const char *model) {
-    if (preset && !fl_config_preset(cfg, preset)) return 0;
-    if (!model) return -1;
+int fl_plan_resolve_model(fl_model_config *cfg, const char *model) {
     if (!fl_config_preset(cfg, model)) return 0;
-    char path[512];
-    snprintf(path, sizeof path, "%s/config.json", model);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        fclose(f);
-        if (!fl_config_load(cfg, path)) return 0;
-    }
+    char *path = fl_path_join(model, "config.json");
+    int loaded = fl_file_exists(path) && !fl_config_load(cfg, path);
+    free(path);
+    if (loaded) return 0;
     const char *base = strrchr(model, '/');
     base = base ? base + 1 : model;
     char names[1024];
@@ -279,71 +265,48 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
     memset(cal, 0, sizeof *cal);
     cal->cuda_eff = cal->cpu_eff = FL_PLAN_DEFAULT_COMPUTE_EFF;
     if (!path) return 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return fl_input_error("%s: cannot open", path);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int lineno = 0, status = 0;
-    while ((len = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        char *p = line;
-        while (*p && isspace((unsigned char)*p)) p++;
-        if (!*p) continue;
-        json_error_t jerr;
-        json_t *o = json_loads(p, 0, &jerr);
-        if (!o || !json_is_object(o)) {
-            json_decref(o);
-            status = fl_input_error("%s:%d: expected one JSON object per line (fastlora bench --json), %s", path,
-                                    lineno, o ? "got another JSON value" : jerr.text);
-            break;
-        }
+    /* the board's reader and checks: a record the board rejects is an error here too */
+    fl_bench_record_list list = {0};
+    int status = fl_bench_records_read(path, &list, NULL);
+    if (status) {
+        fl_bench_record_list_free(&list);
+        return status;
+    }
+    cal->recs = fl_calloc(list.n + 1, sizeof *cal->recs);
+    for (size_t i = 0; i < list.n; i++) {
+        const fl_bench_record *b = &list.items[i];
         fl_plan_record r;
         memset(&r, 0, sizeof r);
-        r.line = lineno;
-        const char *tool = jstr(o, "tool"), *dev = jstr(o, "device"), *be = jstr(o, "backend");
-        const char *model = jstr(o, "model"), *preset = jstr(o, "preset"), *targets = jstr(o, "targets");
-        char joined[128] = "";
-        json_t *tarr = json_object_get(o, "targets");   /* newer records: an array of projection names */
-        if (json_is_array(tarr)) {
-            size_t k;
-            json_t *tv;
-            json_array_foreach(tarr, k, tv) if (json_is_string(tv))
-                snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", k ? "," : "", json_string_value(tv));
-            targets = joined;
-        }
-        if (!be) be = jstr(o, "device_kind");
-        const char *dtype = jstr(o, "dtype");
-        r.batch = (int)jnum(o, "batch");
-        r.seq = (int)jnum(o, "seq");
-        r.rank = (int)jnum(o, "rank");
-        r.train_tok_s = jnum(o, "train_tok_s");
-        r.ms_per_step = jnum(o, "ms_per_step");
-        r.peak_mem_bytes = jnum(o, "peak_mem_bytes");
+        r.line = b->line;
+        r.batch = b->batch;
+        r.seq = b->seq;
+        r.rank = b->rank;
+        r.train_tok_s = b->train_tok_s;
+        r.ms_per_step = b->ms_per_step;
+        r.peak_mem_bytes = b->peak_mem_bytes;
         const char *why = NULL;
-        if (tool && strcmp(tool, "fastlora")) why = "another tool's record";
-        else if (!dev || !be || r.batch < 1 || r.seq < 1 || r.rank < 1 || !(r.train_tok_s > 0))
-            why = "missing device/backend/batch/seq/rank/train_tok_s";
-        else if (resolve_model(&r.cfg, preset, model)) why = "unknown model";
+        if (strcmp(b->tool, "fastlora")) why = "another tool's record";
+        else if (fl_plan_resolve_model(&r.cfg, b->model[0] ? b->model : b->weights)) why = "unknown model";
         if (!why) {
             r.lc = fl_lora_config_default();
             r.lc.rank = r.rank;
-            if (targets && fl_lora_parse_targets(targets, &r.lc.target_mask)) { fl_clear_error(); why = "bad targets"; }
+            if (b->targets[0] && fl_lora_parse_targets(b->targets, &r.lc.target_mask)) {
+                fl_clear_error();
+                why = "bad targets";
+            }
         }
         if (why) {
             cal->n_skipped++;
             snprintf(cal->notes + strlen(cal->notes), sizeof cal->notes - strlen(cal->notes), "%sline %d: %s",
-                     cal->notes[0] ? "; " : "", lineno, why);
-            json_decref(o);
+                     cal->notes[0] ? "; " : "", b->line, why);
             continue;
         }
-        snprintf(r.device, sizeof r.device, "%s", dev);
-        snprintf(r.backend, sizeof r.backend, "%s", be);
-        snprintf(r.dtype, sizeof r.dtype, "%s", dtype ? dtype : (record_is_cuda(&r) ? "bfloat16" : "float32"));
-        snprintf(r.model, sizeof r.model, "%s", model ? model : "");
-        snprintf(r.preset, sizeof r.preset, "%s", preset ? preset : "");
-        snprintf(r.targets, sizeof r.targets, "%s", targets ? targets : "all");
-        json_decref(o);
+        snprintf(r.device, sizeof r.device, "%s", b->device);
+        /* no device_kind: a GPU record, as the board reads it */
+        snprintf(r.backend, sizeof r.backend, "%s", b->device_kind[0] ? b->device_kind : "cuda");
+        snprintf(r.dtype, sizeof r.dtype, "%s", b->dtype);
+        snprintf(r.model, sizeof r.model, "%s", b->model[0] ? b->model : b->weights);
+        snprintf(r.targets, sizeof r.targets, "%s", b->targets[0] ? b->targets : "all");
         r.gpu = fl_gpu_catalog_find(cat, r.device);
         if (r.gpu) {
             fl_plan_device d = base_device(r.gpu, record_is_cuda(&r) ? FL_TARGET_CUDA : FL_TARGET_CPU);
@@ -352,14 +315,9 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
             double ms = r.ms_per_step > 0 ? r.ms_per_step : (double)r.batch * r.seq / r.train_tok_s * 1e3;
             r.efficiency = fl_plan_solve_efficiency(&r.cfg, &r.lc, r.batch, r.seq, act, &d, ms * 1e-3, &clamped);
         }
-        fl_plan_record *grown = realloc(cal->recs, sizeof *grown * (size_t)(cal->n + 1));
-        if (!grown) fl_die("out of memory reading %s", path);
-        cal->recs = grown;
         cal->recs[cal->n++] = r;
     }
-    free(line);
-    fclose(f);
-    if (status) { fl_plan_calibration_free(cal); return status; }
+    fl_bench_record_list_free(&list);
     /* global medians, then each record's leave-one-out prediction (efficiency from the others:
      * same device first, else same backend, else the default) */
     double *v = fl_calloc((size_t)cal->n + 1, sizeof(double));
@@ -532,7 +490,8 @@ void fl_plan_format_duration(double s, int with_scale, char *buf, size_t cap) {
         long m = lround(s / 60.0);
         if (m % 60) snprintf(num, sizeof num, "%ld h %ld min", m / 60, m % 60);
         else snprintf(num, sizeof num, "%ld h", m / 60);
-    } else snprintf(num, sizeof num, "%.1f days", s / 86400.0);
+    } else if (s < 365.25 * 86400) snprintf(num, sizeof num, "%.1f days", s / 86400.0);
+    else snprintf(num, sizeof num, "%.3g years", s / (365.25 * 86400));
     if (!with_scale) { snprintf(buf, cap, "%s", num); return; }
     const char *scale = s < 60 ? "a moment"
                         : s < 15 * 60 ? "a coffee break"
@@ -542,7 +501,8 @@ void fl_plan_format_duration(double s, int with_scale, char *buf, size_t cap) {
                         : s < 3 * 86400 ? "a weekend"
                         : s < 8 * 86400 ? "a week"
                         : s < 32 * 86400 ? "a month"
-                        : "a season";
+                        : s < 365.25 * 86400 ? "a season"
+                        : "longer than a year";
     snprintf(buf, cap, "%s — %s", num, scale);
 }
 

@@ -101,7 +101,7 @@ double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config
 /* ---- bench records (calibration and measurements) -------------------------------------------- */
 
 typedef struct {
-    char device[256], backend[32], dtype[32], model[256], preset[96], targets[128];
+    char device[256], backend[32], dtype[32], model[512], targets[160];
     int batch, seq, rank;
     double train_tok_s, ms_per_step, peak_mem_bytes;
     int line;
@@ -124,6 +124,10 @@ typedef struct {
     int n_cpu;
 } fl_plan_calibration;
 
+/* The config a record or board row names: a preset name, a folder with config.json, or a Hugging
+ * Face id whose basename starts with a preset name ("Qwen/Qwen2.5-1.5B-Instruct" -> qwen2.5-1.5b).
+ * Returns 0, or -1 (error cleared) when nothing matches. */
+int fl_plan_resolve_model(fl_model_config *cfg, const char *model);
 /* Reads bench --json lines (NULL path: no records). Malformed JSON lines are "file:line" errors;
  * records whose model cannot be resolved are skipped and counted. Matches each record's device
  * to the catalog and solves its efficiency. */

@@ -227,7 +227,7 @@ int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const c
     sprintf(tmp, "%s.nf4-dequantized.%d", out_dir, (int)getpid());
     int status = fl_nf4_dequantize_folder(model_dir, tmp);
     if (!status) status = link_other_files(model_dir, tmp);
-    if (!status) status = fl_merge_adapter(tmp, adapter_dir, out_dir);
+    if (!status) status = fl_merge_adapter(tmp, adapter_dir, out_dir, 0);
     remove_flat_dir(tmp);
     free(tmp);
     return status;

@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer_internal.h"
 
 #include "common/error.h"
+#include "io/file_util.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -58,27 +59,11 @@ static int file_exists(const char *path) {
 
 /* Reads a whole file (NUL-terminated). */
 static int read_all(const char *path, char **out, size_t *len) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open", path);
-    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return fl_input_error("%s: cannot seek", path); }
-    long n = ftell(f);
-    if (n < 0) { fclose(f); return fl_input_error("%s: cannot tell size", path); }
-    rewind(f);
-    char *buf = fl_malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); return fl_input_error("%s: short read", path); }
-    fclose(f);
-    buf[n] = 0;
-    *out = buf;
-    *len = (size_t)n;
-    return 0;
+    return fl_file_read_all(path, FL_FILE_TOKENIZER, out, len);
 }
 
 static int load_json(const char *path, json_t **out) {
-    json_error_t err;
-    *out = json_load_file(path, JSON_ALLOW_NUL, &err);
-    if (!*out) return fl_input_error("%s: line %d column %d: malformed JSON: %s", path, err.line, err.column, err.text);
-    return 0;
+    return fl_file_load_json(path, FL_FILE_TOKENIZER, JSON_ALLOW_NUL, out);
 }
 
 static int get_bool(json_t *obj, const char *key, bool dflt, bool *out, const char *file, const char *field) {

@@ -304,9 +304,8 @@ static int load_jsonl(fl_dataset *ds, const char *path, fl_tokenizer *tok, const
 
 /* A JSON array of records: errors are reported as path:[index]. */
 static int load_json_array(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    json_t *root;
+    FL_TRY(fl_file_load_json(path, FL_FILE_DATASET, JSON_REJECT_DUPLICATES, &root));
     if (!json_is_array(root)) {
         json_decref(root);
         return fl_input_error("%s: expected a JSON array of records", path);
@@ -425,6 +424,7 @@ int fl_data_is_tokens_file(const char *path, const char *format) {
 }
 
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
+    FL_TRY(fl_file_check_read(path, FL_FILE_DATASET));   /* no FIFO, device or directory; the size limit */
     if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && has_tokens_magic(path)))
         return load_tokens(ds, path, opt);
     if (!tok) return fl_input_error("%s: a JSONL dataset needs the model's tokenizer (tokenizer.json etc. in the model folder)", path);

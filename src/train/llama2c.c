@@ -15,16 +15,7 @@
 #include "io/safetensors.h"
 
 static int read_all(const char *path, unsigned char **buf, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_input_error("%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || st.st_size < 0) { fclose(f); return fl_input_error("%s: cannot stat", path); }
-    *len = (size_t)st.st_size;
-    *buf = fl_malloc(*len + 1);
-    size_t got = fread(*buf, 1, *len, f);
-    fclose(f);
-    if (got != *len) { free(*buf); *buf = NULL; return fl_input_error("%s: short read", path); }
-    return 0;
+    return fl_file_read_all(path, FL_FILE_WEIGHTS, (char **)buf, len);
 }
 
 static int write_json(const char *dir, const char *name, json_t *o) {

@@ -25,8 +25,13 @@ int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step) {
     char *path = fl_path_join(out_dir, "metrics.jsonl");
     char *kept = NULL;
     size_t kept_len = 0;
+    int status = 0;
     if (keep_upto_step >= 0) {
-        FILE *in = fopen(path, "rb");
+        FILE *in = NULL;
+        if (fl_file_exists(path) && (status = fl_file_fopen_read(path, FL_FILE_DATASET, &in))) {
+            free(path);
+            return status;
+        }
         FILE *mem = open_memstream(&kept, &kept_len);
         char *line = NULL;
         size_t cap = 0;
@@ -48,7 +53,7 @@ int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step) {
         if (in) fclose(in);
         fclose(mem);
     }
-    int status = fl_write_file_atomic(path, kept ? kept : "", kept_len);
+    status = fl_write_file_atomic(path, kept ? kept : "", kept_len);
     free(kept);
     if (!status) {
         mt->fp = fopen(path, "ab");

@@ -61,10 +61,8 @@ static int key_matches(const char *key, const char *name) {
 }
 
 int fl_train_options_load_json(fl_train_options *o, const char *path) {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return jerr.line < 1 ? fl_input_error("%s: cannot read: %s", path, jerr.text)
-                                    : fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    json_t *root;
+    FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, JSON_REJECT_DUPLICATES, &root));
     if (!json_is_object(root)) { json_decref(root); return fl_input_error("%s: expected a JSON object of options", path); }
     fl_option rows[N_OPTIONS];
     option_rows(o, rows);
