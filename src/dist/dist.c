@@ -233,9 +233,9 @@ void fl_dist_broadcast_host(void *buf, size_t bytes, const char *what) {
     if (fl_dist_self.size > 1) fl_dist_mpi_broadcast(buf, bytes, what);
 }
 
-void fl_dist_gather_f64(const double *mine, size_t n, double *all, const char *what) {
-    if (fl_dist_self.size > 1) { fl_dist_mpi_gather_f64(mine, n, all, what); return; }
-    if (all) memcpy(all, mine, n * sizeof(double));
+void fl_dist_gather(const void *mine, size_t bytes, void *all, const char *what) {
+    if (fl_dist_self.size > 1) { fl_dist_mpi_gather(mine, bytes, all, what); return; }
+    if (all) memcpy(all, mine, bytes);
 }
 
 void fl_dist_barrier(const char *what) {

@@ -79,8 +79,9 @@ void fl_dist_allreduce_sum_f64(double *x, size_t n, const char *what);
 void fl_dist_allreduce_minmax_f64(const double *x, double *min_out, double *max_out, size_t n, const char *what);
 /* bytes of host memory from rank 0 to every rank. */
 void fl_dist_broadcast_host(void *buf, size_t bytes, const char *what);
-/* mine (n) from every rank into all (size, n) on rank 0 (all may be NULL elsewhere). */
-void fl_dist_gather_f64(const double *mine, size_t n, double *all, const char *what);
+/* `bytes` of host memory from every rank into all (size x bytes, by rank) on rank 0 (all may be NULL
+ * elsewhere). */
+void fl_dist_gather(const void *mine, size_t bytes, void *all, const char *what);
 /* Waits until every rank is here, sleeping between polls (an idle rank does not spin a core). */
 void fl_dist_barrier(const char *what);
 

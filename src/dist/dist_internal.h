@@ -27,7 +27,7 @@ void fl_dist_mpi_sum_f32(float *host, size_t n, const char *what);
 void fl_dist_mpi_sum_f64(double *host, size_t n, const char *what);
 void fl_dist_mpi_minmax_f64(const double *x, double *mn, double *mx, size_t n, const char *what);
 void fl_dist_mpi_broadcast(void *host, size_t bytes, const char *what);
-void fl_dist_mpi_gather_f64(const double *mine, size_t n, double *all, const char *what);
+void fl_dist_mpi_gather(const void *mine, size_t bytes, void *all, const char *what);
 void fl_dist_mpi_allgather_int(int mine, int *all, const char *what);
 void fl_dist_mpi_barrier(const char *what);
 

@@ -100,10 +100,10 @@ void fl_dist_mpi_broadcast(void *host, size_t bytes, const char *what) {
     }
 }
 
-void fl_dist_mpi_gather_f64(const double *mine, size_t n, double *all, const char *what) {
-    if (n > INT_MAX) fl_dist_fail(what, "too many values to gather");
+void fl_dist_mpi_gather(const void *mine, size_t bytes, void *all, const char *what) {
+    if (bytes > INT_MAX) fl_dist_fail(what, "too many bytes to gather");
     MPI_Request req;
-    check(MPI_Igather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req), what);
+    check(MPI_Igather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req), what);
     wait_for(&req, what);
 }
 
@@ -133,8 +133,8 @@ void fl_dist_mpi_minmax_f64(const double *x, double *mn, double *mx, size_t n, c
     no_mpi(what);
 }
 void fl_dist_mpi_broadcast(void *host, size_t bytes, const char *what) { (void)host, (void)bytes; no_mpi(what); }
-void fl_dist_mpi_gather_f64(const double *mine, size_t n, double *all, const char *what) {
-    (void)mine, (void)n, (void)all;
+void fl_dist_mpi_gather(const void *mine, size_t bytes, void *all, const char *what) {
+    (void)mine, (void)bytes, (void)all;
     no_mpi(what);
 }
 void fl_dist_mpi_allgather_int(int mine, int *all, const char *what) { (void)mine, (void)all; no_mpi(what); }
