@@ -28,7 +28,7 @@ all: $(BUILD)/fastlora $(BUILD)/fastlora_tests
 setup: $(BUILD)/.setup-done
 $(BUILD)/.setup-done: scripts/setup
 	@mkdir -p $(BUILD)
-	@scripts/setup
+	@$(if $(DEPS_PREFIX),:,scripts/setup)
 	@touch $@
 
 $(BUILD)/%.o: %.c | $(BUILD)/.setup-done
@@ -60,6 +60,18 @@ bench: $(BUILD)/fastlora
 
 clean:
 	rm -rf build build-asan
+
+# ---- dependencies from a private prefix (scripts/fetch-gpu-deps; docs/CUDA.md) -------------------
+# DEPS_PREFIX=DIR: Jansson, PCRE2 and OpenBLAS unpacked from Debian packages into DIR (no install into
+# /, no scripts/setup) on a machine that lacks them. Its include folders come first; its libraries
+# are linked with DT_RPATH (--disable-new-dtags), which, unlike RUNPATH, also serves the libraries'
+# own dependencies (OpenBLAS's libgfortran).
+ifneq ($(DEPS_PREFIX),)
+DEPS_LIB  := $(DEPS_PREFIX)/usr/lib/x86_64-linux-gnu
+BLAS_DIR  := $(DEPS_LIB)/openblas-openmp
+CFLAGS    += -I$(DEPS_PREFIX)/usr/include -I$(DEPS_PREFIX)/usr/include/x86_64-linux-gnu/openblas-openmp
+LDLIBS    := -L$(DEPS_LIB) -Wl,--disable-new-dtags,-rpath,$(DEPS_LIB) $(LDLIBS)
+endif
 
 # ---- CUDA (src/backend/cuda/*.cu, dev/cuda/) ----------------------------------------------------
 # Built whenever nvcc is on PATH (or CUDA=1); CUDA=0 gives the pure CPU build. Sanitizer builds

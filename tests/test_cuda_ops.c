@@ -156,41 +156,55 @@ TEST(cuda_op_rmsnorm) {
     }
 }
 
+/* the three matmuls of one (N, IC, OC) problem vs the CPU: forward (bias optional, beta = 1: the
+ * LoRA B product lands on the base output), input gradient (beta = 1), f32 weight gradient */
+static void matmul_case(const fl_backend *cu, size_t N, int IC, int OC, uint64_t seed, int with_bias) {
+    const fl_backend *cpu = fl_backend_cpu();
+    float *x_h = rand_bf16(N * IC, 10 + seed, -1, 1), *w_h = rand_bf16((size_t)OC * IC, 20 + seed, -0.1f, 0.1f);
+    float *b_h = rand_bf16(OC, 30 + seed, -1, 1), *o_h = rand_bf16(N * OC, 40 + seed, -1, 1);
+    float *dw_h = rand_bf16((size_t)OC * IC, 50 + seed, -1, 1);
+    pair x = pair_act(cu, x_h, N * IC), w = pair_act(cu, w_h, (size_t)OC * IC), bias = pair_act(cu, b_h, OC);
+    pair out = pair_act(cu, o_h, N * OC), dinp = pair_act(cu, x_h, N * IC), dw = pair_f32(cu, dw_h, (size_t)OC * IC);
+    cpu->matmul_forward(out.cpu, x.cpu, w.cpu, with_bias ? bias.cpu : NULL, 0.5f, 1.0f, N, IC, OC);
+    cu->matmul_forward(out.dev, x.dev, w.dev, with_bias ? bias.dev : NULL, 0.5f, 1.0f, N, IC, OC);
+    float *g = down_act(cu, &out);
+    CHECK_MSG(rel_err(g, out.cpu, N * OC) <= 1e-2, "forward %zu x %d -> %d: rel err %.3g", N, IC, OC,
+              rel_err(g, out.cpu, N * OC));
+    free(g);
+    cpu->matmul_backward_input(dinp.cpu, out.cpu, w.cpu, 2.0f, 1.0f, N, IC, OC);
+    cu->matmul_backward_input(dinp.dev, out.dev, w.dev, 2.0f, 1.0f, N, IC, OC);
+    g = down_act(cu, &dinp);
+    CHECK_REL(g, dinp.cpu, N * IC, 1.5e-2); /* its input `out` is itself a bf16 result */
+    free(g);
+    cpu->matmul_backward_weight(dw.cpu, out.cpu, x.cpu, 0.25f, N, IC, OC);
+    cu->matmul_backward_weight(dw.dev, out.dev, x.dev, 0.25f, N, IC, OC);
+    g = down_f32(cu, &dw);
+    CHECK_REL(g, dw.cpu, (size_t)OC * IC, 1e-2);
+    free(g);
+    free(x_h); free(w_h); free(b_h); free(o_h); free(dw_h);
+    pair_free(cu, &x); pair_free(cu, &w); pair_free(cu, &bias); pair_free(cu, &out); pair_free(cu, &dinp);
+    pair_free(cu, &dw);
+}
+
 TEST(cuda_op_matmul) {
     CUDA_OR_SKIP(cu);
-    const fl_backend *cpu = fl_backend_cpu();
     /* base-projection shapes, a LoRA rank-16 pair, and odd sizes */
     int shapes[][3] = {{512, 1536, 256}, {512, 1536, 16}, {512, 16, 1536}, {97, 72, 40}};
-    for (size_t s = 0; s < 4; s++) {
-        size_t N = (size_t)shapes[s][0];
-        int IC = shapes[s][1], OC = shapes[s][2];
-        float *x_h = rand_bf16(N * IC, 10 + s, -1, 1), *w_h = rand_bf16((size_t)OC * IC, 20 + s, -0.1f, 0.1f);
-        float *b_h = rand_bf16(OC, 30 + s, -1, 1), *o_h = rand_bf16(N * OC, 40 + s, -1, 1);
-        float *dw_h = rand_bf16((size_t)OC * IC, 50 + s, -1, 1);
-        pair x = pair_act(cu, x_h, N * IC), w = pair_act(cu, w_h, (size_t)OC * IC), bias = pair_act(cu, b_h, OC);
-        pair out = pair_act(cu, o_h, N * OC), dinp = pair_act(cu, x_h, N * IC), dw = pair_f32(cu, dw_h, (size_t)OC * IC);
-        /* forward with bias and beta = 1 (the LoRA B product lands on the base output) */
-        cpu->matmul_forward(out.cpu, x.cpu, w.cpu, bias.cpu, 0.5f, 1.0f, N, IC, OC);
-        cu->matmul_forward(out.dev, x.dev, w.dev, bias.dev, 0.5f, 1.0f, N, IC, OC);
-        float *g = down_act(cu, &out);
-        CHECK_REL(g, out.cpu, N * OC, 1e-2);
-        free(g);
-        /* backward input, beta = 1 */
-        cpu->matmul_backward_input(dinp.cpu, out.cpu, w.cpu, 2.0f, 1.0f, N, IC, OC);
-        cu->matmul_backward_input(dinp.dev, out.dev, w.dev, 2.0f, 1.0f, N, IC, OC);
-        g = down_act(cu, &dinp);
-        CHECK_REL(g, dinp.cpu, N * IC, 1.5e-2); /* its input `out` is itself a bf16 result */
-        free(g);
-        /* backward weight into f32, accumulating */
-        cpu->matmul_backward_weight(dw.cpu, out.cpu, x.cpu, 0.25f, N, IC, OC);
-        cu->matmul_backward_weight(dw.dev, out.dev, x.dev, 0.25f, N, IC, OC);
-        g = down_f32(cu, &dw);
-        CHECK_REL(g, dw.cpu, (size_t)OC * IC, 1e-2);
-        free(g);
-        free(x_h); free(w_h); free(b_h); free(o_h); free(dw_h);
-        pair_free(cu, &x); pair_free(cu, &w); pair_free(cu, &bias); pair_free(cu, &out); pair_free(cu, &dinp);
-        pair_free(cu, &dw);
-    }
+    for (size_t s = 0; s < 4; s++) matmul_case(cu, (size_t)shapes[s][0], shapes[s][1], shapes[s][2], s, 1);
+}
+
+/* Rank-4 LoRA products have 8-byte leading dimensions, for which cuBLASLt may find no algorithm:
+ * then cublasGemmEx runs them. Both paths: as the heuristic decides, and forced (new shapes, so no
+ * cached plan decides for the test). */
+TEST(cuda_op_gemm_ex_fallback) {
+    CUDA_OR_SKIP(cu);
+    matmul_case(cu, 333, 1536, 4, 7, 0); /* LoRA A: x (N, C) -> (N, 4) */
+    matmul_case(cu, 333, 4, 1536, 8, 0); /* LoRA B: (N, 4) -> (N, C) */
+    setenv("FL_CUDA_FORCE_GEMM_EX", "1", 1);
+    matmul_case(cu, 335, 1536, 4, 9, 0);
+    matmul_case(cu, 335, 4, 1536, 10, 0);
+    matmul_case(cu, 335, 72, 40, 11, 0);
+    unsetenv("FL_CUDA_FORCE_GEMM_EX");
 }
 
 TEST(cuda_op_rope) {
@@ -265,6 +279,82 @@ TEST(cuda_op_attention_mma) {
     attention_case(cu, "mma", 256, 8, 2, 64);   /* GQA 4:1 */
     attention_case(cu, "mma", 200, 4, 4, 128);  /* ragged last tile, MHA */
     attention_case(cu, "mma", 130, 6, 1, 128);  /* MQA */
+}
+
+/* The tensor-core backward over strided views of fused buffers, as the engine's fused q|k|v
+ * projection lays them out: q, k, v in the columns of one (N, ld) buffer whose last 8 columns are a
+ * gap that must stay untouched; the gradients likewise (poisoned with NaN first, so an unwritten
+ * element fails). Odd rows hold documents of 37 tokens (boundaries inside tiles). Run twice: bitwise
+ * equal (no atomics). Tolerance 2e-2 relative L2 as for the other results that pass through bf16
+ * intermediates: P and dS are rounded to bf16 as tensor-core operands (2^-9 each) and summed in f32;
+ * dev/cuda/emulate_attention_bwd.py measures ~3e-3 on such shapes. */
+static void attn_bwd_qkv_case(const fl_backend *cu, int B, int T, int NH, int NKV, int HS, int docs) {
+    const fl_backend *cpu = fl_backend_cpu();
+    size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
+    int width = (NH + 2 * NKV) * HS, ld = width + 8;
+    float *q_h = rand_bf16(nq, 170, -2, 2), *k_h = rand_bf16(nkv, 171, -2, 2), *v_h = rand_bf16(nkv, 172, -1, 1);
+    float *do_h = rand_bf16(nq, 173, -1, 1), *out_h = malloc(sizeof(float) * nq), *lse_h = malloc(sizeof(float) * N * NH);
+    float *dq_h = malloc(sizeof(float) * nq), *dk_h = malloc(sizeof(float) * nkv), *dv_h = malloc(sizeof(float) * nkv);
+    int32_t *seg = malloc(sizeof(int32_t) * N);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) seg[(size_t)b * T + t] = docs && b % 2 ? t - t % 37 : 0;
+    cpu->attention_forward(out_h, lse_h, q_h, k_h, v_h, seg, B, T, NH, NKV, HS);
+    cpu->attention_backward(dq_h, dk_h, dv_h, do_h, out_h, lse_h, q_h, k_h, v_h, seg, B, T, NH, NKV, HS);
+
+    float *fused = malloc(sizeof(float) * N * ld), *grad = malloc(sizeof(float) * N * ld);
+    for (size_t n = 0; n < N; n++) {
+        float *row = fused + n * ld, *g = grad + n * ld;
+        memcpy(row, q_h + n * NH * HS, sizeof(float) * NH * HS);
+        memcpy(row + NH * HS, k_h + n * NKV * HS, sizeof(float) * NKV * HS);
+        memcpy(row + (NH + NKV) * HS, v_h + n * NKV * HS, sizeof(float) * NKV * HS);
+        for (int i = 0; i < ld; i++) g[i] = i < width ? NAN : 7.0f;
+        for (int i = width; i < ld; i++) row[i] = 7.0f;
+    }
+    void *qkv_d = cu->alloc(2 * N * ld), *dqkv_d = cu->alloc(2 * N * ld), *dqkv2_d = cu->alloc(2 * N * ld);
+    void *do_d = cu->alloc(2 * nq), *out_d = cu->alloc(2 * nq);
+    float *lse_d = cu->alloc(sizeof(float) * N * NH);
+    int32_t *seg_d = dev_i32(cu, seg, N);
+    cu->upload_act(qkv_d, fused, N * ld);
+    cu->upload_act(dqkv_d, grad, N * ld);
+    cu->upload_act(dqkv2_d, grad, N * ld);
+    cu->upload_act(do_d, do_h, nq);
+    cu->upload_act(out_d, out_h, nq);
+    cu->upload(lse_d, lse_h, sizeof(float) * N * NH);
+    fl_cuda_attention_backward_qkv(dqkv_d, do_d, out_d, lse_d, qkv_d, seg_d, B, T, NH, NKV, HS, ld);
+    fl_cuda_attention_backward_qkv(dqkv2_d, do_d, out_d, lse_d, qkv_d, seg_d, B, T, NH, NKV, HS, ld);
+    float *got = malloc(sizeof(float) * N * ld), *g_dq = malloc(sizeof(float) * nq);
+    float *g_dk = malloc(sizeof(float) * nkv), *g_dv = malloc(sizeof(float) * nkv);
+    cu->download_act(got, dqkv_d, N * ld);
+    size_t gap_changed = 0;
+    for (size_t n = 0; n < N; n++) {
+        const float *row = got + n * ld;
+        memcpy(g_dq + n * NH * HS, row, sizeof(float) * NH * HS);
+        memcpy(g_dk + n * NKV * HS, row + NH * HS, sizeof(float) * NKV * HS);
+        memcpy(g_dv + n * NKV * HS, row + (NH + NKV) * HS, sizeof(float) * NKV * HS);
+        for (int i = width; i < ld; i++) gap_changed += row[i] != 7.0f;
+    }
+    double e_dq = rel_err(g_dq, dq_h, nq), e_dk = rel_err(g_dk, dk_h, nkv), e_dv = rel_err(g_dv, dv_h, nkv);
+    CHECK_MSG(e_dq <= 2e-2 && e_dk <= 2e-2 && e_dv <= 2e-2,
+              "B=%d T=%d NH=%d NKV=%d HS=%d docs=%d: rel err dq %.3g dk %.3g dv %.3g", B, T, NH, NKV, HS, docs, e_dq,
+              e_dk, e_dv);
+    CHECK_EQ_INT(gap_changed, 0);
+    unsigned char *raw1 = malloc(2 * N * ld), *raw2 = malloc(2 * N * ld);
+    cu->download(raw1, dqkv_d, 2 * N * ld);
+    cu->download(raw2, dqkv2_d, 2 * N * ld);
+    CHECK_MSG(memcmp(raw1, raw2, 2 * N * ld) == 0, "HS=%d: two runs differ (not deterministic)", HS);
+    free(raw1); free(raw2); free(got); free(g_dq); free(g_dk); free(g_dv); free(fused); free(grad);
+    free(q_h); free(k_h); free(v_h); free(do_h); free(out_h); free(lse_h); free(dq_h); free(dk_h); free(dv_h); free(seg);
+    cu->free(qkv_d); cu->free(dqkv_d); cu->free(dqkv2_d); cu->free(do_d); cu->free(out_d); cu->free(lse_d);
+    cu->free(seg_d);
+}
+
+TEST(cuda_op_attn_bwd_mma_fused_qkv) {
+    CUDA_OR_SKIP(cu);
+    attn_bwd_qkv_case(cu, 2, 77, 12, 2, 64, 1);   /* Qwen2.5-1.5B's group of 6, odd T, documents */
+    attn_bwd_qkv_case(cu, 1, 200, 4, 4, 128, 0);  /* MHA: dK/dV written directly, ragged last tile */
+    attn_bwd_qkv_case(cu, 3, 130, 6, 1, 128, 1);  /* MQA, B = 3 */
+    attn_bwd_qkv_case(cu, 2, 256, 8, 2, 64, 1);   /* whole tiles, documents across tile borders */
+    attn_bwd_qkv_case(cu, 1, 64, 2, 1, 128, 0);   /* one tile each way */
 }
 
 TEST(cuda_op_attention_simple) {

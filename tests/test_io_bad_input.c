@@ -529,7 +529,7 @@ TEST(cli_bad_input_special_files_every_command) {
     struct { const char *file, *args, *expect; } inside[] = {
         {"config.json", "bench --model M --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", "a FIFO, not a regular file"},
         {"model.safetensors", "bench --model M --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", "a FIFO, not a regular file"},
-        {"tokenizer.json", "tokenize --model M --text hi", "no tokenizer.json"},   /* only regular files count */
+        {"tokenizer.json", "tokenize --model M --text hi", "no tokenizer files"},   /* only regular files count */
         {"config.json", "generate --model M --prompt hi --max-tokens 1 --device cpu", "a FIFO, not a regular file"},
         {"model.safetensors", "merge --model M --adapter tests/fixtures/hf/llama_gqa/adapter --out D/merged", "a FIFO, not a regular file"},
     };

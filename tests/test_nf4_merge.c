@@ -102,7 +102,7 @@ TEST(nf4_merge_adapter_into_dequantized_weights) {
     fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
     fl_rng_fill_uniform(lora.data, lora.n, fl_rng_stream(77, 0, 0, 0), -0.2f, 0.2f);
     CHECK_EQ_INT(fl_adapter_save(adapter, &lora, &cfg, &lc, NULL), 0);
-    int status = fl_nf4_merge_adapter(TINY_NF4, adapter, out);
+    int status = fl_nf4_merge_adapter(TINY_NF4, adapter, out, 0);
     CHECK_MSG(status == 0, "%s", fl_last_error());
     char *tmp_left = malloc(strlen(out) + 40);
     sprintf(tmp_left, "%s.nf4-dequantized.%d", out, (int)getpid());

@@ -43,6 +43,15 @@ static void print_ids_diff(const char *what, const char *text, const fl_token_id
     printf("   (first difference at %zu)\n", i);
 }
 
+/* Index of the first token whose original byte range differs from HF's (a flat list of start, end
+ * pairs, HF's character offsets in bytes), or got->n when all are equal. */
+static size_t offsets_differ(const fl_token_ids *got, json_t *want) {
+    if (json_array_size(want) != 2 * got->n) return 0;
+    for (size_t i = 0; i < 2 * got->n; i++)
+        if (got->offsets[i] != json_integer_value(json_array_get(want, i))) return i / 2;
+    return got->n;
+}
+
 /* Checks every fixture line of `model`; returns the number of strings checked. */
 static void check_parity(const char *model) {
     fl_tokenizer *tok = load_shared(model);
@@ -54,23 +63,35 @@ static void check_parity(const char *model) {
     if (!f) { fl_tokenizer_free(tok); return; }
     char *line = NULL;
     size_t cap = 0;
-    int n_text = 0, n_decode = 0, bad = 0;
+    int n_text = 0, n_decode = 0, n_offsets = 0, bad = 0;
     while (getline(&line, &cap, f) > 0) {
         json_error_t err;
         json_t *row = json_loads(line, JSON_ALLOW_NUL, &err);
         CHECK_MSG(row != NULL, "%s: bad fixture line: %s", path, err.text);
         if (!row) continue;
         json_t *text = json_object_get(row, "text");
+        if (json_object_get(row, "bad_json")) { // for the CLI's JSONL mode (test_tokenizer_cli.c)
+            json_decref(row);
+            continue;
+        }
         if (text) {
             const char *s = json_string_value(text);
             size_t len = json_string_length(text);
-            fl_token_ids ids = {0}, plain = {0};
+            fl_token_ids ids = {.want_offsets = 1}, plain = {0}; // offsets: no word cache; plain: cached
             CHECK_EQ_INT(fl_tokenizer_encode(tok, s, len, FL_ENCODE_ADD_SPECIAL, &ids), 0);
             CHECK_EQ_INT(fl_tokenizer_encode(tok, s, len, 0, &plain), 0);
+            json_t *offsets = json_object_get(row, "offsets");
             if (!ids_equal(&ids, json_object_get(row, "ids"))) {
                 if (bad++ < 8) print_ids_diff("ids", s, &ids, json_object_get(row, "ids"));
             } else if (!ids_equal(&plain, json_object_get(row, "ids_plain"))) {
                 if (bad++ < 8) print_ids_diff("ids_plain", s, &plain, json_object_get(row, "ids_plain"));
+            } else if (offsets) {
+                size_t k = offsets_differ(&ids, offsets);
+                if (k < ids.n && bad++ < 8)
+                    printf("    offsets mismatch on \"%.60s\" at token %zu: got [%u, %u), want [%lld, %lld)\n", s, k,
+                           ids.offsets[2 * k], ids.offsets[2 * k + 1], (long long)json_integer_value(json_array_get(offsets, 2 * k)),
+                           (long long)json_integer_value(json_array_get(offsets, 2 * k + 1)));
+                n_offsets += offsets != NULL;
             }
             char *dec;
             size_t dl;
@@ -104,7 +125,7 @@ static void check_parity(const char *model) {
     }
     free(line);
     fclose(f);
-    printf("    %s: %d strings, %d decode cases, %d mismatches\n", model, n_text, n_decode, bad);
+    printf("    %s: %d strings (%d with offsets), %d decode cases, %d mismatches\n", model, n_text, n_offsets, n_decode, bad);
     CHECK_EQ_INT(bad, 0);
     CHECK(n_text > 50);
     fl_tokenizer_free(tok);

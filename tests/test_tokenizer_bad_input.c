@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A folder with files {name, content, name, content, ..., NULL}; returns its path (static). */
@@ -68,7 +70,23 @@ TEST(tokenizer_bad_input_missing_dir) {
 
 TEST(tokenizer_bad_input_no_tokenizer_files) {
     const char *files[] = {"config.json", "{}", NULL};
-    expect_load_error(files, "no tokenizer.json, vocab.json + merges.txt, or tokenizer.model", NULL);
+    expect_load_error(files, "no tokenizer files: looked for tokenizer.json, vocab.json + merges.txt, tokenizer.model "
+                             "and original/tokenizer.model in this folder", NULL);
+}
+
+/* An instruct folder with configs only (its tokenizer lives in the base model's folder, as
+ * ../shared/models/Qwen2.5-0.5B-Instruct): the error names the folder, what was looked for, and why. */
+TEST(tokenizer_bad_input_config_only_folder) {
+    const char *files[] = {"config.json", "{}", "tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\"}", NULL};
+    expect_load_error(files, "in this folder (tokenizer_config.json alone has no vocabulary: copy the tokenizer files of "
+                             "the base model into it)", "looked for tokenizer.json, vocab.json + merges.txt");
+    const char *shared = fl_test_shared_dir();
+    if (!shared) return;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/models/Qwen2.5-0.5B-Instruct", shared);
+    fl_tokenizer *tok;
+    CHECK_EQ_INT(fl_tokenizer_load(&tok, dir), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "Qwen2.5-0.5B-Instruct: no tokenizer files: looked for tokenizer.json");
 }
 
 TEST(tokenizer_bad_input_malformed_json) {
@@ -166,7 +184,7 @@ TEST(tokenizer_bad_input_encode_decode) {
     size_t len;
     CHECK_EQ_INT(fl_tokenizer_decode(tok, bad, 2, 0, &text, &len), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "id 99 at position 1 is not in the vocabulary");
-    fl_chat_message m = {"user", "hi"};
+    fl_chat_message m = {.role = "user", .content = "hi"};
     fl_chat_rendered r;
     CHECK_EQ_INT(fl_tokenizer_chat_render(tok, FL_CHAT_AUTO, &m, 1, 1, &r), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "chat_template: none");
@@ -187,23 +205,160 @@ TEST(tokenizer_bad_input_unknown_chat_template) {
     CHECK_EQ_INT(fl_tokenizer_chat_format(tok, &f), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "chat_template: not a known format");
     CHECK_STR_CONTAINS(fl_last_error(), "zephyr (TinyLlama-Chat), llama3");
-    fl_chat_message m[] = {{"tool", "x"}};
+    fl_chat_message m[] = {{.role = "tool", .content = "x"}};
     fl_chat_rendered r;
     CHECK_EQ_INT(fl_tokenizer_chat_render(tok, FL_CHAT_CHATML, m, 1, 0, &r), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "messages[0].role: 'tool'");
     fl_tokenizer_free(tok);
 }
 
-TEST(tokenizer_bad_input_llama3_without_template) {
-    const char *shared = fl_test_shared_dir();
-    if (!shared) SKIP("../shared not found");
+/* The tokenizer of ../shared/models/<name> (the caller SKIPs when ../shared is absent). */
+static fl_tokenizer *load_shared_model(const char *name) {
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/models/Llama-3.2-1B", shared);
-    fl_tokenizer *tok;
-    CHECK_EQ_INT(fl_tokenizer_load(&tok, dir), 0);
+    snprintf(dir, sizeof dir, "%s/models/%s", fl_test_shared_dir(), name);
+    fl_tokenizer *tok = NULL;
+    CHECK_MSG(fl_tokenizer_load(&tok, dir) == 0, "load %s: %s", dir, fl_last_error());
+    return tok;
+}
+
+TEST(tokenizer_bad_input_llama3_without_template) {
+    if (!fl_test_shared_dir()) SKIP("../shared not found");
+    fl_tokenizer *tok = load_shared_model("Llama-3.2-1B");
     if (!tok) return;
     fl_chat_format f;
     CHECK_EQ_INT(fl_tokenizer_chat_format(tok, &f), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "Llama-3.2-1B: chat_template: none");
     fl_tokenizer_free(tok);
+}
+
+/* A word that encodes to no ids into an empty list (SmolLM2 has no token for byte 0x16; HF
+ * tokenizers gives [] for "\x16\x16" and [81] for "a\x16\x16"): no NULL arithmetic or memcpy from
+ * NULL on the miss nor on the word-cache hit (UBSan in `make asan-test`). */
+TEST(tokenizer_bad_input_word_without_tokens) {
+    if (!fl_test_shared_dir()) SKIP("../shared not found");
+    fl_tokenizer *tok = load_shared_model("SmolLM2-135M-Instruct");
+    if (!tok) return;
+    for (int round = 0; round < 2; round++) { // round 1 hits the word cache
+        fl_token_ids ids = {0};
+        CHECK_EQ_INT(fl_tokenizer_encode(tok, "\x16\x16", 2, FL_ENCODE_ADD_SPECIAL, &ids), 0);
+        CHECK_EQ_INT(ids.n, 0);
+        CHECK_EQ_INT(fl_tokenizer_encode(tok, "a\x16\x16", 3, 0, &ids), 0);
+        CHECK_EQ_INT(ids.n, 1);
+        if (ids.n == 1) CHECK_EQ_INT(ids.ids[0], 81);
+        fl_token_ids_free(&ids);
+    }
+    fl_tokenizer_free(tok);
+}
+
+/* Loads `dir` in a child process that cannot read `unreadable` (mode 000; as root the child drops
+ * to user nobody, for whom permissions apply) and returns the child's error line in `msg`. */
+static int load_error_unprivileged(const char *dir, const char *unreadable, char *msg, size_t cap) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, unreadable);
+    if (chmod(dir, 0755) || chmod(path, 0)) return -1;
+    int fd[2];
+    if (pipe(fd)) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        struct passwd *nobody = getpwnam("nobody");
+        if (geteuid() == 0 && (!nobody || setgid(nobody->pw_gid) || setuid(nobody->pw_uid))) _exit(3);
+        fl_tokenizer *tok;
+        int rc = fl_tokenizer_load(&tok, dir);
+        if (!rc) fl_tokenizer_free(tok);
+        const char *e = rc ? fl_last_error() : "loaded";
+        if (write(fd[1], e, strlen(e)) < 0) _exit(4);
+        _exit(rc == FL_ERR_INPUT ? 0 : 5);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t got;
+    while (n + 1 < cap && (got = read(fd[0], msg + n, cap - 1 - n)) > 0) n += (size_t)got;
+    msg[n] = 0;
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    chmod(path, 0644);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* An unreadable file is "cannot read FILE: Permission denied" (not a JSON parse error at line -1),
+ * for each file the loader reads. */
+TEST(tokenizer_bad_input_unreadable_files) {
+    const char *tj[] = {"tokenizer.json", "{" TINY_MODEL "}", "tokenizer_config.json", "{}", "chat_template.jinja", "x", NULL};
+    const char *vm[] = {"vocab.json", "{\"a\": 0}", "merges.txt", "", "tokenizer_config.json",
+                        "{\"tokenizer_class\": \"Qwen2Tokenizer\"}", NULL};
+    const char *tt[] = {"tokenizer.model", "IQ== 0\n", "tokenizer_config.json", "{}", NULL};
+    struct { const char *const *files; const char *unreadable; } cases[] = {
+        {tj, "tokenizer.json"}, {tj, "tokenizer_config.json"}, {tj, "chat_template.jinja"},
+        {vm, "vocab.json"}, {vm, "merges.txt"}, {tt, "tokenizer.model"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = make_dir(cases[i].files);
+        CHECK(dir != NULL);
+        if (!dir) continue;
+        char msg[512], want[256];
+        int rc = load_error_unprivileged(dir, cases[i].unreadable, msg, sizeof msg);
+        snprintf(want, sizeof want, "cannot read %s/%s: Permission denied", dir, cases[i].unreadable);
+        CHECK_MSG(rc == 0, "%s: child exited %d (%s)", cases[i].unreadable, rc, msg);
+        CHECK_STR_CONTAINS(msg, want);
+        CHECK(strstr(msg, "line -1") == NULL);
+        remove_dir(dir, cases[i].files);
+    }
+}
+
+/* `tokenize --jsonl` on bad lines: each gives {"error": "line N: ..."} in its place, good lines
+ * still answer, exit status 2 with one summary line; never a crash (ASan in `make asan-test`). */
+TEST(tokenizer_bad_input_jsonl_lines) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    const char *files[] = {"tokenizer.json", "{" TINY_MODEL "}", "in.jsonl",
+                           "{\"text\": \"ab\"}\n"
+                           "not json\n"
+                           "{\"text\": \"lone \\ud800\"}\n"
+                           "[1, 2]\n"
+                           "{}\n"
+                           "{\"text\": 5}\n"
+                           "{\"text\": \"a\", \"ids\": [0]}\n"
+                           "{\"ids\": [0, 99]}\n"
+                           "{\"ids\": [-1]}\n"
+                           "{\"ids\": [1e3]}\n"
+                           "{\"ids\": \"0\"}\n"
+                           "{\"ids\": [0], \"skip_special_tokens\": 1}\n"
+                           "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n"
+                           "{\"messages\": [{\"role\": \"us\\u0000er\", \"content\": \"a\"}]}\n"
+                           "{\"messages\": 3}\n"
+                           "\n"
+                           "{\"ids\": [2, 0]}\n",
+                           NULL};
+    const char *dir = make_dir(files);
+    CHECK(dir != NULL);
+    if (!dir) return;
+    char cmd[1024], out[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(cmd, sizeof cmd, "%s tokenize --model %s --jsonl %s/in.jsonl > %s 2> %s.err", bin, dir, dir, out, out);
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    char line[512];
+    int n = 0, errors = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        n++;
+        if (strstr(line, "{\"error\":")) {
+            char want[32];
+            snprintf(want, sizeof want, "\"line %d: ", n + (n >= 16)); // the blank line 16 gives no output
+            CHECK_STR_CONTAINS(line, want);
+            errors++;
+        }
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(n, 16);
+    CHECK_EQ_INT(errors, 14); // all but the first and the last line
+    snprintf(cmd, sizeof cmd, "grep -q 'in.jsonl: 14 of 16 lines failed (first: line 2: column' %s.err", out);
+    CHECK_EQ_INT(system(cmd), 0);
+    unlink(out);
+    snprintf(out + strlen(out), sizeof out - strlen(out), ".err");
+    unlink(out);
+    remove_dir(dir, files);
 }

@@ -161,7 +161,7 @@ int cmd_generate(int argc, char **argv) {
             if (marker) eot = fl_tokenizer_token_to_id(tok, marker);
             if (eot >= 0 && go.n_stop < 8) go.stop_ids[go.n_stop++] = eot;
         }
-        if (!rc && system_msg) msgs[n_msgs++] = (fl_chat_message){"system", strdup(system_msg)};
+        if (!rc && system_msg) msgs[n_msgs++] = (fl_chat_message){.role = "system", .content = strdup(system_msg)};
         rc = rc ? rc : fl_decoder_init(&dec, &m, m.cfg.max_position_embeddings > 0 ? m.cfg.max_position_embeddings : 4096,
                                        adapter != NULL);
         out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
@@ -171,7 +171,7 @@ int cmd_generate(int argc, char **argv) {
         while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (len = getline(&line, &cap, stdin)) > 0)) {
             while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
             if (!len) continue;
-            msgs[n_msgs++] = (fl_chat_message){"user", strdup(line)};
+            msgs[n_msgs++] = (fl_chat_message){.role = "user", .content = strdup(line)};
             fl_chat_rendered r = {0};
             rc = fl_tokenizer_chat_render(tok, FL_CHAT_AUTO, msgs, (size_t)n_msgs, 1, &r);
             if (!rc && (int)r.ids.n + max_tokens > dec.capacity) rc = fl_input_error("the conversation is longer than the model's context");
@@ -184,7 +184,7 @@ int cmd_generate(int argc, char **argv) {
             char *reply = NULL;
             size_t rl;
             if (!rc && fl_tokenizer_decode(tok, out, (size_t)n_out, 1, &reply, &rl) == 0)
-                msgs[n_msgs++] = (fl_chat_message){"assistant", reply};
+                msgs[n_msgs++] = (fl_chat_message){.role = "assistant", .content = reply};
         }
         free(line);
         for (int i = 0; i < n_msgs; i++) free((void *)msgs[i].content);

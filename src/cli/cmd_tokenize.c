@@ -1,10 +1,12 @@
 /* cmd_tokenize.c — `fastlora tokenize`: text in, ids out (and back), with a model's own tokenizer.
- * For users checking what the trainer will see and for debugging the tokenizer against HF.
+ * For users checking what the trainer will see, for scripts (the JSONL batch mode loads the
+ * tokenizer once for many strings) and for debugging the tokenizer against HF.
  *
  *   fastlora tokenize --model DIR --text "Hello world"        ids, one line, space separated
  *   fastlora tokenize --model DIR --file notes.txt            same for a file's bytes
  *   fastlora tokenize --model DIR --decode 9707 1879          text of ids
  *   fastlora tokenize --model DIR --chat conv.json            rendered chat as JSON: text, ids, spans
+ *   fastlora tokenize --model DIR --jsonl in.jsonl            one JSON line out per JSON line in
  * Options: --no-special (no BOS/post-processor), --split-special (special tokens in the text are
  * plain text), --chat-format chatml|zephyr|llama3 (instead of the folder's template),
  * --generation-prompt (append the assistant header after the chat), --bench N (with --file: encode
@@ -12,7 +14,7 @@
  * tools/bench_tokenizer.py), --paragraphs (with --bench: encode each "\n\n"-separated paragraph
  * as its own call, as a data loader would).
  * conv.json is a list of {"role", "content"} or {"messages": [...], "add_generation_prompt": bool}.
- * Not here: batch/dataset tokenization (the trainer's data loader does that).
+ * Not here: dataset tokenization for training (the trainer's data loader does that).
  */
 #include "cli/commands.h"
 
@@ -20,6 +22,7 @@
 #include "io/file_util.h"
 #include "tokenizer/tokenizer.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +30,18 @@
 #include <time.h>
 
 static const char usage_text[] =
-    "usage: fastlora tokenize --model DIR (--text STR | --file F | --decode ID... | --chat FILE.json)\n"
+    "usage: fastlora tokenize --model DIR (--text STR | --file F | --decode ID... | --chat FILE.json | --jsonl IN)\n"
     "       [--no-special] [--split-special] [--chat-format chatml|zephyr|llama3] [--generation-prompt]\n"
-    "       [--bench N [--paragraphs]]\n";
+    "       [--bench N [--paragraphs]]\n"
+    "\n"
+    "  --jsonl IN   batch mode: reads JSON lines from the file IN (`-`: standard input) and writes one\n"
+    "               JSON line per input line, in order (blank lines are skipped):\n"
+    "                 {\"text\": str}                     -> {\"ids\": [...]}\n"
+    "                 {\"ids\": [...], \"skip_special_tokens\": bool}  -> {\"text\": str}   (decode)\n"
+    "                 {\"messages\": [{\"role\", \"content\"}, ...], \"add_generation_prompt\": bool}\n"
+    "                   -> {\"text\": str, \"ids\": [...], \"assistant_bytes\": [[s, e], ...], \"assistant_tokens\": [...]}\n"
+    "               --no-special, --split-special and --chat-format apply to every line. A bad line gives\n"
+    "               {\"error\": \"line N: ...\"}, the others go on; the exit status is then 2.\n";
 
 static int fail(int rc) {
     fprintf(stderr, "fastlora tokenize: %s\n", fl_last_error());
@@ -40,50 +52,155 @@ static int read_file(const char *path, char **out, size_t *len) {
     return fl_file_read_all(path, FL_FILE_TEXT, out, len);
 }
 
-static int run_chat(fl_tokenizer *tok, const char *path, fl_chat_format format, int gen) {
-    json_t *root;
-    FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, 0, &root));
-    json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
-    if (json_is_object(root) && json_is_true(json_object_get(root, "add_generation_prompt"))) gen = 1;
-    if (!json_is_array(msgs)) { json_decref(root); return fl_input_error("%s: messages: expected a list", path); }
+static json_t *ids_json(const int32_t *ids, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+/* Renders a JSON list of {"role", "content"} (contents may hold U+0000) into a JSON object
+ * {text, ids, assistant_bytes, assistant_tokens}. Errors name the field, not the file. */
+static int render_chat(fl_tokenizer *tok, json_t *msgs, fl_chat_format format, int gen, json_t **out) {
+    *out = NULL;
+    if (!json_is_array(msgs)) return fl_input_error("messages: expected a list");
     size_t n = json_array_size(msgs);
     fl_chat_message *m = fl_calloc(n ? n : 1, sizeof *m);
     for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(msgs, i);
-        m[i].role = json_string_value(json_object_get(it, "role"));
-        m[i].content = json_string_value(json_object_get(it, "content"));
-        if (!m[i].role || !m[i].content) {
+        json_t *it = json_array_get(msgs, i), *role = json_object_get(it, "role"), *content = json_object_get(it, "content");
+        if (!json_is_string(role) || !json_is_string(content) || strlen(json_string_value(role)) != json_string_length(role)) {
             free(m);
-            json_decref(root);
-            return fl_input_error("%s: messages[%zu]: expected {\"role\": str, \"content\": str}", path, i);
+            return fl_input_error("messages[%zu]: expected {\"role\": str, \"content\": str}", i);
         }
+        m[i].role = json_string_value(role);
+        m[i].content = json_string_value(content);
+        m[i].content_len = json_string_length(content);
     }
     fl_chat_rendered r;
     int rc = fl_tokenizer_chat_render(tok, format, m, n, gen, &r);
     free(m);
-    json_decref(root);
     if (rc) return rc;
-    json_t *out = json_object();
-    json_object_set_new(out, "text", json_stringn(r.text, r.len));
-    json_t *ids = json_array(), *sb = json_array(), *st = json_array();
-    for (size_t i = 0; i < r.ids.n; i++) json_array_append_new(ids, json_integer(r.ids.ids[i]));
+    json_t *o = json_object(), *sb = json_array(), *st = json_array();
+    json_object_set_new(o, "text", json_stringn(r.text, r.len));
+    json_object_set_new(o, "ids", ids_json(r.ids.ids, r.ids.n));
     for (size_t i = 0; i < r.n_spans; i++) {
         json_array_append_new(sb, json_pack("[II]", (json_int_t)r.assistant_bytes[i].start, (json_int_t)r.assistant_bytes[i].end));
         json_array_append_new(st, json_pack("[II]", (json_int_t)r.assistant_tokens[i].start, (json_int_t)r.assistant_tokens[i].end));
     }
-    json_object_set_new(out, "ids", ids);
-    json_object_set_new(out, "assistant_bytes", sb);
-    json_object_set_new(out, "assistant_tokens", st);
-    char *s = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
-    puts(s);
-    free(s);
-    json_decref(out);
+    json_object_set_new(o, "assistant_bytes", sb);
+    json_object_set_new(o, "assistant_tokens", st);
     fl_chat_rendered_free(&r);
+    *out = o;
     return 0;
 }
 
+static void print_json_line(json_t *o) {
+    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    puts(s);
+    free(s);
+}
+
+static int run_chat(fl_tokenizer *tok, const char *path, fl_chat_format format, int gen) {
+    json_t *root;
+    FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, JSON_ALLOW_NUL, &root));
+    json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
+    if (json_is_object(root) && json_is_true(json_object_get(root, "add_generation_prompt"))) gen = 1;
+    json_t *out;
+    int rc = render_chat(tok, msgs, format, gen, &out);
+    json_decref(root);
+    if (rc) {
+        char msg[1024]; // the message names the field; say which file
+        snprintf(msg, sizeof msg, "%s", fl_last_error());
+        return fl_fail(rc, "%s: %s", path, msg);
+    }
+    print_json_line(out);
+    json_decref(out);
+    return 0;
+}
+
+/* ---- --jsonl: many strings through one loaded tokenizer ------------------------------------- */
+
+/* One input object to one output object (or an error status). */
+static int jsonl_row(fl_tokenizer *tok, json_t *row, int flags, fl_chat_format format, int gen, json_t **out) {
+    *out = NULL;
+    if (!json_is_object(row)) return fl_input_error("expected an object with text, ids or messages");
+    json_t *text = json_object_get(row, "text"), *ids = json_object_get(row, "ids"), *msgs = json_object_get(row, "messages");
+    if ((text != NULL) + (ids != NULL) + (msgs != NULL) != 1)
+        return fl_input_error("expected exactly one of the fields text, ids, messages");
+    if (msgs) {
+        json_t *g = json_object_get(row, "add_generation_prompt");
+        if (g && !json_is_boolean(g)) return fl_input_error("add_generation_prompt: expected true/false");
+        return render_chat(tok, msgs, format, gen || json_is_true(g), out);
+    }
+    if (text) {
+        if (!json_is_string(text)) return fl_input_error("text: expected a string");
+        fl_token_ids r = {0};
+        int rc = fl_tokenizer_encode(tok, json_string_value(text), json_string_length(text), flags, &r);
+        if (!rc) *out = json_pack("{so}", "ids", ids_json(r.ids, r.n));
+        fl_token_ids_free(&r);
+        return rc;
+    }
+    json_t *skip = json_object_get(row, "skip_special_tokens");
+    if (!json_is_array(ids)) return fl_input_error("ids: expected a list of token ids");
+    if (skip && !json_is_boolean(skip)) return fl_input_error("skip_special_tokens: expected true/false");
+    size_t n = json_array_size(ids);
+    int32_t *v = fl_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_array_get(ids, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX) {
+            free(v);
+            return fl_input_error("ids[%zu]: expected a token id (integer >= 0)", i);
+        }
+        v[i] = (int32_t)json_integer_value(x);
+    }
+    char *s = NULL;
+    size_t len;
+    int rc = fl_tokenizer_decode(tok, v, n, json_is_true(skip), &s, &len);
+    free(v);
+    if (!rc) *out = json_pack("{so}", "text", json_stringn(s, len));
+    free(s);
+    return rc;
+}
+
+static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, fl_chat_format format, int gen) {
+    int from_stdin = !strcmp(path, "-");
+    const char *name = from_stdin ? "standard input" : path;
+    FILE *f = stdin;
+    if (!from_stdin) FL_TRY(fl_file_fopen_read(path, FL_FILE_TEXT, &f));
+    char *line = NULL, first_error[512] = "";
+    size_t cap = 0, line_no = 0, n_rows = 0, n_bad = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, f)) > 0) {
+        line_no++;
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
+        if (!len) continue;
+        n_rows++;
+        json_error_t err;
+        json_t *row = json_loadb(line, len, JSON_ALLOW_NUL, &err), *out = NULL;
+        int rc = row ? jsonl_row(tok, row, flags, format, gen, &out)
+                     : fl_input_error("column %d: malformed JSON: %s", err.column, err.text);
+        json_decref(row);
+        if (rc) {
+            json_t *msg = json_sprintf("line %zu: %s", line_no, fl_last_error()); // NULL if not UTF-8
+            if (!msg) msg = json_sprintf("line %zu: bad input", line_no);
+            if (!n_bad++) snprintf(first_error, sizeof first_error, "%s", json_string_value(msg));
+            out = json_pack("{so}", "error", msg);
+        }
+        print_json_line(out);
+        json_decref(out);
+    }
+    int read_failed = ferror(f), e = errno;
+    free(line);
+    if (!from_stdin) fclose(f);
+    if (read_failed) return fl_input_error("cannot read %s: %s", name, strerror(e));
+    if (n_bad) return fl_input_error("%s: %zu of %zu lines failed (first: %s)", name, n_bad, n_rows, first_error);
+    return 0;
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *text = NULL, *file = NULL, *chat = NULL, *chat_format = NULL;
+    const char *model = NULL, *text = NULL, *file = NULL, *chat = NULL, *chat_format = NULL, *jsonl = NULL;
     int flags = FL_ENCODE_ADD_SPECIAL, decode_from = -1, gen = 0, bench = 0, paragraphs = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -93,6 +210,7 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--text") && has_value) text = argv[++i];
         else if (!strcmp(a, "--file") && has_value) file = argv[++i];
         else if (!strcmp(a, "--chat") && has_value) chat = argv[++i];
+        else if (!strcmp(a, "--jsonl") && has_value) jsonl = argv[++i];
         else if (!strcmp(a, "--chat-format") && has_value) chat_format = argv[++i];
         else if (!strcmp(a, "--no-special")) flags &= ~FL_ENCODE_ADD_SPECIAL;
         else if (!strcmp(a, "--split-special")) flags |= FL_ENCODE_SPLIT_SPECIAL;
@@ -105,9 +223,10 @@ int cmd_tokenize(int argc, char **argv) {
             return 2;
         }
     }
-    int modes = (text != NULL) + (file != NULL) + (chat != NULL) + (decode_from >= 0);
+    int modes = (text != NULL) + (file != NULL) + (chat != NULL) + (jsonl != NULL) + (decode_from >= 0);
     if (!model || modes != 1) {
-        fprintf(stderr, "fastlora tokenize: need --model and exactly one of --text, --file, --decode, --chat\n%s", usage_text);
+        fprintf(stderr, "fastlora tokenize: need --model and exactly one of --text, --file, --decode, --chat, --jsonl\n%s",
+                usage_text);
         return 2;
     }
     fl_chat_format format = FL_CHAT_AUTO;
@@ -141,6 +260,8 @@ int cmd_tokenize(int argc, char **argv) {
         free(ids);
     } else if (chat) {
         rc = run_chat(tok, chat, format, gen);
+    } else if (jsonl) {
+        rc = run_jsonl(tok, jsonl, flags, format, gen);
     } else {
         char *buf = NULL;
         size_t len = text ? strlen(text) : 0;

@@ -16,7 +16,7 @@ static const command commands[] = {
     {"gpus", cmd_gpus, "the GPU catalog: memory, bandwidth, dense TFLOPS, power, price"},
     {"plan", cmd_plan, "memory, fit, speed, time and cost of a fine-tuning run on every GPU"},
     {"board", cmd_board, "leaderboards (Markdown, HTML) from bench result records"},
-    {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer (--text, --file, --decode, --chat)"},
+    {"tokenize", cmd_tokenize, "text to token ids and back with a model's tokenizer (--text, --file, --decode, --chat, --jsonl)"},
     {"train", cmd_train, "LoRA fine-tuning: model folder + JSONL data in, PEFT adapter out (checkpoints, resume, eval)"},
     {"generate", cmd_generate, "sample text from a model (+ adapter) with a KV cache (--prompt, --chat)"},
     {"merge", cmd_merge, "fold an adapter into the base: a full HF folder in the original dtypes"},

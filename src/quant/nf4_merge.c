@@ -222,12 +222,12 @@ static void remove_flat_dir(const char *dir) {
     rmdir(dir);
 }
 
-int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir) {
+int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force) {
     char *tmp = malloc(strlen(out_dir) + 32);
     sprintf(tmp, "%s.nf4-dequantized.%d", out_dir, (int)getpid());
     int status = fl_nf4_dequantize_folder(model_dir, tmp);
     if (!status) status = link_other_files(model_dir, tmp);
-    if (!status) status = fl_merge_adapter(tmp, adapter_dir, out_dir, 0);
+    if (!status) status = fl_merge_adapter(tmp, adapter_dir, out_dir, force);
     remove_flat_dir(tmp);
     free(tmp);
     return status;

@@ -15,6 +15,6 @@ int fl_nf4_dequantize_folder(const char *model_dir, const char *out_dir);
 
 /* Merges adapter_dir into the dequantized model_dir, written to out_dir (as fl_merge_adapter). An
  * intermediate float folder `<out_dir>.nf4-dequantized.<pid>` exists during the call. */
-int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir);
+int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force);
 
 #endif

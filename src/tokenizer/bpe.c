@@ -112,7 +112,7 @@ static void cache_put(fl_word_cache *c, const char *word, size_t len, uint64_t h
     c->key_len_total += len;
     c->ids_off[i] = (uint32_t)c->id_len_total;
     c->ids_len[i] = (uint32_t)n;
-    memcpy(c->id_arena + c->id_len_total, ids, n * sizeof *ids);
+    if (n) memcpy(c->id_arena + c->id_len_total, ids, n * sizeof *ids); // a word may encode to no ids
     c->id_len_total += n;
     c->count++;
 }
@@ -244,11 +244,21 @@ static void merge_all(fl_tokenizer *tok, size_t n) {
     }
 }
 
-void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const uint32_t *map, uint32_t base,
+/* Original byte range of word bytes [s, e), widened to whole characters (the map's ranges are). */
+static void token_range(const char *word, size_t len, const fl_norm_map *map, uint32_t base, size_t s, size_t e,
+                        uint32_t *a, uint32_t *b) {
+    if (map) { *a = map->start[s]; *b = map->end[e - 1]; return; }
+    while (s > 0 && ((unsigned char)word[s] & 0xC0) == 0x80) s--;
+    while (e < len && ((unsigned char)word[e] & 0xC0) == 0x80) e++;
+    *a = base + (uint32_t)s;
+    *b = base + (uint32_t)e;
+}
+
+void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const fl_norm_map *map, uint32_t base,
                         fl_token_ids *out) {
     if (len == 0) return;
     const fl_pipeline *p = &tok->pipe;
-    uint32_t wstart = map ? map[0] : base, wend = map ? map[len] : base + (uint32_t)len;
+    uint32_t wstart = map ? map->start[0] : base, wend = map ? map->end[len - 1] : base + (uint32_t)len;
     int cacheable = len <= CACHE_MAX_WORD && !out->want_offsets;
     uint64_t h = 0;
     if (cacheable) {
@@ -280,8 +290,10 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const u
     merge_all(tok, n);
     size_t first = out->n;
     for (size_t i = 0; i < n; i = s->next[i] >= 0 ? (size_t)s->next[i] : n) {
-        uint32_t a = map ? map[s->start[i]] : base + s->start[i], b = map ? map[s->end[i]] : base + s->end[i];
+        uint32_t a = 0, b = 0;
+        if (out->want_offsets) token_range(word, len, map, base, s->start[i], s->end[i], &a, &b);
         fl_token_ids_push(out, s->id[i], a, b);
     }
-    if (cacheable) cache_put(&tok->cache, word, len, h, out->ids + first, out->n - first);
+    // a word of bytes without tokens encodes to nothing: out->ids may still be NULL then
+    if (cacheable) cache_put(&tok->cache, word, len, h, out->n > first ? out->ids + first : NULL, out->n - first);
 }

@@ -100,6 +100,10 @@ static void py_strip(const char *s, size_t *start, size_t *end) {
     *end = e;
 }
 
+static size_t message_len(const fl_chat_message *m) {
+    return m->content_len ? m->content_len : strlen(m->content);
+}
+
 static const char *token_content(const fl_tokenizer *tok, int32_t id) {
     const fl_added_token *t = fl_added_tokens_by_id(&tok->added, id);
     return t ? t->content : NULL;
@@ -117,7 +121,7 @@ int fl_tokenizer_chat_render(fl_tokenizer *tok, fl_chat_format format, const fl_
         if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")))
             return fl_input_error("chat: messages[%zu].role: '%s' is not system, user or assistant", i, r ? r : "(null)");
         if (!messages[i].content) return fl_input_error("chat: messages[%zu].content: missing", i);
-        size_t cl = strlen(messages[i].content);
+        size_t cl = message_len(&messages[i]);
         if (fl_utf8_validate(messages[i].content, cl) != cl) return fl_input_error("chat: messages[%zu].content: invalid UTF-8", i);
     }
     const char *eos = NULL, *bos = NULL;
@@ -141,7 +145,7 @@ int fl_tokenizer_chat_render(fl_tokenizer *tok, fl_chat_format format, const fl_
     if (format == FL_CHAT_LLAMA3) puts_(&b, bos);
     for (size_t i = 0; i < n_messages; i++) {
         const char *role = messages[i].role, *c = messages[i].content;
-        size_t cs = 0, ce = strlen(c);
+        size_t cs = 0, ce = message_len(&messages[i]);
         if (format == FL_CHAT_CHATML) { puts_(&b, "<|im_start|>"); puts_(&b, role); puts_(&b, "\n"); }
         else if (format == FL_CHAT_ZEPHYR) { puts_(&b, "<|"); puts_(&b, role); puts_(&b, "|>\n"); }
         else { puts_(&b, "<|start_header_id|>"); puts_(&b, role); puts_(&b, "<|end_header_id|>\n\n"); py_strip(c, &cs, &ce); }

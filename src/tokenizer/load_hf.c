@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "io/file_util.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,11 +58,14 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Reads a whole file (NUL-terminated). */
+/* Reads a whole file (NUL-terminated); a file that cannot be opened or read is one line,
+ * "cannot read FILE: reason". Every file of the tokenizer is read through here (JSON files are
+ * parsed from the buffer), so size limits or regular-file checks belong in this one place. */
 static int read_all(const char *path, char **out, size_t *len) {
     return fl_file_read_all(path, FL_FILE_TOKENIZER, out, len);
 }
 
+/* Parses a whole JSON file; strings may hold U+0000 (JSON_ALLOW_NUL). */
 static int load_json(const char *path, json_t **out) {
     return fl_file_load_json(path, FL_FILE_TOKENIZER, JSON_ALLOW_NUL, out);
 }
@@ -124,7 +128,7 @@ static int add_pre_step(fl_tokenizer *tok, int kind, const char *pattern, const 
     char where[512];
     snprintf(where, sizeof where, "%s: %s", file, field);
     fl_pre_step *st = &tok->pipe.pre[tok->pipe.n_pre];
-    FL_TRY(fl_regex_compile(&st->regex, pattern, where));
+    FL_TRY(fl_regex_compile(&st->regex, pattern, kind == FL_PRE_DIGITS, where));
     st->kind = kind;
     tok->pipe.n_pre++;
     return 0;
@@ -760,7 +764,11 @@ static int load_dir(fl_tokenizer *tok, const char *dir) {
             rc = load_tiktoken(tok, path, text, len);
         free(text);
     } else {
-        rc = fl_input_error("%s: no tokenizer.json, vocab.json + merges.txt, or tokenizer.model", dir);
+        // e.g. an instruct folder holding only configs, its tokenizer left in the base model's folder
+        rc = fl_input_error("%s: no tokenizer files: looked for tokenizer.json, vocab.json + merges.txt, tokenizer.model "
+                            "and original/tokenizer.model in this folder%s", dir,
+                            cfg ? " (tokenizer_config.json alone has no vocabulary: copy the tokenizer files of the "
+                                  "base model into it)" : "");
     }
     if (rc) goto done;
     if (cfg) rc = apply_config(tok, cfg, cfg_path);

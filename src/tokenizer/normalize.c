@@ -1,11 +1,14 @@
 /* normalize.c — the normalizers of tokenizer.json: NFC (Qwen2), Prepend and Replace (the
  * SentencePiece-style "▁" of Llama-2 / TinyLlama), applied in that order to one segment of text
- * (the text between two added tokens), keeping the original byte offset of every output byte.
+ * (the text between two added tokens), keeping for every output byte the original range of the
+ * character(s) it stems from (fl_norm_map): a prepended "▁" stems from the segment's first
+ * character, as in HF tokenizers, so a token made of it alone covers that character.
  *
  * NFC: text made only of code points that are NFC quick-check "Yes" with combining class 0 (ASCII,
  * most Latin, CJK, ...) is returned untouched; otherwise the segment is fully decomposed
  * (canonical, Hangul algorithmic), reordered by combining class and recomposed (UAX #15), with
- * tables generated from Python's unicodedata (unicode_nfc.h, tools/make_tokenizer_unicode.py).
+ * Unicode 9.0.0 tables — the version of HF tokenizers' NFC, so marks assigned later stay unordered
+ * and later compositions are not made (unicode_nfc.h, tools/make_tokenizer_unicode.py).
  * Not here: NFD/NFKC/NFKD, lowercasing, stripping (tokenizers has them; no target model uses them).
  */
 #include "tokenizer/tokenizer_internal.h"
@@ -22,15 +25,7 @@ enum { SBASE = 0xAC00, LBASE = 0x1100, VBASE = 0x1161, TBASE = 0x11A7, LCOUNT = 
 /* ============================== tables ============================== */
 
 static int nfc_unsafe_cp(uint32_t cp) {
-    if (cp < 0xC0) return 0;
-    size_t lo = 0, hi = sizeof nfc_unsafe / sizeof nfc_unsafe[0];
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cp < nfc_unsafe[mid][0]) hi = mid;
-        else if (cp > nfc_unsafe[mid][1]) lo = mid + 1;
-        else return 1;
-    }
-    return 0;
+    return cp >= 0xC0 && fl_in_ranges(nfc_unsafe, sizeof nfc_unsafe / sizeof nfc_unsafe[0], cp);
 }
 
 static int ccc_of(uint32_t cp) {
@@ -88,17 +83,23 @@ static void cp_reserve(fl_tokenizer *tok, size_t n) {
     size_t cap = tok->cp_cap ? tok->cp_cap : 256;
     while (cap < n) cap *= 2;
     free(tok->cp_buf);
-    free(tok->cp_off);
+    free(tok->cp_start);
+    free(tok->cp_end);
     tok->cp_buf = fl_malloc(cap * sizeof *tok->cp_buf);
-    tok->cp_off = fl_malloc(cap * sizeof *tok->cp_off);
+    tok->cp_start = fl_malloc(cap * sizeof *tok->cp_start);
+    tok->cp_end = fl_malloc(cap * sizeof *tok->cp_end);
     tok->cp_cap = cap;
 }
 
-/* NFC of text[0, len) into tok->nfc_buf / nfc_map (offsets base + source byte). Returns length. */
+static void swap_u32(uint32_t *a, uint32_t *b) { uint32_t t = *a; *a = *b; *b = t; }
+
+/* NFC of text[0, len) into tok->nfc_buf, with the original range of each output byte in
+ * tok->nfc_start / nfc_end: the source character of each code point (a composed character covers
+ * the characters it was made from). Returns the output length. */
 static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base) {
     const unsigned char *u = (const unsigned char *)text;
     cp_reserve(tok, len * 4 + 4); // worst case: every byte decomposes into up to 4 code points
-    uint32_t *cp = tok->cp_buf, *off = tok->cp_off;
+    uint32_t *cp = tok->cp_buf, *cs = tok->cp_start, *ce = tok->cp_end;
     size_t n = 0;
     for (size_t i = 0; i < len;) {
         int cl = fl_utf8_len(u + i, len - i);
@@ -106,7 +107,7 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
         uint32_t c = fl_utf8_decode(u + i, cl), buf[3];
         int dn;
         const uint32_t *d = decompose(c, buf, &dn);
-        for (int k = 0; k < dn; k++) { cp[n] = d[k]; off[n] = base + (uint32_t)i; n++; }
+        for (int k = 0; k < dn; k++) { cp[n] = d[k]; cs[n] = base + (uint32_t)i; ce[n] = base + (uint32_t)(i + (size_t)cl); n++; }
         i += (size_t)cl;
     }
     // canonical ordering: stable insertion sort of each run of non-starters by ccc
@@ -117,8 +118,9 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
         while (j > 0) {
             int cj = ccc_of(cp[j - 1]);
             if (cj <= ci) break;
-            uint32_t t = cp[j]; cp[j] = cp[j - 1]; cp[j - 1] = t;
-            t = off[j]; off[j] = off[j - 1]; off[j - 1] = t;
+            swap_u32(&cp[j], &cp[j - 1]);
+            swap_u32(&cs[j], &cs[j - 1]);
+            swap_u32(&ce[j], &ce[j - 1]);
             j--;
         }
     }
@@ -133,29 +135,36 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
             uint32_t comp = compose(cp[starter], cp[i]);
             if (comp && (last_class < cls || last_class == 0)) {
                 cp[starter] = comp;
+                if (cs[i] < cs[starter]) cs[starter] = cs[i];
+                if (ce[i] > ce[starter]) ce[starter] = ce[i];
                 continue;
             }
             if (cls == 0) starter = out;
             last_class = cls;
             cp[out] = cp[i];
-            off[out] = off[i];
+            cs[out] = cs[i];
+            ce[out] = ce[i];
             out++;
         }
     }
-    if (out * 4 + 1 > tok->nfc_cap) {
+    if (out * 4 > tok->nfc_cap) {
         free(tok->nfc_buf);
-        free(tok->nfc_map);
+        free(tok->nfc_start);
+        free(tok->nfc_end);
         tok->nfc_cap = out * 4 + 1;
         tok->nfc_buf = fl_malloc(tok->nfc_cap);
-        tok->nfc_map = fl_malloc((tok->nfc_cap + 1) * sizeof *tok->nfc_map);
+        tok->nfc_start = fl_malloc(tok->nfc_cap * sizeof *tok->nfc_start);
+        tok->nfc_end = fl_malloc(tok->nfc_cap * sizeof *tok->nfc_end);
     }
     size_t bytes = 0;
     for (size_t i = 0; i < out; i++) {
         int w = fl_utf8_encode(cp[i], tok->nfc_buf + bytes);
-        for (int k = 0; k < w; k++) tok->nfc_map[bytes + (size_t)k] = off[i];
+        for (int k = 0; k < w; k++) {
+            tok->nfc_start[bytes + (size_t)k] = cs[i];
+            tok->nfc_end[bytes + (size_t)k] = ce[i];
+        }
         bytes += (size_t)w;
     }
-    tok->nfc_map[bytes] = base + (uint32_t)len;
     return bytes;
 }
 
@@ -174,26 +183,28 @@ static int needs_nfc(const char *text, size_t len) {
 /* ============================== pipeline ============================== */
 
 static void norm_reserve(fl_tokenizer *tok, size_t n) {
-    if (n + 1 <= tok->norm_cap) return;
+    if (n <= tok->norm_cap) return;
     size_t cap = tok->norm_cap ? tok->norm_cap : 1024;
-    while (cap < n + 1) cap *= 2;
+    while (cap < n) cap *= 2;
     free(tok->norm_buf);
-    free(tok->norm_map);
+    free(tok->norm_start);
+    free(tok->norm_end);
     tok->norm_buf = fl_malloc(cap);
-    tok->norm_map = fl_malloc((cap + 1) * sizeof *tok->norm_map);
+    tok->norm_start = fl_malloc(cap * sizeof *tok->norm_start);
+    tok->norm_end = fl_malloc(cap * sizeof *tok->norm_end);
     tok->norm_cap = cap;
 }
 
 const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, size_t *out_len,
-                         const uint32_t **map) {
+                         fl_norm_map *map) {
     const fl_pipeline *p = &tok->pipe;
     const char *cur = text;
-    const uint32_t *cur_map = NULL;
+    fl_norm_map cur_map = {NULL, NULL};
     size_t cur_len = len;
     if (p->nfc && needs_nfc(text, len)) {
         cur_len = nfc(tok, text, len, base);
         cur = tok->nfc_buf;
-        cur_map = tok->nfc_map;
+        cur_map = (fl_norm_map){tok->nfc_start, tok->nfc_end};
     }
     if ((!p->prepend && !p->replace_from) || cur_len == 0) {
         *out_len = cur_len;
@@ -205,23 +216,25 @@ const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32
     size_t worst = pre_len + cur_len * (from_len && to_len > from_len ? (to_len + from_len - 1) / from_len + 1 : 1) + 1;
     norm_reserve(tok, worst);
     char *o = tok->norm_buf;
-    uint32_t *m = tok->norm_map;
+    uint32_t *ms = tok->norm_start, *me = tok->norm_end;
     size_t n = 0;
-#define SRC_OFF(i) (cur_map ? cur_map[i] : base + (uint32_t)(i))
-    for (size_t k = 0; k < pre_len; k++) { o[n] = p->prepend[k]; m[n] = SRC_OFF(0); n++; }
-    for (size_t i = 0; i < cur_len;) {
-        if (from_len && i + from_len <= cur_len && !memcmp(cur + i, p->replace_from, from_len)) {
-            for (size_t k = 0; k < to_len; k++) { o[n] = p->replace_to[k]; m[n] = SRC_OFF(i); n++; }
-            i += from_len;
-        } else {
-            o[n] = cur[i]; m[n] = SRC_OFF(i); n++;
-            i++;
-        }
+#define SRC_START(i) (cur_map.start ? cur_map.start[i] : base + (uint32_t)(i))
+#define SRC_END(i) (cur_map.end ? cur_map.end[i] : base + (uint32_t)(i) + 1)
+    // Prepend: the added text stems from the first character (HF tokenizers aligns it there)
+    int first_len = fl_utf8_len((const unsigned char *)cur, cur_len);
+    size_t first_last = first_len > 0 ? (size_t)first_len - 1 : 0;
+    for (size_t k = 0; k < pre_len; k++) { o[n] = p->prepend[k]; ms[n] = SRC_START(0); me[n] = SRC_END(first_last); n++; }
+    for (size_t i = 0; i < cur_len;) { // character by character: every byte stems from its whole character
+        size_t cl = from_len && i + from_len <= cur_len && !memcmp(cur + i, p->replace_from, from_len) ? from_len : 0;
+        const char *src = cl ? p->replace_to : cur + i;
+        size_t out = cl ? to_len : (cl = (size_t)fl_utf8_len((const unsigned char *)cur + i, cur_len - i));
+        for (size_t k = 0; k < out; k++) { o[n] = src[k]; ms[n] = SRC_START(i); me[n] = SRC_END(i + cl - 1); n++; }
+        i += cl;
     }
-    m[n] = SRC_OFF(cur_len);
-#undef SRC_OFF
+#undef SRC_START
+#undef SRC_END
     o[n] = 0;
     *out_len = n;
-    *map = m;
+    *map = (fl_norm_map){ms, me};
     return o;
 }

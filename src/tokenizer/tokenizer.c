@@ -16,24 +16,24 @@
 typedef struct {
     fl_tokenizer *tok;
     const char *text;
-    const uint32_t *map;
+    fl_norm_map map; // start NULL: identity
     uint32_t base;
     fl_token_ids *out;
 } piece_ctx;
 
 static void encode_piece(void *vctx, size_t start, size_t end) {
     piece_ctx *c = vctx;
-    fl_bpe_encode_word(c->tok, c->text + start, end - start, c->map ? c->map + start : NULL,
-                       c->base + (uint32_t)start, c->out);
+    fl_norm_map m = {c->map.start ? c->map.start + start : NULL, c->map.end ? c->map.end + start : NULL};
+    fl_bpe_encode_word(c->tok, c->text + start, end - start, m.start ? &m : NULL, c->base + (uint32_t)start, c->out);
 }
 
 static void encode_segment(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, fl_token_ids *out) {
     if (!len) return;
     size_t nlen;
-    const uint32_t *map;
+    fl_norm_map map;
     const char *norm = fl_normalize(tok, text, len, base, &nlen, &map);
     if (tok->pipe.n_pre == 0) {
-        fl_bpe_encode_word(tok, norm, nlen, map, base, out);
+        fl_bpe_encode_word(tok, norm, nlen, map.start ? &map : NULL, base, out);
         return;
     }
     piece_ctx ctx = {tok, norm, map, base, out};
@@ -106,10 +106,13 @@ void fl_tokenizer_free(fl_tokenizer *tok) {
     fl_word_cache_free(&tok->cache);
     fl_bpe_scratch_free(&tok->bpe);
     free(tok->norm_buf);
-    free(tok->norm_map);
+    free(tok->norm_start);
+    free(tok->norm_end);
     free(tok->nfc_buf);
-    free(tok->nfc_map);
+    free(tok->nfc_start);
+    free(tok->nfc_end);
     free(tok->cp_buf);
-    free(tok->cp_off);
+    free(tok->cp_start);
+    free(tok->cp_end);
     free(tok);
 }

@@ -72,6 +72,7 @@ typedef enum { FL_CHAT_AUTO = 0, FL_CHAT_CHATML, FL_CHAT_ZEPHYR, FL_CHAT_LLAMA3 
 typedef struct {
     const char *role;    // "system", "user" or "assistant"
     const char *content; // UTF-8
+    size_t content_len;  // bytes of content (it may hold U+0000); 0: content is NUL-terminated
 } fl_chat_message;
 
 typedef struct { size_t start, end; } fl_span; // half-open

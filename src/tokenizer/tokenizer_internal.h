@@ -162,22 +162,33 @@ struct fl_tokenizer {
     fl_word_cache cache;
     fl_bpe_scratch bpe;
     char *norm_buf; size_t norm_cap;     // normalized segment
-    uint32_t *norm_map;                  // (norm_cap + 1,) original offset of each normalized byte
+    uint32_t *norm_start, *norm_end;     // (norm_cap,) original range of each normalized byte (fl_norm_map)
     char *nfc_buf; size_t nfc_cap;       // NFC output (before Prepend/Replace)
-    uint32_t *nfc_map;                   // (nfc_cap + 1,)
-    uint32_t *cp_buf, *cp_off; size_t cp_cap; // NFC work: code points and their source offsets
+    uint32_t *nfc_start, *nfc_end;       // (nfc_cap,)
+    uint32_t *cp_buf, *cp_start, *cp_end; size_t cp_cap; // NFC work: code points and their source ranges
 };
 
+/* Where normalized bytes came from: normalized byte i stems from the original bytes
+ * [start[i], end[i]), the whole character(s) it was made from (each byte of a prepended "▁" stems
+ * from the first character, as in HF tokenizers). A token over normalized bytes [s, e) covers
+ * [start[s], end[e - 1]). A NULL map means the normalizer changed nothing: byte i is base + i. */
+typedef struct {
+    const uint32_t *start, *end; // (len,)
+} fl_norm_map;
+
 /* bpe.c: encodes one pre-token (bytes [0, len) of `word`) with the model; appends ids and, when
- * out->want_offsets, original byte ranges: map[i] for normalized byte i (map has len + 1 entries),
- * or base + i when map is NULL (the normalizer changed nothing). */
-void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const uint32_t *map, uint32_t base,
+ * out->want_offsets, the original byte range of each token through `map` (entries for the word's
+ * bytes), or base + i when map is NULL. A range always covers whole characters: a byte-level token
+ * holding part of a character's bytes covers that character, as in HF tokenizers. */
+void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const fl_norm_map *map, uint32_t base,
                         fl_token_ids *out);
 void fl_bpe_scratch_free(fl_bpe_scratch *s);
 void fl_token_ids_push(fl_token_ids *out, int32_t id, uint32_t start, uint32_t end);
 
 /* pretokenize.c */
-int fl_regex_compile(fl_regex **out, const char *hf_pattern, const char *where);
+/* Compiles an Oniguruma pattern of tokenizer.json for PCRE2; `digits`: its \p{N} is Rust's
+ * char::is_numeric (the Digits pre-tokenizer) rather than Oniguruma's. */
+int fl_regex_compile(fl_regex **out, const char *hf_pattern, int digits, const char *where);
 void fl_regex_free(fl_regex *re);
 /* Splits [0, len) of text into pre-tokens with the pipeline's steps and calls fn on each. */
 typedef void (*fl_piece_fn)(void *ctx, size_t start, size_t end);
@@ -185,16 +196,27 @@ void fl_pretokenize(const fl_pipeline *p, const char *text, size_t len, fl_piece
 extern const char fl_gpt2_pattern[];
 
 /* normalize.c: normalizes one segment text[0, len) that starts at original offset `base`. Returns
- * the normalized text (text itself when nothing changes, else tok->norm_buf) and its length;
- * *map is NULL (identity: offset base + i) or tok->norm_map, the original offset of each
- * normalized byte, with one more entry for the end. */
+ * the normalized text (text itself when nothing changes, else a buffer of tok) and its length;
+ * *map is the origin of each normalized byte, with map->start NULL when nothing changed. */
 const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, size_t *out_len,
-                         const uint32_t **map);
+                         fl_norm_map *map);
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
 int fl_utf8_len(const unsigned char *s, size_t avail);
 size_t fl_utf8_validate(const char *s, size_t len); // offset of the first invalid byte, or len
 int fl_utf8_encode(uint32_t cp, char *out);
 uint32_t fl_utf8_decode(const unsigned char *s, int n);
+
+/* Whether cp lies in one of n sorted, disjoint, inclusive ranges (the generated Unicode tables). */
+static inline int fl_in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < r[mid][0]) hi = mid;
+        else if (cp > r[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
 
 /* byte_level.c-style helpers (load_hf.c): GPT-2 bytes_to_unicode and its inverse. */
 void fl_byte_level_tables(uint32_t byte_to_cp[256]);

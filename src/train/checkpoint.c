@@ -191,7 +191,7 @@ static int get_u64(json_t *o, const char *key, const char *path, uint64_t max, u
 /* trainer_state.json into *st: every field present, an integer, in range. */
 static int read_state(const char *dir, fl_train_state *st) {
     char *path = fl_path_join(dir, "trainer_state.json");
-    json_t *o;
+    json_t *o = NULL;
     int status = fl_file_load_json(path, FL_FILE_CONFIG, JSON_REJECT_DUPLICATES, &o);
     if (!status && !json_is_object(o)) status = fl_input_error("%s: expected a JSON object (the checkpoint's state)", path);
     const uint64_t steps_max = FL_TRAIN_MAX_STEPS, any = INT64_MAX;

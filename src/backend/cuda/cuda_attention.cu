@@ -1,6 +1,6 @@
 /* cuda_attention.cu — causal grouped-query attention with document boundaries, O(T) memory: the
  * simple (CUDA-core, f32 math) kernels and the dispatch between them and the tensor-core forward
- * of cuda_attention_mma.cu.
+ * and backward of cuda_attention_mma.cu and cuda_attention_bwd_mma.cu.
  *
  * Mirrors backend/cpu/cpu_attention.c (see its header for the math). Query t of row b sees keys
  * seg_start[b*T+t] .. t; query head h reads key/value head h / (NH/NKV) in place (no repeated
@@ -311,5 +311,11 @@ void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, cons
 void attention_backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
                         const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int HS,
                         cudaStream_t stream) {
-    attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, stream);
+    /* FL_CUDA_ATTN_BWD=simple keeps the simple backward under the tensor-core forward */
+    static int bwd_simple = -1;
+    if (bwd_simple < 0) bwd_simple = getenv("FL_CUDA_ATTN_BWD") && !strcmp(getenv("FL_CUDA_ATTN_BWD"), "simple");
+    if (!bwd_simple && use_mma(HS, q, k, v, out) && fl_aligned16(dq, dk, dv, dout))
+        attention_backward_mma_strided(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, NH * HS,
+                                       NKV * HS, stream);
+    else attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, stream);
 }

@@ -157,6 +157,16 @@ void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, c
                                int NH, int NKV, int HS, cudaStream_t stream);
 void attention_forward_mma(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
                            int B, int T, int NH, int NKV, int HS, cudaStream_t stream);
+/* cuda_attention_bwd_mma.cu: the tensor-core backward (HS 64/128) over strided views: token n, head h
+ * of q/dq at base + n·ld_qkv + h·HS (k, v, dk, dv alike, their own bases); dout/out contiguous
+ * (N, NH·HS); lse (B, NH, T). The _strided form takes separate row strides for q/dq and k/v/dk/dv
+ * (separate contiguous buffers: ld_q = NH·HS, ld_kv = NKV·HS). */
+void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
+                            const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH,
+                            int NKV, int HS, int ld_qkv, cudaStream_t stream);
+void attention_backward_mma_strided(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
+                                    const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
+                                    int NH, int NKV, int HS, int ld_q, int ld_kv, cudaStream_t stream);
 /* cuda_elementwise.cu */
 void swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t N, cudaStream_t stream);
 void swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t N,

@@ -12,6 +12,7 @@
 #define FL_CUDA_INFO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
 
@@ -40,12 +41,19 @@ double fl_cuda_measure_copy_gbs(size_t bytes, int iters);
 /* 1: lm_head_loss returns the loss sum and count of the PREVIOUS call and never waits for the
  * device (no host-device sync after the forward); 0 (default): exact, waits. For the bench. */
 void fl_cuda_set_deferred_loss(int on);
-/* Which attention forward runs: "mma" (tensor cores, HS 64/128; the default) or "simple" (CUDA
- * cores, any HS up to 256). The environment variable FL_CUDA_ATTN=simple|mma sets
- * the start value; the setter overrides it (tests run both). The backward is the simple pair of
- * kernels in both cases (docs/CUDA.md). */
+/* Which attention runs: "mma" (tensor cores, HS 64/128; the default) or "simple" (CUDA cores, any
+ * HS up to 256), forward and backward. The environment variable FL_CUDA_ATTN=simple|mma sets the
+ * start value; the setter overrides it (tests run both). FL_CUDA_ATTN_BWD=simple keeps the simple
+ * backward under the mma forward (docs/CUDA.md). */
 const char *fl_cuda_attention_variant(void);
 void fl_cuda_set_attention_variant(const char *name);
+
+/* The tensor-core attention backward on the backend's stream over strided views of two fused
+ * (N, ld_qkv) bf16 buffers: q | k | v in `qkv` (q at column 0, k at NH·HS, v at (NH+NKV)·HS) and
+ * dq | dk | dv likewise in `dqkv`; dout/out (N, NH·HS) bf16, lse (B, NH, T) f32. HS 64 or 128.
+ * The layout a fused q/k/v projection gives; tests call it directly. */
+void fl_cuda_attention_backward_qkv(void *dqkv, const void *dout, const void *out, const float *lse, const void *qkv,
+                                    const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
  * heuristic's best algorithm once, cached; later calls only set the pointers and launch. Not
  * thread-safe (one host thread drives the backend). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -29,6 +30,7 @@ typedef struct {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
+    int gemm_ex;             /* 1: cuBLASLt had no algorithm; run through cublasGemmEx instead */
 } gemm_plan;
 
 #define MAX_PLANS 512
@@ -86,19 +88,39 @@ static gemm_plan *plan_get(const gemm_key *key) {
     cublasStatus_t st =
         cublasLtMatmulAlgoGetHeuristic(fl_cuda.lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    if (getenv("FL_CUDA_FORCE_GEMM_EX")) found = 0; /* tests: take the fallback on purpose */
     if (st != CUBLAS_STATUS_SUCCESS || !found) {
+        /* Tiny LoRA ranks give 8-byte leading dimensions, which some cuBLASLt versions find no
+         * kernel for: cublasGemmEx takes any layout. It has no bias epilogue, so a biased problem
+         * without an algorithm still stops here. */
         fprintf(stderr,
                 "fastlora: cuBLASLt has no algorithm for %c%c m=%lld n=%lld k=%lld (ld %lld/%lld/%lld, %s output, "
-                "alignment %d/%d/%d bytes, bias %d): %s\n",
+                "alignment %d/%d/%d bytes, bias %d): %s%s\n",
                 key->transa ? 'T' : 'N', key->transb ? 'T' : 'N', (long long)key->m, (long long)key->n,
                 (long long)key->k, (long long)key->lda, (long long)key->ldb, (long long)key->ldc,
                 key->ctype == CUDA_R_32F ? "f32" : "bf16", key->align_a, key->align_b, key->align_c, key->bias,
-                st != CUBLAS_STATUS_SUCCESS ? fl_cublas_status_string(st) : "0 results");
-        abort();
+                st != CUBLAS_STATUS_SUCCESS ? fl_cublas_status_string(st) : "0 results",
+                key->bias ? "" : "; using cublasGemmEx");
+        if (key->bias) abort();
+        p->gemm_ex = 1;
+    } else {
+        p->algo = result.algo;
     }
-    p->algo = result.algo;
     n_plans++;
     return p;
+}
+
+/* The fallback for problems cuBLASLt has no algorithm for: the same product through cublasGemmEx
+ * (bf16 operands, f32 compute), on the backend's stream. Deterministic like the rest of cuBLAS. */
+static void gemm_ex_fallback(const gemm_key *key, const bf16 *A, const bf16 *B, void *D, float alpha, float beta,
+                             cudaStream_t stream) {
+    static cublasHandle_t handle;
+    if (!handle) CUBLAS_CHECK(cublasCreate(&handle));
+    CUBLAS_CHECK(cublasSetStream(handle, stream));
+    CUBLAS_CHECK(cublasGemmEx(handle, key->transa ? CUBLAS_OP_T : CUBLAS_OP_N, key->transb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              (int)key->m, (int)key->n, (int)key->k, &alpha, A, CUDA_R_16BF, (int)key->lda, B,
+                              CUDA_R_16BF, (int)key->ldb, &beta, D, key->ctype, (int)key->ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
 }
 
 /* D (m, n) col-major = alpha · op(A) · op(B) + beta · D (+ bias (m)) */
@@ -118,6 +140,10 @@ static void lt_gemm(int transa, int transb, int64_t m, int64_t n, int64_t k, con
     key.align_b = pointer_alignment(B);
     key.align_c = pointer_alignment(D);
     gemm_plan *p = plan_get(&key);
+    if (p->gemm_ex) {
+        gemm_ex_fallback(&key, A, B, D, alpha, beta, stream);
+        return;
+    }
     if (bias) CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     CUBLAS_CHECK(cublasLtMatmul(fl_cuda.lt, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->c, D, p->c, &p->algo,
                                 fl_cuda.workspace, fl_cuda.workspace_bytes, stream));

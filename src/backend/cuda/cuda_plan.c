@@ -53,6 +53,62 @@ fl_cuda_launch fl_cuda_attn_simple_launch(int B, int T, int heads, int HS) {
     return l;
 }
 
+static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+fl_cuda_attn_bwd_plan fl_cuda_attn_bwd_make_plan(int B, int T, int NH, int NKV, int HS) {
+    fl_cuda_attn_bwd_plan p;
+    size_t rows = (size_t)B * NH * T;
+    /* 64 queries per dK/dV step at both head sizes: the two 16 x 64 strips (Sᵀ, dPᵀ) plus the dK
+     * and dV accumulators of 16 keys fit the register file without spills (nvcc 13, sm_90: 255
+     * registers at HS 128, 165 at HS 64) */
+    p.dkv_q_tile = 64;
+    p.seg_chunks = (T + FL_ATTN_SEG_CHUNK - 1) / FL_ATTN_SEG_CHUNK;
+    p.gqa_partials = NH > NKV;
+
+    p.prep.grid_x = (unsigned)p.seg_chunks;
+    p.prep.grid_y = 1;
+    p.prep.grid_z = (unsigned)B;
+    p.prep.threads = 256;
+    p.prep.smem_bytes = 0;
+
+    p.dkv.grid_x = (unsigned)((T + FL_ATTN_BWD_BKV - 1) / FL_ATTN_BWD_BKV);
+    p.dkv.grid_y = (unsigned)NH;
+    p.dkv.grid_z = (unsigned)B;
+    p.dkv.threads = 128;
+    /* K and V tiles (resident) + double-buffered Q and dO tiles, bf16; double-buffered per-query
+     * log2-lse, D and seg_start (4 bytes each) */
+    p.dkv.smem_bytes = ((size_t)2 * FL_ATTN_BWD_BKV + (size_t)4 * p.dkv_q_tile) * (size_t)HS * 2 +
+                       (size_t)2 * p.dkv_q_tile * 3 * 4;
+
+    p.dq.grid_x = (unsigned)((T + FL_ATTN_BWD_BQ - 1) / FL_ATTN_BWD_BQ);
+    p.dq.grid_y = (unsigned)NH;
+    p.dq.grid_z = (unsigned)B;
+    p.dq.threads = 128;
+    /* Q and dO tiles (resident) + double-buffered K and V tiles, bf16 */
+    p.dq.smem_bytes = ((size_t)2 * FL_ATTN_BWD_BQ + (size_t)4 * FL_ATTN_BWD_BKV) * (size_t)HS * 2;
+
+    /* one thread per 8 dims of a (token, kv head) row: sums its group's partials for dK and dV */
+    p.reduce.grid_x = p.gqa_partials ? fl_cuda_grid_1d((size_t)B * T * NKV * (HS / 8), 256, 1, 65535u * 16) : 0;
+    p.reduce.grid_y = p.reduce.grid_z = 1;
+    p.reduce.threads = 256;
+    p.reduce.smem_bytes = 0;
+
+    size_t off = 0;
+    p.off_L2 = off;
+    off += align256(rows * sizeof(float));
+    p.off_D = off;
+    off += align256(rows * sizeof(float));
+    p.off_seg_min = off;
+    off += align256((size_t)B * p.seg_chunks * sizeof(int32_t));
+    size_t part = p.gqa_partials ? align256((size_t)B * T * NH * HS * sizeof(float)) : 0;
+    p.off_dk_part = off;
+    off += part;
+    p.off_dv_part = off;
+    off += part;
+    p.scratch_bytes = off;
+    return p;
+}
+
 size_t fl_cuda_base_elements(const fl_model_config *cfg) { return (size_t)fl_config_total_params(cfg); }
 
 fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T) {
@@ -65,6 +121,8 @@ fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lor
     p.activations = fl_activations_bytes(cfg, lc->rank, B, T, 2);
     p.scratch = fl_cuda_lm_head_scratch_bytes(N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET) + FL_CUDA_WORKSPACE_BYTES +
                 FL_CUDA_STAGING_FLOATS * sizeof(float) + ((size_t)1 << 20) /* reductions, RoPE table */;
+    if (fl_cuda_attn_mma_supported(cfg->head_dim))
+        p.scratch += fl_cuda_attn_bwd_make_plan(B, T, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim).scratch_bytes;
     p.total = p.weights + p.lora + p.grads + p.optimizer + p.activations + p.scratch;
     return p;
 }

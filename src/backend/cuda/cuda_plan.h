@@ -55,6 +55,31 @@ fl_cuda_launch fl_cuda_attn_forward_launch(int B, int T, int NH, int HS);
  * dq pass one warp per query row, dk/dv pass one warp per key row. */
 fl_cuda_launch fl_cuda_attn_simple_launch(int B, int T, int heads, int HS);
 
+/* ---- tensor-core attention backward (cuda_attention_bwd_mma.cu) ----
+ * Four launches, no float atomics (bitwise reproducible):
+ *   prep    D = rowsum(dO∘O) and lse in the log2 domain (B, NH, T), and the minimum of seg_start per
+ *           chunk of FL_ATTN_SEG_CHUNK queries (B, seg_chunks) so the passes skip invisible tiles;
+ *   dkv     one block per (key tile of BKV keys, query head, b): dK, dV of its keys over every
+ *           query tile that sees them; with GQA (NH > NKV) it writes f32 partials per query head;
+ *   dq      one block per (query tile of BQ queries, head, b): dQ over every visible key tile;
+ *   reduce  GQA only: dK, dV of each kv head = the sum of its query heads' partials, in head order.
+ * All scratch lives in one buffer at the offsets below. */
+#define FL_ATTN_BWD_BKV 64       /* keys per dK/dV block (4 warps x 16 keys) */
+#define FL_ATTN_BWD_BQ 64        /* queries per dQ block (4 warps x 16 queries) */
+#define FL_ATTN_SEG_CHUNK 32     /* queries per seg_start minimum */
+
+typedef struct {
+    fl_cuda_launch prep, dkv, dq, reduce;
+    int dkv_q_tile;                 /* queries per step of the dK/dV loop (a multiple of the chunk) */
+    int seg_chunks;                 /* ceil(T / FL_ATTN_SEG_CHUNK) */
+    int gqa_partials;               /* 1 when NH > NKV: dkv writes f32 partials, reduce sums them */
+    size_t off_L2, off_D, off_seg_min, off_dk_part, off_dv_part;  /* byte offsets into the scratch */
+    size_t scratch_bytes;
+} fl_cuda_attn_bwd_plan;
+
+/* The launches and scratch layout for B x T, NH query and NKV kv heads of HS (64 or 128). */
+fl_cuda_attn_bwd_plan fl_cuda_attn_bwd_make_plan(int B, int T, int NH, int NKV, int HS);
+
 /* ---- memory plan ---- */
 
 typedef struct {
