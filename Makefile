@@ -134,20 +134,24 @@ endif
 DIST_OBJ := $(filter $(BUILD)/src/dist/%,$(LIB_OBJ))
 DIST_CFLAGS :=
 ifeq ($(MPI),1)
-MPI_CFLAGS ?= $(shell pkg-config --cflags ompi-c 2>/dev/null || $(MPICC) --showme:compile 2>/dev/null || \
+ifndef MPI_CFLAGS
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null || $(MPICC) --showme:compile 2>/dev/null || \
                       pkg-config --cflags mpich 2>/dev/null)
-MPI_LIBS   ?= $(shell pkg-config --libs ompi-c 2>/dev/null || $(MPICC) --showme:link 2>/dev/null || \
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null || $(MPICC) --showme:link 2>/dev/null || \
                       pkg-config --libs mpich 2>/dev/null)
+endif
 DIST_CFLAGS += -DFL_HAVE_MPI $(MPI_CFLAGS)
 LDLIBS      += $(MPI_LIBS)
 endif
 ifeq ($(CUDA),1)
 DIST_CFLAGS += -I$(CUDA_HOME)/include
-NCCL_HOME ?= $(or $(patsubst %/include/nccl.h,%,$(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))),\
+ifndef NCCL_HOME
+NCCL_HOME := $(or $(patsubst %/include/nccl.h,%,$(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))),\
                   $(shell python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null))
+endif
 NCCL      ?= $(if $(wildcard $(NCCL_HOME)/include/nccl.h),1,0)
 ifeq ($(NCCL),1)
-NCCL_LIB  ?= $(firstword $(foreach d,lib64 lib lib/x86_64-linux-gnu,$(if $(wildcard $(NCCL_HOME)/$(d)/libnccl.so.2),$(NCCL_HOME)/$(d))))
+NCCL_LIB  := $(firstword $(foreach d,lib64 lib lib/x86_64-linux-gnu,$(if $(wildcard $(NCCL_HOME)/$(d)/libnccl.so.2),$(NCCL_HOME)/$(d))))
 DIST_CFLAGS += -DFL_HAVE_NCCL -I$(NCCL_HOME)/include
 LDLIBS      += -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -l:libnccl.so.2
 endif
