@@ -290,3 +290,20 @@ TEST(cuda_dist_nccl_one_rank_collectives) {
     fl_dist_self.active = 0;
     fl_dist_self.transport = FL_DIST_NONE;
 }
+
+/* A timeout that is not a positive number of seconds is refused before anything runs. */
+TEST(dist_bad_input_timeout) {
+    if (!fastlora_bin()) SKIP("FASTLORA_BIN not set");
+    const char *bad[] = {"abc", "0", "-5", "10s", "nan"};
+    for (int i = 0; i < 5; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "FASTLORA_DIST_TIMEOUT=%s %s train --model %s --data x --out /nonexistent/x 2>&1 | "
+                 "grep -q \"FASTLORA_DIST_TIMEOUT='%s': expected a positive number of seconds\"", bad[i], fastlora_bin(),
+                 FIXTURE_MODEL, bad[i]);
+        CHECK_MSG(system(cmd) == 0, "FASTLORA_DIST_TIMEOUT=%s not refused with the message", bad[i]);
+        snprintf(cmd, sizeof cmd, "FASTLORA_DIST_TIMEOUT=%s %s train --model %s --data x --out /nonexistent/x >/dev/null 2>&1",
+                 bad[i], fastlora_bin(), FIXTURE_MODEL);
+        int rc = system(cmd);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    }
+}

@@ -478,7 +478,8 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (step_rows < rows_per_step) snprintf(partial, sizeof partial, " (end of epoch: %zu of %zu rows)", step_rows, rows_per_step);
         fl_dist_test_fault(st.step + 1);
         fl_step_stats s = fl_train_accumulate_share(m, micro, n_micro, dist->rank, dist->size);
-        if (dist->active) interrupted = sum_over_ranks(m, &s, interrupted, st.step + 1);
+        /* several ranks stop after the same step: on the Ctrl-C seen by any rank at the sum (a later one waits a step) */
+        int stop_agreed = dist->active && sum_over_ranks(m, &s, interrupted, st.step + 1);
         double lr = fl_lr_at(&sched, st.step);
         double norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
         if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
@@ -516,7 +517,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                              st.step, total, epoch_pos, s.loss, lr, norm, tps, eta, partial);
         }
         if (have_eval && opt->eval_every && st.step % opt->eval_every == 0) do_eval(&c, st.step, &last_eval);
-        int stop = interrupted || opt->stop_at_step == st.step;
+        int stop = (dist->active ? stop_agreed : interrupted) || opt->stop_at_step == st.step;
         if ((opt->save_every && st.step % opt->save_every == 0) || stop || st.step == total) {
             if (have_eval && st.step == total && !(opt->eval_every && st.step % opt->eval_every == 0))
                 do_eval(&c, st.step, &last_eval);
