@@ -102,6 +102,8 @@ static int write_state(const char *dir, const fl_train_state *st) {
     json_object_set_new(o, "tokens", json_integer((json_int_t)st->tokens));
     json_object_set_new(o, "n_params", json_integer((json_int_t)st->n_params));
     json_object_set_new(o, "seed", json_integer((json_int_t)st->seed));
+    json_object_set_new(o, "rows_per_step", json_integer((json_int_t)st->rows_per_step));
+    json_object_set_new(o, "world_size", json_integer((json_int_t)st->world_size));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     char *path = fl_path_join(dir, "trainer_state.json");
@@ -202,6 +204,9 @@ static int read_state(const char *dir, fl_train_state *st) {
     if (!status) status = get_u64(o, "tokens", path, any, &st->tokens);
     if (!status) status = get_u64(o, "n_params", path, any, &st->n_params);
     if (!status) status = get_u64(o, "seed", path, any, &st->seed);
+    /* recorded since data-parallel runs: absent in older checkpoints */
+    if (!status && json_object_get(o, "rows_per_step")) status = get_u64(o, "rows_per_step", path, any, &st->rows_per_step);
+    if (!status && json_object_get(o, "world_size")) status = get_u64(o, "world_size", path, any, &st->world_size);
     json_decref(o);
     free(path);
     st->step = (int)step;
