@@ -22,9 +22,9 @@ const char *fl_gguf_arch_name(fl_arch arch);
 /* Refuses configs llama.cpp's graph for the architecture cannot run (e.g. qwen2 with
  * heads x head_dim != hidden_size, RoPE scaling it does not have). `path` names config.json. */
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path);
-/* general.architecture, general.type ("model" or "adapter"), general.name (the last component of
- * `dir`, the model or adapter folder). */
-void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const char *type, const char *dir);
+/* general.architecture, general.alignment (when not 0 or the default), general.type ("model" or
+ * "adapter"), general.name (the last component of `dir`, the model or adapter folder). */
+void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const char *type, const char *dir, uint32_t alignment);
 /* The architecture keys llama.cpp reads (context, embedding, blocks, feed-forward, heads, kv heads,
  * rope base, rms eps, vocab size, rope dimensions, key/value length), general.file_type and
  * general.quantization_version. */

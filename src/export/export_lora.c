@@ -40,8 +40,8 @@ int fl_export_lora(const fl_export_options *o, const fl_model_config *cfg, int *
     FL_TRY(fl_export_load_adapter(o->adapter_dir, cfg, &lc, &lora));
     fl_ggml_type want = o->type == FL_EXPORT_AUTO ? FL_GGML_F32 : fl_gguf_type_of(o->type);
     fl_gguf_writer w;
-    fl_gguf_writer_init(&w, o->alignment ? o->alignment : FL_GGUF_DEFAULT_ALIGNMENT);
-    fl_gguf_put_general(&w, cfg, "adapter", o->adapter_dir);
+    fl_gguf_writer_init(&w);
+    fl_gguf_put_general(&w, cfg, "adapter", o->adapter_dir, o->alignment);
     fl_gguf_kv_str(&w, "adapter.type", "lora");
     double alpha = lc.use_rslora ? lc.alpha * sqrt((double)lc.rank) : lc.alpha;
     fl_gguf_kv_f32(&w, "adapter.lora.alpha", (float)alpha);

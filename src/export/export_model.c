@@ -172,7 +172,7 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
     fl_hf_shards sh = {0};
     plan p = {0};
     fl_gguf_writer w;
-    fl_gguf_writer_init(&w, o->alignment ? o->alignment : FL_GGUF_DEFAULT_ALIGNMENT);
+    fl_gguf_writer_init(&w);
     status = fl_hf_shards_open(&sh, o->model_dir);
     if (!status) {
         plan_model(&p, cfg);
@@ -182,7 +182,7 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
     if (!status) {
         const fl_st_tensor *embd = p.items[cfg->rope_llama3 ? 1 : 0].src;
         want = o->type != FL_EXPORT_AUTO ? fl_gguf_type_of(o->type) : embd->dtype == FL_BF16 ? FL_GGML_BF16 : FL_GGML_F16;
-        fl_gguf_put_general(&w, cfg, "model", o->model_dir);
+        fl_gguf_put_general(&w, cfg, "model", o->model_dir, o->alignment);
         fl_gguf_put_hparams(&w, cfg, want);
         if (!o->no_tokenizer) status = fl_gguf_put_tokenizer(&w, o->model_dir, cfg);
     }

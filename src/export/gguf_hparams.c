@@ -20,8 +20,9 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     return 0;
 }
 
-void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const char *type, const char *dir) {
+void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const char *type, const char *dir, uint32_t alignment) {
     fl_gguf_kv_str(w, "general.architecture", fl_gguf_arch_name(cfg->arch));
+    if (alignment && alignment != FL_GGUF_DEFAULT_ALIGNMENT) fl_gguf_kv_u32(w, "general.alignment", alignment);
     fl_gguf_kv_str(w, "general.type", type);
     /* general.name: the folder's last component, as the converter's fallback */
     size_t end = strlen(dir);

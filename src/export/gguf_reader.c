@@ -284,7 +284,7 @@ int fl_gguf_get_arr(const fl_gguf_file *g, const char *key, uint32_t *elem_type,
     return 0;
 }
 
-void fl_gguf_arr_str(const fl_gguf_kv *kv, uint64_t i, const char **s, size_t *len) {
+void fl_gguf_arr_get_str(const fl_gguf_kv *kv, uint64_t i, const char **s, size_t *len) {
     if (kv->elem_type != FL_GGUF_STRING || i >= kv->n) fl_die("GGUF array: string %llu of a %llu-element array of type %u",
                                                                  (unsigned long long)i, (unsigned long long)kv->n, kv->elem_type);
     uint64_t n;
@@ -293,14 +293,14 @@ void fl_gguf_arr_str(const fl_gguf_kv *kv, uint64_t i, const char **s, size_t *l
     *len = (size_t)n;
 }
 
-int32_t fl_gguf_arr_i32(const fl_gguf_kv *kv, uint64_t i) {
+int32_t fl_gguf_arr_get_i32(const fl_gguf_kv *kv, uint64_t i) {
     if (kv->elem_type != FL_GGUF_I32 || i >= kv->n) fl_die("GGUF array: i32 %llu out of range or wrong type", (unsigned long long)i);
     int32_t v;
     memcpy(&v, kv->value + 4 * i, 4);
     return v;
 }
 
-float fl_gguf_arr_f32(const fl_gguf_kv *kv, uint64_t i) {
+float fl_gguf_arr_get_f32(const fl_gguf_kv *kv, uint64_t i) {
     if (kv->elem_type != FL_GGUF_F32 || i >= kv->n) fl_die("GGUF array: f32 %llu out of range or wrong type", (unsigned long long)i);
     float v;
     memcpy(&v, kv->value + 4 * i, 4);

@@ -62,10 +62,10 @@ int fl_gguf_get_u32(const fl_gguf_file *g, const char *key, uint32_t *out);
 int fl_gguf_get_f32(const fl_gguf_file *g, const char *key, float *out);
 int fl_gguf_get_bool(const fl_gguf_file *g, const char *key, int *out);
 int fl_gguf_get_str(const fl_gguf_file *g, const char *key, const char **s, size_t *len);
-/* An array: its element type and count; elements through the fl_gguf_arr_* helpers. */
+/* An array: its element type and count; elements through the fl_gguf_arr_get_* helpers. */
 int fl_gguf_get_arr(const fl_gguf_file *g, const char *key, uint32_t *elem_type, uint64_t *n);
-void fl_gguf_arr_str(const fl_gguf_kv *kv, uint64_t i, const char **s, size_t *len);
-int32_t fl_gguf_arr_i32(const fl_gguf_kv *kv, uint64_t i);
-float fl_gguf_arr_f32(const fl_gguf_kv *kv, uint64_t i);
+void fl_gguf_arr_get_str(const fl_gguf_kv *kv, uint64_t i, const char **s, size_t *len);
+int32_t fl_gguf_arr_get_i32(const fl_gguf_kv *kv, uint64_t i);
+float fl_gguf_arr_get_f32(const fl_gguf_kv *kv, uint64_t i);
 
 #endif

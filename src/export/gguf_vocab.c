@@ -227,7 +227,12 @@ static void put_special_ids(fl_gguf_writer *w, fl_tokenizer *tok, json_t *tc, js
 
 int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_model_config *cfg) {
     fl_tokenizer *tok;
-    FL_TRY(fl_tokenizer_load(&tok, model_dir));
+    if (fl_tokenizer_load(&tok, model_dir)) {
+        char *why = strdup(fl_last_error());
+        int rc = fl_input_error("%s (--no-tokenizer exports the model without one)", why);
+        free(why);
+        return rc;
+    }
     const int32_t V = cfg->vocab_size;
     int status = 0;
     if (fl_tokenizer_vocab_size(tok) > V)

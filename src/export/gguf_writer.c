@@ -18,11 +18,9 @@
 
 static const char zeros[64];
 
-void fl_gguf_writer_init(fl_gguf_writer *w, uint32_t alignment) {
+void fl_gguf_writer_init(fl_gguf_writer *w) {
     memset(w, 0, sizeof *w);
-    if (alignment < 8 || alignment > 64 || (alignment & (alignment - 1))) fl_die("GGUF alignment %u: expected 8, 16, 32 or 64", alignment);
-    w->alignment = alignment;
-    if (alignment != FL_GGUF_DEFAULT_ALIGNMENT) fl_gguf_kv_u32(w, "general.alignment", alignment);
+    w->alignment = FL_GGUF_DEFAULT_ALIGNMENT;
 }
 
 void fl_gguf_writer_free(fl_gguf_writer *w) {
@@ -51,7 +49,15 @@ static void begin_kv(fl_gguf_writer *w, const char *key, uint32_t type) {
     w->n_kv++;
 }
 
-void fl_gguf_kv_u32(fl_gguf_writer *w, const char *key, uint32_t v) { begin_kv(w, key, FL_GGUF_U32); put_u32(w, v); }
+void fl_gguf_kv_u32(fl_gguf_writer *w, const char *key, uint32_t v) {
+    if (!strcmp(key, "general.alignment")) { /* the key is the alignment: offsets follow it */
+        if (v < 8 || v > 64 || (v & (v - 1))) fl_die("GGUF alignment %u: expected 8, 16, 32 or 64", v);
+        if (w->n_tensors) fl_die("GGUF writer: general.alignment set after tensors were declared");
+        w->alignment = v;
+    }
+    begin_kv(w, key, FL_GGUF_U32);
+    put_u32(w, v);
+}
 void fl_gguf_kv_i32(fl_gguf_writer *w, const char *key, int32_t v) { begin_kv(w, key, FL_GGUF_I32); put(w, &v, 4); }
 void fl_gguf_kv_u64(fl_gguf_writer *w, const char *key, uint64_t v) { begin_kv(w, key, FL_GGUF_U64); put_u64(w, v); }
 void fl_gguf_kv_f32(fl_gguf_writer *w, const char *key, float v) { begin_kv(w, key, FL_GGUF_F32); put(w, &v, 4); }

@@ -7,7 +7,7 @@
  * path and renamed at fl_gguf_writer_finish (io/file_util.h): a failure never leaves a half file.
  *
  *     fl_gguf_writer w;
- *     fl_gguf_writer_init(&w, FL_GGUF_DEFAULT_ALIGNMENT);
+ *     fl_gguf_writer_init(&w);
  *     fl_gguf_kv_str(&w, "general.architecture", "llama");
  *     fl_gguf_kv_u32(&w, "llama.block_count", 2);
  *     int64_t ne[2] = {64, 200};                       // torch shape (200, 64)
@@ -53,9 +53,9 @@ typedef struct {
     int failed;
 } fl_gguf_writer;
 
-/* alignment: 8, 16, 32 or 64 (a power of two and a multiple of 8, gguf.md); when it is not 32,
- * general.alignment is written first. */
-void fl_gguf_writer_init(fl_gguf_writer *w, uint32_t alignment);
+/* A writer with the default alignment (32). Writing the u32 key "general.alignment" (8, 16, 32
+ * or 64: a power of two and a multiple of 8, gguf.md) before any tensor sets another. */
+void fl_gguf_writer_init(fl_gguf_writer *w);
 void fl_gguf_writer_free(fl_gguf_writer *w);
 
 /* Metadata. Keys are ASCII `lower_snake_case` segments joined by '.'; values as named. */
