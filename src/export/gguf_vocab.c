@@ -7,10 +7,11 @@
  *     sha256 of the ids of a fixed check text (get_vocab_base_pre);
  *   SentencePiece-style BPE (Llama-2, TinyLlama, llama2.c): model "llama", pre "default", the
  *     pieces, and scores. llama.cpp's SPM tokenizer merges the adjacent pair whose concatenation has
- *     the highest score; HF's tokenizer.json ranks merges by that same score, so a piece's score is
- *     -(1 + rank of the first merge that makes it), which reproduces SentencePiece's own scores
- *     for pieces made by merges (-1, -2, ... for Llama-2's); single characters never result from a
- *     merge and get the lowest score.
+ *     the highest score; HF's tokenizer.json ranks its merges by that same score, so a piece's score
+ *     here is -(1 + rank of the first merge that makes it): the values differ from SentencePiece's
+ *     own (tokenizer.json does not keep them) but their order is the same — for all 29,612
+ *     merge-made pieces of TinyLlama's tokenizer.model — and only the order decides a merge.
+ *     Single characters never result from a merge and get the lowest score.
  *
  * Token types as the converter assigns them: added special tokens (or tokens that look special,
  * "<|...|>") CONTROL, other added tokens USER_DEFINED, <0xNN> byte pieces BYTE, the unk piece
