@@ -325,6 +325,80 @@ TEST(export_alignment_option) {
     rm_rf(dir);
 }
 
+/* An F16 copy of llama_gqa sharded over two files (tensors alternate), written here: the export reads
+ * every shard, keeps F16 as is (auto type), and merges an adapter into F16 weights. */
+static void write_f16_shards(const char *dst) {
+    fl_safetensors st;
+    CHECK(fl_safetensors_open(&st, FIX "llama_gqa/model/model.safetensors") == 0);
+    fl_st_write_tensor *t = calloc((size_t)st.n_tensors, sizeof *t);
+    uint16_t **h = calloc((size_t)st.n_tensors, sizeof *h);
+    int n[2] = {0, 0};
+    fl_st_write_tensor *part[2] = {calloc((size_t)st.n_tensors, sizeof *t), calloc((size_t)st.n_tensors, sizeof *t)};
+    char index[8192] = "{\"weight_map\": {", path[256];
+    for (int i = 0; i < st.n_tensors; i++) {
+        const fl_st_tensor *x = &st.tensors[i];
+        h[i] = malloc(x->numel * 2);
+        for (size_t k = 0; k < x->numel; k++) h[i][k] = fl_f32_to_f16(((const float *)x->data)[k]);
+        fl_st_write_tensor w = {.name = x->name, .dtype = FL_F16, .ndim = x->ndim, .data = h[i]};
+        memcpy(w.shape, x->shape, sizeof w.shape);
+        part[i % 2][n[i % 2]++] = w;
+        snprintf(index + strlen(index), sizeof index - strlen(index), "%s\"%s\": \"part-%d.safetensors\"", i ? ", " : "", x->name, i % 2);
+    }
+    strcat(index, "}}");
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/part-%d.safetensors", dst, k);
+        CHECK(fl_safetensors_write(path, part[k], n[k], NULL, 0) == 0);
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dst);
+    FILE *f = fopen(path, "w");
+    fputs(index, f);
+    fclose(f);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp " FIX "llama_gqa/model/config.json '%s'/", dst);
+    CHECK(system(cmd) == 0);
+    for (int i = 0; i < st.n_tensors; i++) free(h[i]);
+    free(h);
+    free(t);
+    free(part[0]);
+    free(part[1]);
+    fl_safetensors_close(&st);
+}
+
+TEST(export_sharded_f16_model) {
+    char *dir = temp_dir(), model[128], out[160];
+    snprintf(model, sizeof model, "%s/model", dir);
+    CHECK(mkdir(model, 0755) == 0);
+    write_f16_shards(model);
+    snprintf(out, sizeof out, "%s/m.gguf", dir);
+    CHECK(export_to(out, model, FIX "llama_gqa/adapter", FL_EXPORT_AUTO, 0, 1) == 0);
+    fl_gguf_file g;
+    fl_safetensors st[2];
+    CHECK(fl_gguf_open(&g, out) == 0);
+    for (int k = 0; k < 2; k++) {
+        snprintf(out, sizeof out, "%s/part-%d.safetensors", model, k);
+        CHECK(fl_safetensors_open(&st[k], out) == 0);
+    }
+    const char *embd = "model.embed_tokens.weight", *hf = "model.layers.0.self_attn.q_proj.weight";
+    const fl_safetensors *se = fl_safetensors_find(&st[0], embd) ? &st[0] : &st[1], *sq = fl_safetensors_find(&st[0], hf) ? &st[0] : &st[1];
+    const fl_gguf_tensor *e = fl_gguf_find_tensor(&g, "token_embd.weight");
+    const fl_st_tensor *te = fl_safetensors_find(se, embd);
+    CHECK(e && te && e->type == FL_GGML_F16 && e->nbytes == te->nbytes && !memcmp(e->data, te->data, te->nbytes)); /* F16 kept bit for bit */
+    CHECK_EQ_INT(g.n_tensors, 21); /* every tensor found across the two shards */
+    fl_lora_config lc;
+    fl_model_config cfg;
+    CHECK(fl_config_load(&cfg, FIX "llama_gqa/model/config.json") == 0 && fl_adapter_load_config(FIX "llama_gqa/adapter", &lc) == 0);
+    fl_lora_buffer lora;
+    fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
+    CHECK(fl_adapter_load_weights(FIX "llama_gqa/adapter", &lora, &cfg, &lc) == 0);
+    check_tensor(&g, sq, "blk.0.attn_q.weight", hf, 4, lora.layers[0].b[FL_PROJ_Q], lora.layers[0].a[FL_PROJ_Q], lc.rank,
+                 fl_lora_scale(&lc), 1.0 / 2048 * 1.01);
+    fl_lora_buffer_free(&lora);
+    fl_safetensors_close(&st[0]);
+    fl_safetensors_close(&st[1]);
+    fl_gguf_close(&g);
+    rm_rf(dir);
+}
+
 /* ---- bad input: one line, exit 2, nothing written ------------------------------------------- */
 
 static int run_export(const char *args, char *err, size_t cap) {
