@@ -185,6 +185,14 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
         fl_gguf_put_general(&w, cfg, "model", o->model_dir, o->alignment);
         fl_gguf_put_hparams(&w, cfg, want);
         if (!o->no_tokenizer) status = fl_gguf_put_tokenizer(&w, o->model_dir, cfg);
+        else { /* llama.cpp's "no vocab": ids only; it takes the vocabulary size from <arch>.vocab_size */
+            fl_gguf_kv_str(&w, "tokenizer.ggml.model", "none");
+            if (cfg->arch != FL_ARCH_LLAMA) {
+                char key[64];
+                snprintf(key, sizeof key, "%s.vocab_size", fl_gguf_arch_name(cfg->arch));
+                fl_gguf_kv_u32(&w, key, (uint32_t)cfg->vocab_size);
+            }
+        }
     }
     for (int i = 0; i < p.n && !status; i++) {
         plan_item *it = &p.items[i];
