@@ -405,6 +405,34 @@ TEST(export_sharded_f16_model) {
     rm_rf(dir);
 }
 
+/* `generate --logits`, the fastlora side of the llama.cpp comparison: the file holds (T, V) f32 equal
+ * to the engine's logits of base + adapter; an id outside the vocabulary is a clean error. */
+TEST(export_generate_logits_option) {
+    const char *bin = getenv("FASTLORA_BIN") ? getenv("FASTLORA_BIN") : "build/fastlora";
+    char *dir = temp_dir(), path[128], cmd[1024];
+    snprintf(path, sizeof path, "%s/l.f32", dir);
+    snprintf(cmd, sizeof cmd, "%s generate --model " FIX "llama_gqa/model --adapter " FIX "llama_gqa/adapter --prompt-ids '5 17 199 3' "
+             "--logits %s --dtype f32 >/dev/null", bin, path);
+    CHECK(system(cmd) == 0);
+    fl_lora_config lc;
+    fl_model m;
+    CHECK(fl_adapter_load_config(FIX "llama_gqa/adapter", &lc) == 0);
+    CHECK(fl_model_init_dir(&m, FIX "llama_gqa/model", fl_backend_cpu(), &lc) == 0 && fl_model_load_adapter(&m, FIX "llama_gqa/adapter") == 0);
+    int32_t ids[4] = {5, 17, 199, 3};
+    float want[4 * 200], got[4 * 200 + 1];
+    fl_model_logits(&m, ids, 1, 4, want);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(got, sizeof(float), 4 * 200 + 1, f) : 0;
+    if (f) fclose(f);
+    CHECK_EQ_INT(n, 4 * 200);
+    CHECK(n == 4 * 200 && !memcmp(got, want, sizeof want));
+    fl_model_free(&m);
+    snprintf(cmd, sizeof cmd, "%s generate --model " FIX "llama_gqa/model --prompt-ids '5 200' --logits %s --dtype f32 2>/dev/null", bin, path);
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    rm_rf(dir);
+}
+
 /* ---- bad input: one line, exit 2, nothing written ------------------------------------------- */
 
 static int run_export(const char *args, char *err, size_t cap) {
