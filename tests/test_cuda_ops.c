@@ -130,27 +130,31 @@ TEST(cuda_op_embedding) {
     }
 }
 
+/* The ops that take row strides run with strides wider than their rows (backend.h): the
+ * padding columns start equal on both sides, so comparing whole buffers also checks that neither
+ * side writes them. Strides that are multiples of 8 take the 16-byte vector paths, others not. */
+
 TEST(cuda_op_rmsnorm) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
     size_t N = 300;
-    int Cs[2] = {1536, 100};
-    for (int ci = 0; ci < 2; ci++) {
-        int C = Cs[ci];
-        float *x_h = rand_bf16(N * C, 2, -2, 2), *w_h = rand_bf16(C, 3, 0.5f, 1.5f), *dy_h = rand_bf16(N * C, 4, -1, 1);
-        float *acc_h = rand_bf16(N * C, 5, -1, 1);
-        pair x = pair_act(cu, x_h, N * C), w = pair_act(cu, w_h, C), y = pair_act(cu, NULL, N * C);
-        pair rstd = pair_f32(cu, NULL, N), dy = pair_act(cu, dy_h, N * C), dx = pair_act(cu, acc_h, N * C);
-        cpu->rmsnorm_forward(y.cpu, rstd.cpu, x.cpu, w.cpu, 1e-6f, N, C);
-        cu->rmsnorm_forward(y.dev, rstd.dev, x.dev, w.dev, 1e-6f, N, C);
+    int Cs[3] = {1536, 100, 576}, lds[3] = {1536, 100, 576 + 48}; /* the last: [x | x·Aᵀ] of a fused group */
+    for (int ci = 0; ci < 3; ci++) {
+        int C = Cs[ci], ld = lds[ci];
+        float *x_h = rand_bf16(N * C, 2, -2, 2), *w_h = rand_bf16(C, 3, 0.5f, 1.5f), *dy_h = rand_bf16(N * ld, 4, -1, 1);
+        float *acc_h = rand_bf16(N * C, 5, -1, 1), *y0_h = rand_bf16(N * ld, 6, -1, 1);
+        pair x = pair_act(cu, x_h, N * C), w = pair_act(cu, w_h, C), y = pair_act(cu, y0_h, N * ld);
+        pair rstd = pair_f32(cu, NULL, N), dy = pair_act(cu, dy_h, N * ld), dx = pair_act(cu, acc_h, N * C);
+        cpu->rmsnorm_forward(y.cpu, rstd.cpu, x.cpu, w.cpu, 1e-6f, N, C, ld);
+        cu->rmsnorm_forward(y.dev, rstd.dev, x.dev, w.dev, 1e-6f, N, C, ld);
         float *y_g = down_act(cu, &y), *r_g = down_f32(cu, &rstd);
-        CHECK_REL(y_g, y.cpu, N * C, 1e-2);   /* bf16 output */
+        CHECK_REL(y_g, y.cpu, N * ld, 1e-2);  /* bf16 output */
         CHECK_REL(r_g, rstd.cpu, N, 1e-5);    /* f32 from the same bf16 inputs */
-        cpu->rmsnorm_backward(dx.cpu, dy.cpu, x.cpu, w.cpu, rstd.cpu, N, C); /* += onto acc_h */
-        cu->rmsnorm_backward(dx.dev, dy.dev, x.dev, w.dev, rstd.dev, N, C);
+        cpu->rmsnorm_backward(dx.cpu, dy.cpu, x.cpu, w.cpu, rstd.cpu, N, C, ld); /* += onto acc_h */
+        cu->rmsnorm_backward(dx.dev, dy.dev, x.dev, w.dev, rstd.dev, N, C, ld);
         float *dx_g = down_act(cu, &dx);
         CHECK_REL(dx_g, dx.cpu, N * C, 1e-2);
-        free(y_g); free(r_g); free(dx_g); free(x_h); free(w_h); free(dy_h); free(acc_h);
+        free(y_g); free(r_g); free(dx_g); free(x_h); free(w_h); free(dy_h); free(acc_h); free(y0_h);
         pair_free(cu, &x); pair_free(cu, &w); pair_free(cu, &y); pair_free(cu, &rstd); pair_free(cu, &dy);
         pair_free(cu, &dx);
     }
@@ -159,31 +163,35 @@ TEST(cuda_op_rmsnorm) {
 TEST(cuda_op_matmul) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
-    /* base-projection shapes, a LoRA rank-16 pair, and odd sizes */
-    int shapes[][3] = {{512, 1536, 256}, {512, 1536, 16}, {512, 16, 1536}, {97, 72, 40}};
-    for (size_t s = 0; s < 4; s++) {
+    /* base-projection shapes, a LoRA rank-16 pair, odd sizes; the last two with every operand a
+     * column block of a wider buffer, as the K-concatenated projections use them: x (N, ld_x),
+     * weight (OC, ld_w), out (N, ld_o) */
+    int shapes[][6] = {{512, 1536, 256, 0, 0, 0}, {512, 1536, 16, 0, 0, 0}, {512, 16, 1536, 0, 0, 0},
+                       {97, 72, 40, 0, 0, 0}, {384, 624, 960, 8, 48, 16}, {97, 72, 40, 3, 5, 1}};
+    for (size_t s = 0; s < 6; s++) {
         size_t N = (size_t)shapes[s][0];
         int IC = shapes[s][1], OC = shapes[s][2];
-        float *x_h = rand_bf16(N * IC, 10 + s, -1, 1), *w_h = rand_bf16((size_t)OC * IC, 20 + s, -0.1f, 0.1f);
-        float *b_h = rand_bf16(OC, 30 + s, -1, 1), *o_h = rand_bf16(N * OC, 40 + s, -1, 1);
+        int ldx = IC + shapes[s][3], ldw = IC + shapes[s][4], ldo = OC + shapes[s][5];
+        float *x_h = rand_bf16(N * ldx, 10 + s, -1, 1), *w_h = rand_bf16((size_t)OC * ldw, 20 + s, -0.1f, 0.1f);
+        float *b_h = rand_bf16(OC, 30 + s, -1, 1), *o_h = rand_bf16(N * ldo, 40 + s, -1, 1);
         float *dw_h = rand_bf16((size_t)OC * IC, 50 + s, -1, 1);
-        pair x = pair_act(cu, x_h, N * IC), w = pair_act(cu, w_h, (size_t)OC * IC), bias = pair_act(cu, b_h, OC);
-        pair out = pair_act(cu, o_h, N * OC), dinp = pair_act(cu, x_h, N * IC), dw = pair_f32(cu, dw_h, (size_t)OC * IC);
+        pair x = pair_act(cu, x_h, N * ldx), w = pair_act(cu, w_h, (size_t)OC * ldw), bias = pair_act(cu, b_h, OC);
+        pair out = pair_act(cu, o_h, N * ldo), dinp = pair_act(cu, x_h, N * ldx), dw = pair_f32(cu, dw_h, (size_t)OC * IC);
         /* forward with bias and beta = 1 (the LoRA B product lands on the base output) */
-        cpu->matmul_forward(out.cpu, x.cpu, w.cpu, bias.cpu, 0.5f, 1.0f, N, IC, OC);
-        cu->matmul_forward(out.dev, x.dev, w.dev, bias.dev, 0.5f, 1.0f, N, IC, OC);
+        cpu->matmul_forward(out.cpu, x.cpu, w.cpu, bias.cpu, 0.5f, 1.0f, N, IC, OC, ldo, ldx, ldw);
+        cu->matmul_forward(out.dev, x.dev, w.dev, bias.dev, 0.5f, 1.0f, N, IC, OC, ldo, ldx, ldw);
         float *g = down_act(cu, &out);
-        CHECK_REL(g, out.cpu, N * OC, 1e-2);
+        CHECK_REL(g, out.cpu, N * ldo, 1e-2);
         free(g);
         /* backward input, beta = 1 */
-        cpu->matmul_backward_input(dinp.cpu, out.cpu, w.cpu, 2.0f, 1.0f, N, IC, OC);
-        cu->matmul_backward_input(dinp.dev, out.dev, w.dev, 2.0f, 1.0f, N, IC, OC);
+        cpu->matmul_backward_input(dinp.cpu, out.cpu, w.cpu, 2.0f, 1.0f, N, IC, OC, ldx, ldo, ldw);
+        cu->matmul_backward_input(dinp.dev, out.dev, w.dev, 2.0f, 1.0f, N, IC, OC, ldx, ldo, ldw);
         g = down_act(cu, &dinp);
-        CHECK_REL(g, dinp.cpu, N * IC, 1.5e-2); /* its input `out` is itself a bf16 result */
+        CHECK_REL(g, dinp.cpu, N * ldx, 1.5e-2); /* its input `out` is itself a bf16 result */
         free(g);
         /* backward weight into f32, accumulating */
-        cpu->matmul_backward_weight(dw.cpu, out.cpu, x.cpu, 0.25f, N, IC, OC);
-        cu->matmul_backward_weight(dw.dev, out.dev, x.dev, 0.25f, N, IC, OC);
+        cpu->matmul_backward_weight(dw.cpu, out.cpu, x.cpu, 0.25f, N, IC, OC, ldo, ldx);
+        cu->matmul_backward_weight(dw.dev, out.dev, x.dev, 0.25f, N, IC, OC, ldo, ldx);
         g = down_f32(cu, &dw);
         CHECK_REL(g, dw.cpu, (size_t)OC * IC, 1e-2);
         free(g);
@@ -193,128 +201,152 @@ TEST(cuda_op_matmul) {
     }
 }
 
+/* The LoRA B compute copy written into a weight's reserved columns: f32 -> bf16, scaled, strided. */
+TEST(cuda_op_cast_to_weight_2d) {
+    CUDA_OR_SKIP(cu);
+    const fl_backend *cpu = fl_backend_cpu();
+    size_t rows = 960;
+    int cols = 16, ld = 624;
+    float *src_h = rand_bf16(rows * cols, 55, -1, 1), *dst_h = rand_bf16(rows * ld, 56, -1, 1);
+    pair src = pair_f32(cu, src_h, rows * cols), dst = pair_act(cu, dst_h, rows * ld);
+    cpu->cast_to_weight_2d((float *)dst.cpu + 576, src.cpu, 3.5f, rows, cols, ld);
+    cu->cast_to_weight_2d((char *)dst.dev + 2 * 576, src.dev, 3.5f, rows, cols, ld);
+    float *g = down_act(cu, &dst);
+    CHECK_REL(g, dst.cpu, rows * ld, 4e-3); /* bf16 rounding of the written block; the rest untouched */
+    free(g); free(src_h); free(dst_h);
+    pair_free(cu, &src); pair_free(cu, &dst);
+}
+
 TEST(cuda_op_rope) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
     int HSs[3] = {64, 128, 40};
     for (int hi = 0; hi < 3; hi++) {
-        int HS = HSs[hi], H = 3;
+        /* q and k heads of a q/k/v row (H = 3 + 1 of 3 + 2·1 heads): v stays untouched */
+        int HS = HSs[hi], H = 4, ld = 5 * HS;
         size_t N = 2 * 2048;
-        float *x_h = rand_bf16(N * H * HS, 60 + hi, -1, 1), inv[64];
+        float *x_h = rand_bf16(N * ld, 60 + hi, -1, 1), inv[64];
         int32_t *pos = malloc(sizeof(int32_t) * N);
         for (size_t i = 0; i < N; i++) pos[i] = (int32_t)(i % 2048);
         for (int j = 0; j < HS / 2; j++) inv[j] = 1.0f / powf(1e6f, (float)(2 * j) / HS);
-        pair x = pair_act(cu, x_h, N * H * HS), f = pair_f32(cu, inv, HS / 2);
+        pair x = pair_act(cu, x_h, N * ld), f = pair_f32(cu, inv, HS / 2);
         int32_t *pos_d = dev_i32(cu, pos, N);
-        cpu->rope_forward(x.cpu, pos, f.cpu, N, H, HS);
-        cu->rope_forward(x.dev, pos_d, f.dev, N, H, HS);
+        cpu->rope_forward(x.cpu, pos, f.cpu, N, H, HS, ld);
+        cu->rope_forward(x.dev, pos_d, f.dev, N, H, HS, ld);
         float *g = down_act(cu, &x);
-        CHECK_REL(g, x.cpu, N * H * HS, 1e-2);
+        CHECK_REL(g, x.cpu, N * ld, 1e-2);
         free(g);
-        cpu->rope_backward(x.cpu, pos, f.cpu, N, H, HS);
-        cu->rope_backward(x.dev, pos_d, f.dev, N, H, HS);
+        cpu->rope_backward(x.cpu, pos, f.cpu, N, H, HS, ld);
+        cu->rope_backward(x.dev, pos_d, f.dev, N, H, HS, ld);
         g = down_act(cu, &x);
-        CHECK_REL(g, x.cpu, N * H * HS, 1e-2);
-        CHECK_REL(g, x_h, N * H * HS, 1.5e-2); /* rotate then rotate back: the input again */
+        CHECK_REL(g, x.cpu, N * ld, 1e-2);
+        CHECK_REL(g, x_h, N * ld, 1.5e-2); /* rotate then rotate back: the input again */
         free(g); free(x_h); free(pos); cu->free(pos_d);
         pair_free(cu, &x); pair_free(cu, &f);
     }
 }
 
-/* attention vs the CPU on B=2 rows, the second packed with three documents */
-static void attention_case(const fl_backend *cu, const char *variant, int T, int NH, int NKV, int HS) {
+/* attention vs the CPU on B=2 rows, the second packed with three documents; q, k, v (and dq, dk,
+ * dv) in one buffer with rows of q | k | v | `gap` unused columns, as the engine lays them out */
+static void attention_case(const fl_backend *cu, const char *variant, int T, int NH, int NKV, int HS, int gap) {
     const fl_backend *cpu = fl_backend_cpu();
     fl_cuda_set_attention_variant(variant);
-    int B = 2;
-    size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
-    float *q_h = rand_bf16(nq, 70, -2, 2), *k_h = rand_bf16(nkv, 71, -2, 2), *v_h = rand_bf16(nkv, 72, -1, 1);
-    float *do_h = rand_bf16(nq, 73, -1, 1);
+    int B = 2, QD = NH * HS, KVD = NKV * HS, ld = QD + 2 * KVD + gap;
+    size_t N = (size_t)B * T, nq = N * QD, nqkv = N * ld;
+    float *qkv_h = rand_bf16(nqkv, 70, -2, 2), *do_h = rand_bf16(nq, 73, -1, 1), *d0_h = rand_bf16(nqkv, 74, -1, 1);
     int32_t *seg = malloc(sizeof(int32_t) * N);
     for (int t = 0; t < T; t++) {
         seg[t] = 0;
         seg[T + t] = t < T / 3 ? 0 : t < T / 2 ? T / 3 : T / 2; /* documents [0,T/3) [T/3,T/2) [T/2,T) */
     }
-    pair q = pair_act(cu, q_h, nq), k = pair_act(cu, k_h, nkv), v = pair_act(cu, v_h, nkv), out = pair_act(cu, NULL, nq);
-    pair lse = pair_f32(cu, NULL, N * NH), dout = pair_act(cu, do_h, nq);
-    pair dq = pair_act(cu, NULL, nq), dk = pair_act(cu, NULL, nkv), dv = pair_act(cu, NULL, nkv);
+    pair qkv = pair_act(cu, qkv_h, nqkv), out = pair_act(cu, NULL, nq), lse = pair_f32(cu, NULL, N * NH);
+    pair dout = pair_act(cu, do_h, nq), dqkv = pair_act(cu, d0_h, nqkv);
     int32_t *seg_d = dev_i32(cu, seg, N);
-    cpu->attention_forward(out.cpu, lse.cpu, q.cpu, k.cpu, v.cpu, seg, B, T, NH, NKV, HS);
-    cu->attention_forward(out.dev, lse.dev, q.dev, k.dev, v.dev, seg_d, B, T, NH, NKV, HS);
+    float *q = qkv.cpu, *k = q + QD, *v = k + KVD;
+    char *qd = qkv.dev, *kd = qd + 2 * QD, *vd = kd + 2 * KVD;
+    cpu->attention_forward(out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
+    cu->attention_forward(out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
     float *o_g = down_act(cu, &out), *l_g = down_f32(cu, &lse);
-    CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d NH=%d NKV=%d HS=%d: out rel err %.3g", variant, T, NH, NKV, HS,
-              rel_err(o_g, out.cpu, nq));
+    CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d NH=%d NKV=%d HS=%d ld=%d: out rel err %.3g", variant, T, NH, NKV,
+              HS, ld, rel_err(o_g, out.cpu, nq));
     CHECK_MSG(rel_err(l_g, lse.cpu, N * NH) <= 1e-3, "%s HS=%d: lse rel err %.3g", variant, HS, rel_err(l_g, lse.cpu, N * NH));
     /* backward from the CPU's forward output so both sides see the same `out` */
     cu->upload_act(out.dev, out.cpu, nq);
     cu->upload(lse.dev, lse.cpu, sizeof(float) * N * NH);
-    cpu->attention_backward(dq.cpu, dk.cpu, dv.cpu, dout.cpu, out.cpu, lse.cpu, q.cpu, k.cpu, v.cpu, seg, B, T, NH, NKV, HS);
-    cu->attention_backward(dq.dev, dk.dev, dv.dev, dout.dev, out.dev, lse.dev, q.dev, k.dev, v.dev, seg_d, B, T, NH, NKV, HS);
-    float *dq_g = down_act(cu, &dq), *dk_g = down_act(cu, &dk), *dv_g = down_act(cu, &dv);
-    CHECK_MSG(rel_err(dq_g, dq.cpu, nq) <= 2e-2, "HS=%d dq rel err %.3g", HS, rel_err(dq_g, dq.cpu, nq));
-    CHECK_MSG(rel_err(dk_g, dk.cpu, nkv) <= 2e-2, "HS=%d dk rel err %.3g", HS, rel_err(dk_g, dk.cpu, nkv));
-    CHECK_MSG(rel_err(dv_g, dv.cpu, nkv) <= 2e-2, "HS=%d dv rel err %.3g", HS, rel_err(dv_g, dv.cpu, nkv));
-    free(o_g); free(l_g); free(dq_g); free(dk_g); free(dv_g);
-    free(q_h); free(k_h); free(v_h); free(do_h); free(seg); cu->free(seg_d);
-    pair_free(cu, &q); pair_free(cu, &k); pair_free(cu, &v); pair_free(cu, &out); pair_free(cu, &lse);
-    pair_free(cu, &dout); pair_free(cu, &dq); pair_free(cu, &dk); pair_free(cu, &dv);
+    float *dq = dqkv.cpu, *dk = dq + QD, *dv = dk + KVD;
+    char *dqd = dqkv.dev, *dkd = dqd + 2 * QD, *dvd = dkd + 2 * KVD;
+    cpu->attention_backward(dq, dk, dv, dout.cpu, out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
+    cu->attention_backward(dqd, dkd, dvd, dout.dev, out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
+    float *d_g = down_act(cu, &dqkv);
+    CHECK_MSG(rel_err(d_g, dqkv.cpu, nqkv) <= 2e-2, "%s HS=%d ld=%d dq|dk|dv (gap untouched) rel err %.3g", variant, HS, ld,
+              rel_err(d_g, dqkv.cpu, nqkv));
+    free(o_g); free(l_g); free(d_g);
+    free(qkv_h); free(do_h); free(d0_h); free(seg); cu->free(seg_d);
+    pair_free(cu, &qkv); pair_free(cu, &out); pair_free(cu, &lse); pair_free(cu, &dout); pair_free(cu, &dqkv);
     fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
 }
 
 TEST(cuda_op_attention_mma) {
     CUDA_OR_SKIP(cu);
-    attention_case(cu, "mma", 256, 8, 2, 64);   /* GQA 4:1 */
-    attention_case(cu, "mma", 200, 4, 4, 128);  /* ragged last tile, MHA */
-    attention_case(cu, "mma", 130, 6, 1, 128);  /* MQA */
+    attention_case(cu, "mma", 256, 8, 2, 64, 0);    /* GQA 4:1 */
+    attention_case(cu, "mma", 200, 4, 4, 128, 8);   /* ragged last tile, MHA, a gap after v */
+    attention_case(cu, "mma", 130, 6, 1, 128, 0);   /* MQA */
+    attention_case(cu, "mma", 64, 4, 2, 64, 3);     /* ld not a multiple of 8: the simple kernels take it */
 }
 
 TEST(cuda_op_attention_simple) {
     CUDA_OR_SKIP(cu);
-    attention_case(cu, "simple", 256, 8, 2, 64);
-    attention_case(cu, "simple", 77, 4, 2, 96);  /* a head size only the simple kernels take */
-    attention_case(cu, "simple", 50, 4, 2, 16);  /* heads below a warp's width: the HF fixtures' sizes */
-    attention_case(cu, "simple", 40, 6, 2, 8);
+    attention_case(cu, "simple", 256, 8, 2, 64, 0);
+    attention_case(cu, "simple", 77, 4, 2, 96, 5);  /* a head size only the simple kernels take */
+    attention_case(cu, "simple", 50, 4, 2, 16, 0);  /* heads below a warp's width: the HF fixtures' sizes */
+    attention_case(cu, "simple", 40, 6, 2, 8, 1);
 }
 
 TEST(cuda_op_swiglu_dropout_add) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
-    size_t N = 100003; /* ragged tail after the 8-wide body */
-    float *g_h = rand_bf16(N, 80, -6, 6), *u_h = rand_bf16(N, 81, -2, 2), *d_h = rand_bf16(N, 82, -1, 1);
-    pair g = pair_act(cu, g_h, N), u = pair_act(cu, u_h, N), d = pair_act(cu, d_h, N), o = pair_act(cu, NULL, N);
-    pair dg = pair_act(cu, NULL, N), du = pair_act(cu, NULL, N);
-    cpu->swiglu_forward(o.cpu, g.cpu, u.cpu, N);
-    cu->swiglu_forward(o.dev, g.dev, u.dev, N);
-    float *got = down_act(cu, &o);
-    CHECK_REL(got, o.cpu, N, 1e-2);
-    free(got);
-    cpu->swiglu_backward(dg.cpu, du.cpu, d.cpu, g.cpu, u.cpu, N);
-    cu->swiglu_backward(dg.dev, du.dev, d.dev, g.dev, u.dev, N);
-    got = down_act(cu, &dg);
-    CHECK_REL(got, dg.cpu, N, 1e-2);
-    free(got);
-    got = down_act(cu, &du);
-    CHECK_REL(got, du.cpu, N, 1e-2);
-    free(got);
-    /* dropout: the same elements are zeroed (same counter-based hash), kept ones scaled alike */
-    uint64_t key = fl_rng_stream(7, 1, 2, 3);
-    cpu->dropout(o.cpu, d.cpu, 0.1f, key, N);
-    cu->dropout(o.dev, d.dev, 0.1f, key, N);
-    got = down_act(cu, &o);
-    size_t mismatched = 0, dropped = 0;
-    for (size_t i = 0; i < N; i++) {
-        mismatched += (got[i] == 0.0f) != (o.cpu[i] == 0.0f) && d.cpu[i] != 0.0f;
-        dropped += o.cpu[i] == 0.0f;
+    int FFs[2] = {1024, 1001}; /* the 8-wide path, and rows that break it */
+    for (int fi = 0; fi < 2; fi++) {
+        int FF = FFs[fi];
+        size_t N = 97, n = N * FF;
+        float *gu_h = rand_bf16(2 * n, 80, -6, 6), *d_h = rand_bf16(n, 82, -1, 1);
+        pair gu = pair_act(cu, gu_h, 2 * n), d = pair_act(cu, d_h, n), o = pair_act(cu, NULL, n);
+        pair dgu = pair_act(cu, NULL, 2 * n);
+        cpu->swiglu_forward(o.cpu, gu.cpu, N, FF);
+        cu->swiglu_forward(o.dev, gu.dev, N, FF);
+        float *got = down_act(cu, &o);
+        CHECK_REL(got, o.cpu, n, 1e-2);
+        free(got);
+        cpu->swiglu_backward(dgu.cpu, d.cpu, gu.cpu, N, FF);
+        cu->swiglu_backward(dgu.dev, d.dev, gu.dev, N, FF);
+        got = down_act(cu, &dgu);
+        CHECK_REL(got, dgu.cpu, 2 * n, 1e-2);
+        free(got);
+        /* dropout of the gate half of the gate/up rows (a strided view): the same elements are zeroed
+         * (same counter-based hash, index r·cols + c), kept ones scaled alike */
+        uint64_t key = fl_rng_stream(7, 1, 2, 3);
+        cpu->dropout(o.cpu, gu.cpu, 0.1f, key, N, FF, 2 * FF);
+        cu->dropout(o.dev, gu.dev, 0.1f, key, N, FF, 2 * FF);
+        got = down_act(cu, &o);
+        size_t mismatched = 0, dropped = 0;
+        for (size_t r = 0; r < N; r++)
+            for (int c = 0; c < FF; c++) {
+                size_t i = r * FF + c;
+                mismatched += (got[i] == 0.0f) != (o.cpu[i] == 0.0f) && gu.cpu[r * 2 * FF + c] != 0.0f;
+                dropped += o.cpu[i] == 0.0f;
+            }
+        CHECK_EQ_INT(mismatched, 0);
+        CHECK(dropped > n / 20 && dropped < n / 5);
+        CHECK_REL(got, o.cpu, n, 1e-2);
+        free(got);
+        /* the LoRA input gradient added into a strided [dx | dxa] buffer: the up half here */
+        cpu->add_inplace((float *)gu.cpu + FF, d.cpu, N, FF, 2 * FF);
+        cu->add_inplace((char *)gu.dev + 2 * FF, d.dev, N, FF, 2 * FF);
+        got = down_act(cu, &gu);
+        CHECK_REL(got, gu.cpu, 2 * n, 1e-2);
+        free(got); free(gu_h); free(d_h);
+        pair_free(cu, &gu); pair_free(cu, &d); pair_free(cu, &o); pair_free(cu, &dgu);
     }
-    CHECK_EQ_INT(mismatched, 0);
-    CHECK(dropped > N / 20 && dropped < N / 5);
-    CHECK_REL(got, o.cpu, N, 1e-2);
-    free(got);
-    cpu->add_inplace(u.cpu, g.cpu, N);
-    cu->add_inplace(u.dev, g.dev, N);
-    got = down_act(cu, &u);
-    CHECK_REL(got, u.cpu, N, 1e-2);
-    free(got); free(g_h); free(u_h); free(d_h);
-    pair_free(cu, &g); pair_free(cu, &u); pair_free(cu, &d); pair_free(cu, &o); pair_free(cu, &dg); pair_free(cu, &du);
 }
 
 TEST(cuda_op_lm_head_loss) {

@@ -124,7 +124,9 @@ TEST(train_packing_equals_documents_one_by_one) {
     fl_batch leaky = {.B = 1, .T = T, .ids = ids, .targets = tg, .pos = pos, .seg_start = NULL};
     double leak = fl_model_forward(&m, &leaky, scale).loss_sum;
     fl_model_backward(&m);
-    CHECK(fabs(leak - loss_sum) > 1e-3);
+    /* the random weights (std 0.02) mix positions weakly: the leak moves the summed loss (~66) by
+     * ~6e-4, while f32 rounding of that sum is ~1e-5 */
+    CHECK(fabs(leak - loss_sum) > 1e-4);
     free(g_packed);
     fl_model_free(&m);
 }

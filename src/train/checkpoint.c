@@ -122,7 +122,8 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
         fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)n}, .data = host},
                                    {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)n}, .data = host + n}};
         char *path = fl_path_join(tmp, "optimizer.safetensors");
-        status = fl_safetensors_write(path, t, 2, NULL, 0);
+        const char *order[2] = {"param_order", FL_LORA_PARAM_ORDER}; /* the moments' flat layout (lora/lora.h) */
+        status = fl_safetensors_write(path, t, 2, order, 1);
         free(path);
         free(host);
     }
@@ -200,6 +201,11 @@ int fl_checkpoint_load(const char *dir, fl_model *m, fl_train_state *st) {
     path = fl_path_join(dir, "optimizer.safetensors");
     fl_safetensors sf;
     status = fl_safetensors_open(&sf, path);
+    const char *order = status ? NULL : fl_safetensors_metadata(&sf, "param_order");
+    if (!status && (!order || strcmp(order, FL_LORA_PARAM_ORDER)))
+        status = fl_input_error("%s: the AdamW moments are in parameter order '%s', this build uses '%s' (the "
+                                "checkpoint is from another fastlora version; start from its adapter with --adapter)",
+                                path, order ? order : "(unnamed, older)", FL_LORA_PARAM_ORDER);
     for (int i = 0; i < 2 && !status; i++) {
         const fl_st_tensor *t = fl_safetensors_find(&sf, i ? "adam_v" : "adam_m");
         if (!t || t->dtype != FL_F32 || t->ndim != 1 || (size_t)t->shape[0] != m->lora.n)

@@ -4,7 +4,7 @@
  * straight into its f32 accumulator.
  *
  * Row-major (HF layout, weight (OC, IC)) mapped onto cuBLAS's column-major: a row-major (R, C)
- * matrix is a column-major (C, R) one, so
+ * matrix with row stride ld is a column-major (C, R) one with leading dimension ld, so
  *   forward      out (N,OC)  = inp·Wᵀ        ->  outᵀ (OC,N)  = op_T(W) · inpᵀ          "TN", m=OC n=N  k=IC
  *   bwd input    dinp (N,IC) = dout·W        ->  dinpᵀ (IC,N) = Wᵀ_cm · doutᵀ           "NN", m=IC n=N  k=OC
  *   bwd weight   dW (OC,IC) += doutᵀ·inp     ->  dWᵀ (IC,OC) += inpᵀ · op_T(doutᵀ)      "NT", m=IC n=OC k=N
@@ -124,23 +124,23 @@ static void lt_gemm(int transa, int transb, int64_t m, int64_t n, int64_t k, con
 }
 
 void matmul_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias, float alpha, float beta, size_t N,
-                    int IC, int OC, cudaStream_t stream) {
+                    int IC, int OC, int ld_out, int ld_inp, int ld_w, cudaStream_t stream) {
     if (IC == 0) {
         /* nothing to multiply; the interface still asks for beta·out + bias — never used by the engine */
         fprintf(stderr, "fastlora: matmul_forward with IC == 0\n");
         abort();
     }
-    lt_gemm(1, 0, OC, (int64_t)N, IC, weight, IC, inp, IC, out, OC, CUDA_R_16BF, bias, alpha, beta, stream);
+    lt_gemm(1, 0, OC, (int64_t)N, IC, weight, ld_w, inp, ld_inp, out, ld_out, CUDA_R_16BF, bias, alpha, beta, stream);
 }
 
 void matmul_backward_input(bf16 *dinp, const bf16 *dout, const bf16 *weight, float alpha, float beta, size_t N, int IC,
-                           int OC, cudaStream_t stream) {
-    lt_gemm(0, 0, IC, (int64_t)N, OC, weight, IC, dout, OC, dinp, IC, CUDA_R_16BF, NULL, alpha, beta, stream);
+                           int OC, int ld_dinp, int ld_dout, int ld_w, cudaStream_t stream) {
+    lt_gemm(0, 0, IC, (int64_t)N, OC, weight, ld_w, dout, ld_dout, dinp, ld_dinp, CUDA_R_16BF, NULL, alpha, beta, stream);
 }
 
 void matmul_backward_weight(float *dweight, const bf16 *dout, const bf16 *inp, float alpha, size_t N, int IC, int OC,
-                            cudaStream_t stream) {
-    lt_gemm(0, 1, IC, OC, (int64_t)N, inp, IC, dout, OC, dweight, IC, CUDA_R_32F, NULL, alpha, 1.0f, stream);
+                            int ld_dout, int ld_inp, cudaStream_t stream) {
+    lt_gemm(0, 1, IC, OC, (int64_t)N, inp, ld_inp, dout, ld_dout, dweight, IC, CUDA_R_32F, NULL, alpha, 1.0f, stream);
 }
 
 /* out (N, OC) f32 = inp · weightᵀ: the LM head's logits when the caller wants them in f32. */
