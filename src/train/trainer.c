@@ -366,7 +366,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (step_rows < rows_per_step) snprintf(partial, sizeof partial, " (end of epoch: %zu of %zu rows)", step_rows, rows_per_step);
         fl_step_stats s = fl_train_accumulate(m, micro, n_micro);
         double lr = fl_lr_at(&sched, st.step);
-        double norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
+        double norm = fl_model_grad_norm(m); /* cached: the optimizer step clips with the same value */
         if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
         if (!isfinite(s.loss) || !isfinite(norm)) {
             progress_message(&c.prog, "step %d: %s is %s; stopping. The last good checkpoint is in %s (resume from it "
