@@ -529,7 +529,8 @@ TEST(cli_bad_input_special_files_every_command) {
     struct { const char *file, *args, *expect; } inside[] = {
         {"config.json", "bench --model M --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", "a FIFO, not a regular file"},
         {"model.safetensors", "bench --model M --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", "a FIFO, not a regular file"},
-        {"tokenizer.json", "tokenize --model M --text hi", "no tokenizer files"},   /* only regular files count */
+        /* only regular files count: a FIFO tokenizer.json is no tokenizer file */
+        {"tokenizer.json", "tokenize --model M --text hi", "no tokenizer files: looked for tokenizer.json"},
         {"config.json", "generate --model M --prompt hi --max-tokens 1 --device cpu", "a FIFO, not a regular file"},
         {"model.safetensors", "merge --model M --adapter tests/fixtures/hf/llama_gqa/adapter --out D/merged", "a FIFO, not a regular file"},
     };

@@ -49,16 +49,17 @@ static double cpu_logits_bytes(size_t N, int V) {
     return (double)chunk * V * sizeof(float);
 }
 
-/* weights.c's layout: matrices at weight_size, vectors (norms, biases) at act_size, each tensor
- * rounded up to 64 bytes. */
-static double weights_bytes(const fl_model_config *cfg, size_t weight_size, size_t act_size) {
+/* weights.c's layout: matrices at weight_size, vectors (norms, biases) at act_size, each stored
+ * tensor rounded up to 64 bytes; q/k/v and gate/up fused, with 3R and 2R reserved columns (the
+ * engine's LoRA B compute copy, engine/model.c). */
+static double weights_bytes(const fl_model_config *cfg, int rank, size_t weight_size, size_t act_size) {
     size_t C = (size_t)cfg->hidden_size, V = (size_t)cfg->vocab_size, FF = (size_t)cfg->intermediate_size;
-    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);
+    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg), R = rank > 0 ? (size_t)rank : 0;
 #define MAT(r, c) PLAN_ALIGN_UP((r) * (c) * weight_size)
 #define VEC(n) PLAN_ALIGN_UP((n) * act_size)
     size_t total = MAT(V, C) * (cfg->tie_word_embeddings ? 1 : 2) + VEC(C);
-    size_t layer = MAT(QD, C) + 2 * MAT(KVD, C) + MAT(C, QD) + 2 * MAT(FF, C) + MAT(C, FF) + 2 * VEC(C);
-    if (cfg->qkv_bias) layer += VEC(QD) + 2 * VEC(KVD);
+    size_t layer = MAT(QD + 2 * KVD, C + 3 * R) + MAT(C, QD) + MAT(2 * FF, C + 2 * R) + MAT(C, FF) + 2 * VEC(C);
+    if (cfg->qkv_bias) layer += VEC(QD + 2 * KVD);
 #undef MAT
 #undef VEC
     return (double)total + (double)layer * cfg->n_layers;
@@ -71,7 +72,7 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
     int cuda = target == FL_TARGET_CUDA;
     size_t act = cuda ? 2 : 4;
     double P = (double)fl_lora_param_count(cfg, lc), N = (double)B * T;
-    m.weights = weights_bytes(cfg, act, act);
+    m.weights = weights_bytes(cfg, lc->rank, act, act);
     m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: the compute copy aliases on CPU */
     m.lora_grads = P * sizeof(float);
     m.adamw = 2 * P * sizeof(float);

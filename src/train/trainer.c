@@ -481,7 +481,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         /* several ranks stop after the same step: on the Ctrl-C seen by any rank at the sum (a later one waits a step) */
         int stop_agreed = dist->active && sum_over_ranks(m, &s, interrupted, st.step + 1);
         double lr = fl_lr_at(&sched, st.step);
-        double norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
+        double norm = fl_model_grad_norm(m); /* cached: the optimizer step clips with the same value */
         if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
         if (!isfinite(s.loss) || !isfinite(norm)) {
             progress_message(&c.prog, "step %d: %s is %s; stopping. The last good checkpoint is in %s (resume from it "
