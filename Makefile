@@ -10,7 +10,7 @@ CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno 
 # threads spin against OpenMP's and cost ~40% of a step on 2 cores).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 BLAS_LIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
-LDLIBS  += -ljansson -lpcre2-8 $(BLAS_LIBS) -lm -fopenmp
+LDLIBS  += -ljansson -lpcre2-8 -lcrypto $(BLAS_LIBS) -lm -fopenmp
 BUILD   ?= build
 
 LIB_SRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c src/*/*/*.c))
@@ -113,6 +113,56 @@ $(BUILD)/dev/%: $(BUILD)/dev/%.o $(BUILD)/libfastlora.a
 dev-cuda: $(DEV_BIN)
 -include $(CU_OBJ:.o=.d)
 endif
+
+# ---- MPI and NCCL (src/dist/: data parallel training, docs/DISTRIBUTED.md) ------------------------
+# MPI is built in whenever mpicc (Open MPI or MPICH) is found, or MPI=1; MPI=0 leaves it out. Either
+# way a plain `fastlora train` calls no MPI function: MPI starts only under a launcher (mpirun, srun).
+# scripts/setup installs Open MPI, so it runs before mpicc is looked for: the setup stamp is read
+# as a makefile, and once setup has made it, make starts over and finds the fresh mpicc. NCCL (the
+# GPU all-reduce) is built in with CUDA when nccl.h is found: the CUDA toolkit's include folder,
+# /usr/include, or the nvidia-nccl-cu13 wheel (site-packages/nvidia/nccl; NCCL_HOME overrides).
+# Sanitizer builds leave both out. The flags are recorded in $(BUILD)/.dist-flags so that a change
+# (MPI installed later, say) recompiles src/dist/.
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include $(BUILD)/.setup-done
+endif
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+MPI   ?= $(if $(MPICC),1,0)
+ifneq ($(findstring -fsanitize,$(OPT)),)
+override MPI := 0
+endif
+DIST_OBJ := $(filter $(BUILD)/src/dist/%,$(LIB_OBJ))
+DIST_CFLAGS :=
+ifeq ($(MPI),1)
+ifndef MPI_CFLAGS
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null || $(MPICC) --showme:compile 2>/dev/null || \
+                      pkg-config --cflags mpich 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null || $(MPICC) --showme:link 2>/dev/null || \
+                      pkg-config --libs mpich 2>/dev/null)
+endif
+DIST_CFLAGS += -DFL_HAVE_MPI $(MPI_CFLAGS)
+LDLIBS      += $(MPI_LIBS)
+endif
+ifeq ($(CUDA),1)
+DIST_CFLAGS += -I$(CUDA_HOME)/include
+ifndef NCCL_HOME
+NCCL_HOME := $(or $(patsubst %/include/nccl.h,%,$(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))),\
+                  $(shell python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null))
+endif
+NCCL      ?= $(if $(wildcard $(NCCL_HOME)/include/nccl.h),1,0)
+ifeq ($(NCCL),1)
+NCCL_LIB  := $(firstword $(foreach d,lib64 lib lib/x86_64-linux-gnu,$(if $(wildcard $(NCCL_HOME)/$(d)/libnccl.so.2),$(NCCL_HOME)/$(d))))
+DIST_CFLAGS += -DFL_HAVE_NCCL -I$(NCCL_HOME)/include
+LDLIBS      += -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) -l:libnccl.so.2
+endif
+endif
+$(DIST_OBJ): CFLAGS += $(DIST_CFLAGS)
+$(DIST_OBJ): $(BUILD)/.dist-flags
+$(BUILD)/.dist-flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo 'MPI=$(MPI) NCCL=$(NCCL) $(DIST_CFLAGS)' | cmp -s - $@ || echo 'MPI=$(MPI) NCCL=$(NCCL) $(DIST_CFLAGS)' > $@
+.PHONY: FORCE
+FORCE:
 
 .PHONY: dev-cuda device-check
 # One call on a GPU machine: build for sm_90 only, CUDA tests, benchmarks, summary table.

@@ -293,7 +293,7 @@ TEST(bad_input_config_sizes_checked_before_allocation) {
         rewrite_config(dir, cases[i][0], cases[i][1]);
         fl_model_config cfg;
         fl_base_weights w;
-        CHECK_EQ_INT(fl_weights_load(&w, &cfg, dir, fl_backend_cpu()), 2);
+        CHECK_EQ_INT(fl_weights_load(&w, &cfg, dir, fl_backend_cpu(), (fl_weights_reserve){0, 0}), 2);
         CHECK_STR_CONTAINS(fl_last_error(), cases[i][2]);
         CHECK(w.storage == NULL);
         remove_dir(dir);

@@ -130,54 +130,62 @@ TEST(cuda_op_embedding) {
     }
 }
 
+/* The ops that take row strides run with strides wider than their rows (backend.h): the
+ * padding columns start equal on both sides, so comparing whole buffers also checks that neither
+ * side writes them. Strides that are multiples of 8 take the 16-byte vector paths, others not. */
+
 TEST(cuda_op_rmsnorm) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
     size_t N = 300;
-    int Cs[2] = {1536, 100};
-    for (int ci = 0; ci < 2; ci++) {
-        int C = Cs[ci];
-        float *x_h = rand_bf16(N * C, 2, -2, 2), *w_h = rand_bf16(C, 3, 0.5f, 1.5f), *dy_h = rand_bf16(N * C, 4, -1, 1);
-        float *acc_h = rand_bf16(N * C, 5, -1, 1);
-        pair x = pair_act(cu, x_h, N * C), w = pair_act(cu, w_h, C), y = pair_act(cu, NULL, N * C);
-        pair rstd = pair_f32(cu, NULL, N), dy = pair_act(cu, dy_h, N * C), dx = pair_act(cu, acc_h, N * C);
-        cpu->rmsnorm_forward(y.cpu, rstd.cpu, x.cpu, w.cpu, 1e-6f, N, C);
-        cu->rmsnorm_forward(y.dev, rstd.dev, x.dev, w.dev, 1e-6f, N, C);
+    int Cs[3] = {1536, 100, 576}, lds[3] = {1536, 100, 576 + 48}; /* the last: [x | x·Aᵀ] of a fused group */
+    for (int ci = 0; ci < 3; ci++) {
+        int C = Cs[ci], ld = lds[ci];
+        float *x_h = rand_bf16(N * C, 2, -2, 2), *w_h = rand_bf16(C, 3, 0.5f, 1.5f), *dy_h = rand_bf16(N * ld, 4, -1, 1);
+        float *acc_h = rand_bf16(N * C, 5, -1, 1), *y0_h = rand_bf16(N * ld, 6, -1, 1);
+        pair x = pair_act(cu, x_h, N * C), w = pair_act(cu, w_h, C), y = pair_act(cu, y0_h, N * ld);
+        pair rstd = pair_f32(cu, NULL, N), dy = pair_act(cu, dy_h, N * ld), dx = pair_act(cu, acc_h, N * C);
+        cpu->rmsnorm_forward(y.cpu, rstd.cpu, x.cpu, w.cpu, 1e-6f, N, C, ld);
+        cu->rmsnorm_forward(y.dev, rstd.dev, x.dev, w.dev, 1e-6f, N, C, ld);
         float *y_g = down_act(cu, &y), *r_g = down_f32(cu, &rstd);
-        CHECK_REL(y_g, y.cpu, N * C, 1e-2);   /* bf16 output */
+        CHECK_REL(y_g, y.cpu, N * ld, 1e-2);  /* bf16 output */
         CHECK_REL(r_g, rstd.cpu, N, 1e-5);    /* f32 from the same bf16 inputs */
-        cpu->rmsnorm_backward(dx.cpu, dy.cpu, x.cpu, w.cpu, rstd.cpu, N, C); /* += onto acc_h */
-        cu->rmsnorm_backward(dx.dev, dy.dev, x.dev, w.dev, rstd.dev, N, C);
+        cpu->rmsnorm_backward(dx.cpu, dy.cpu, x.cpu, w.cpu, rstd.cpu, N, C, ld); /* += onto acc_h */
+        cu->rmsnorm_backward(dx.dev, dy.dev, x.dev, w.dev, rstd.dev, N, C, ld);
         float *dx_g = down_act(cu, &dx);
         CHECK_REL(dx_g, dx.cpu, N * C, 1e-2);
-        free(y_g); free(r_g); free(dx_g); free(x_h); free(w_h); free(dy_h); free(acc_h);
+        free(y_g); free(r_g); free(dx_g); free(x_h); free(w_h); free(dy_h); free(acc_h); free(y0_h);
         pair_free(cu, &x); pair_free(cu, &w); pair_free(cu, &y); pair_free(cu, &rstd); pair_free(cu, &dy);
         pair_free(cu, &dx);
     }
 }
 
 /* the three matmuls of one (N, IC, OC) problem vs the CPU: forward (bias optional, beta = 1: the
- * LoRA B product lands on the base output), input gradient (beta = 1), f32 weight gradient */
-static void matmul_case(const fl_backend *cu, size_t N, int IC, int OC, uint64_t seed, int with_bias) {
+ * LoRA B product lands on the base output), input gradient (beta = 1), f32 weight gradient. With
+ * pads > 0 every operand is a column block of a wider buffer, as the K-concatenated projections use
+ * them: x (N, IC + pad[0]), weight (OC, IC + pad[1]), out (N, OC + pad[2]); whole buffers are
+ * compared, so the padding (equal on both sides at the start) must stay untouched. */
+static void matmul_case(const fl_backend *cu, size_t N, int IC, int OC, const int pad[3], uint64_t seed, int with_bias) {
     const fl_backend *cpu = fl_backend_cpu();
-    float *x_h = rand_bf16(N * IC, 10 + seed, -1, 1), *w_h = rand_bf16((size_t)OC * IC, 20 + seed, -0.1f, 0.1f);
-    float *b_h = rand_bf16(OC, 30 + seed, -1, 1), *o_h = rand_bf16(N * OC, 40 + seed, -1, 1);
+    int ldx = IC + pad[0], ldw = IC + pad[1], ldo = OC + pad[2];
+    float *x_h = rand_bf16(N * ldx, 10 + seed, -1, 1), *w_h = rand_bf16((size_t)OC * ldw, 20 + seed, -0.1f, 0.1f);
+    float *b_h = rand_bf16(OC, 30 + seed, -1, 1), *o_h = rand_bf16(N * ldo, 40 + seed, -1, 1);
     float *dw_h = rand_bf16((size_t)OC * IC, 50 + seed, -1, 1);
-    pair x = pair_act(cu, x_h, N * IC), w = pair_act(cu, w_h, (size_t)OC * IC), bias = pair_act(cu, b_h, OC);
-    pair out = pair_act(cu, o_h, N * OC), dinp = pair_act(cu, x_h, N * IC), dw = pair_f32(cu, dw_h, (size_t)OC * IC);
-    cpu->matmul_forward(out.cpu, x.cpu, w.cpu, with_bias ? bias.cpu : NULL, 0.5f, 1.0f, N, IC, OC);
-    cu->matmul_forward(out.dev, x.dev, w.dev, with_bias ? bias.dev : NULL, 0.5f, 1.0f, N, IC, OC);
+    pair x = pair_act(cu, x_h, N * ldx), w = pair_act(cu, w_h, (size_t)OC * ldw), bias = pair_act(cu, b_h, OC);
+    pair out = pair_act(cu, o_h, N * ldo), dinp = pair_act(cu, x_h, N * ldx), dw = pair_f32(cu, dw_h, (size_t)OC * IC);
+    cpu->matmul_forward(out.cpu, x.cpu, w.cpu, with_bias ? bias.cpu : NULL, 0.5f, 1.0f, N, IC, OC, ldo, ldx, ldw);
+    cu->matmul_forward(out.dev, x.dev, w.dev, with_bias ? bias.dev : NULL, 0.5f, 1.0f, N, IC, OC, ldo, ldx, ldw);
     float *g = down_act(cu, &out);
-    CHECK_MSG(rel_err(g, out.cpu, N * OC) <= 1e-2, "forward %zu x %d -> %d: rel err %.3g", N, IC, OC,
-              rel_err(g, out.cpu, N * OC));
+    CHECK_MSG(rel_err(g, out.cpu, N * ldo) <= 1e-2, "forward %zu x %d -> %d (ld %d/%d/%d): rel err %.3g", N, IC, OC,
+              ldo, ldx, ldw, rel_err(g, out.cpu, N * ldo));
     free(g);
-    cpu->matmul_backward_input(dinp.cpu, out.cpu, w.cpu, 2.0f, 1.0f, N, IC, OC);
-    cu->matmul_backward_input(dinp.dev, out.dev, w.dev, 2.0f, 1.0f, N, IC, OC);
+    cpu->matmul_backward_input(dinp.cpu, out.cpu, w.cpu, 2.0f, 1.0f, N, IC, OC, ldx, ldo, ldw);
+    cu->matmul_backward_input(dinp.dev, out.dev, w.dev, 2.0f, 1.0f, N, IC, OC, ldx, ldo, ldw);
     g = down_act(cu, &dinp);
-    CHECK_REL(g, dinp.cpu, N * IC, 1.5e-2); /* its input `out` is itself a bf16 result */
+    CHECK_REL(g, dinp.cpu, N * ldx, 1.5e-2); /* its input `out` is itself a bf16 result */
     free(g);
-    cpu->matmul_backward_weight(dw.cpu, out.cpu, x.cpu, 0.25f, N, IC, OC);
-    cu->matmul_backward_weight(dw.dev, out.dev, x.dev, 0.25f, N, IC, OC);
+    cpu->matmul_backward_weight(dw.cpu, out.cpu, x.cpu, 0.25f, N, IC, OC, ldo, ldx);
+    cu->matmul_backward_weight(dw.dev, out.dev, x.dev, 0.25f, N, IC, OC, ldo, ldx);
     g = down_f32(cu, &dw);
     CHECK_REL(g, dw.cpu, (size_t)OC * IC, 1e-2);
     free(g);
@@ -188,23 +196,48 @@ static void matmul_case(const fl_backend *cu, size_t N, int IC, int OC, uint64_t
 
 TEST(cuda_op_matmul) {
     CUDA_OR_SKIP(cu);
-    /* base-projection shapes, a LoRA rank-16 pair, and odd sizes */
-    int shapes[][3] = {{512, 1536, 256}, {512, 1536, 16}, {512, 16, 1536}, {97, 72, 40}};
-    for (size_t s = 0; s < 4; s++) matmul_case(cu, (size_t)shapes[s][0], shapes[s][1], shapes[s][2], s, 1);
+    /* base-projection shapes, a LoRA rank-16 pair, odd sizes; the last two with every operand a
+     * column block of a wider buffer (pads of x, weight, out) */
+    static const int pad0[3] = {0, 0, 0}, pad_fused[3] = {8, 48, 16}, pad_odd[3] = {3, 5, 1};
+    int shapes[][3] = {{512, 1536, 256}, {512, 1536, 16}, {512, 16, 1536}, {97, 72, 40}, {384, 624, 960}, {97, 72, 40}};
+    const int *pads[6] = {pad0, pad0, pad0, pad0, pad_fused, pad_odd};
+    for (size_t s = 0; s < 6; s++) matmul_case(cu, (size_t)shapes[s][0], shapes[s][1], shapes[s][2], pads[s], s, 1);
 }
 
 /* Rank-4 LoRA products have 8-byte leading dimensions, for which cuBLASLt may find no algorithm:
  * then cublasGemmEx runs them. Both paths: as the heuristic decides, and forced (new shapes, so no
- * cached plan decides for the test). */
+ * cached plan decides for the test), contiguous and as the K-concatenated projections stride them
+ * (x·Aᵀ written into the 12 reserved columns of a (N, 1536 + 12) input; [x | x·Aᵀ]·[W | s·B]ᵀ with
+ * the q/k/v bias, which the fallback adds after the GEMM). */
 TEST(cuda_op_gemm_ex_fallback) {
     CUDA_OR_SKIP(cu);
-    matmul_case(cu, 333, 1536, 4, 7, 0); /* LoRA A: x (N, C) -> (N, 4) */
-    matmul_case(cu, 333, 4, 1536, 8, 0); /* LoRA B: (N, 4) -> (N, C) */
+    static const int pad0[3] = {0, 0, 0}, pad_xa[3] = {0, 0, 1536}, pad_cat[3] = {0, 0, 4}, pad_odd[3] = {3, 5, 1};
+    matmul_case(cu, 333, 1536, 4, pad0, 7, 0); /* LoRA A: x (N, C) -> (N, 4) */
+    matmul_case(cu, 333, 4, 1536, pad0, 8, 0); /* LoRA B: (N, 4) -> (N, C) */
     setenv("FL_CUDA_FORCE_GEMM_EX", "1", 1);
-    matmul_case(cu, 335, 1536, 4, 9, 0);
-    matmul_case(cu, 335, 4, 1536, 10, 0);
-    matmul_case(cu, 335, 72, 40, 11, 0);
+    matmul_case(cu, 335, 1536, 4, pad0, 9, 0);
+    matmul_case(cu, 335, 4, 1536, pad0, 10, 0);
+    matmul_case(cu, 335, 72, 40, pad0, 11, 0);
+    matmul_case(cu, 337, 1536, 12, pad_xa, 12, 0);     /* x·A_gᵀ into the reserved columns */
+    matmul_case(cu, 337, 1536 + 12, 896, pad_cat, 13, 1); /* the concatenated product + bias, out with a gap */
+    matmul_case(cu, 339, 72, 40, pad_odd, 14, 0);
     unsetenv("FL_CUDA_FORCE_GEMM_EX");
+}
+
+/* The LoRA B compute copy written into a weight's reserved columns: f32 -> bf16, scaled, strided. */
+TEST(cuda_op_cast_to_weight_2d) {
+    CUDA_OR_SKIP(cu);
+    const fl_backend *cpu = fl_backend_cpu();
+    size_t rows = 960;
+    int cols = 16, ld = 624;
+    float *src_h = rand_bf16(rows * cols, 55, -1, 1), *dst_h = rand_bf16(rows * ld, 56, -1, 1);
+    pair src = pair_f32(cu, src_h, rows * cols), dst = pair_act(cu, dst_h, rows * ld);
+    cpu->cast_to_weight_2d((float *)dst.cpu + 576, src.cpu, 3.5f, rows, cols, ld);
+    cu->cast_to_weight_2d((char *)dst.dev + 2 * 576, src.dev, 3.5f, rows, cols, ld);
+    float *g = down_act(cu, &dst);
+    CHECK_REL(g, dst.cpu, rows * ld, 4e-3); /* bf16 rounding of the written block; the rest untouched */
+    free(g); free(src_h); free(dst_h);
+    pair_free(cu, &src); pair_free(cu, &dst);
 }
 
 TEST(cuda_op_rope) {
@@ -212,138 +245,147 @@ TEST(cuda_op_rope) {
     const fl_backend *cpu = fl_backend_cpu();
     int HSs[3] = {64, 128, 40};
     for (int hi = 0; hi < 3; hi++) {
-        int HS = HSs[hi], H = 3;
+        /* q and k heads of a q/k/v row (H = 3 + 1 of 3 + 2·1 heads): v stays untouched */
+        int HS = HSs[hi], H = 4, ld = 5 * HS;
         size_t N = 2 * 2048;
-        float *x_h = rand_bf16(N * H * HS, 60 + hi, -1, 1), inv[64];
+        float *x_h = rand_bf16(N * ld, 60 + hi, -1, 1), inv[64];
         int32_t *pos = malloc(sizeof(int32_t) * N);
         for (size_t i = 0; i < N; i++) pos[i] = (int32_t)(i % 2048);
         for (int j = 0; j < HS / 2; j++) inv[j] = 1.0f / powf(1e6f, (float)(2 * j) / HS);
-        pair x = pair_act(cu, x_h, N * H * HS), f = pair_f32(cu, inv, HS / 2);
+        pair x = pair_act(cu, x_h, N * ld), f = pair_f32(cu, inv, HS / 2);
         int32_t *pos_d = dev_i32(cu, pos, N);
-        cpu->rope_forward(x.cpu, pos, f.cpu, N, H, HS);
-        cu->rope_forward(x.dev, pos_d, f.dev, N, H, HS);
+        cpu->rope_forward(x.cpu, pos, f.cpu, N, H, HS, ld);
+        cu->rope_forward(x.dev, pos_d, f.dev, N, H, HS, ld);
         float *g = down_act(cu, &x);
-        CHECK_REL(g, x.cpu, N * H * HS, 1e-2);
+        CHECK_REL(g, x.cpu, N * ld, 1e-2);
         free(g);
-        cpu->rope_backward(x.cpu, pos, f.cpu, N, H, HS);
-        cu->rope_backward(x.dev, pos_d, f.dev, N, H, HS);
+        cpu->rope_backward(x.cpu, pos, f.cpu, N, H, HS, ld);
+        cu->rope_backward(x.dev, pos_d, f.dev, N, H, HS, ld);
         g = down_act(cu, &x);
-        CHECK_REL(g, x.cpu, N * H * HS, 1e-2);
-        CHECK_REL(g, x_h, N * H * HS, 1.5e-2); /* rotate then rotate back: the input again */
+        CHECK_REL(g, x.cpu, N * ld, 1e-2);
+        CHECK_REL(g, x_h, N * ld, 1.5e-2); /* rotate then rotate back: the input again */
         free(g); free(x_h); free(pos); cu->free(pos_d);
         pair_free(cu, &x); pair_free(cu, &f);
     }
 }
 
-/* attention vs the CPU on B=2 rows, the second packed with three documents */
-static void attention_case(const fl_backend *cu, const char *variant, int T, int NH, int NKV, int HS) {
+/* attention vs the CPU on B=2 rows, the second packed with three documents; q, k, v (and dq, dk,
+ * dv) in one buffer with rows of q | k | v | `gap` unused columns, as the engine lays them out */
+static void attention_case(const fl_backend *cu, const char *variant, int T, int NH, int NKV, int HS, int gap) {
     const fl_backend *cpu = fl_backend_cpu();
     fl_cuda_set_attention_variant(variant);
-    int B = 2;
-    size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
-    float *q_h = rand_bf16(nq, 70, -2, 2), *k_h = rand_bf16(nkv, 71, -2, 2), *v_h = rand_bf16(nkv, 72, -1, 1);
-    float *do_h = rand_bf16(nq, 73, -1, 1);
+    int B = 2, QD = NH * HS, KVD = NKV * HS, ld = QD + 2 * KVD + gap;
+    size_t N = (size_t)B * T, nq = N * QD, nqkv = N * ld;
+    float *qkv_h = rand_bf16(nqkv, 70, -2, 2), *do_h = rand_bf16(nq, 73, -1, 1), *d0_h = rand_bf16(nqkv, 74, -1, 1);
     int32_t *seg = malloc(sizeof(int32_t) * N);
     for (int t = 0; t < T; t++) {
         seg[t] = 0;
         seg[T + t] = t < T / 3 ? 0 : t < T / 2 ? T / 3 : T / 2; /* documents [0,T/3) [T/3,T/2) [T/2,T) */
     }
-    pair q = pair_act(cu, q_h, nq), k = pair_act(cu, k_h, nkv), v = pair_act(cu, v_h, nkv), out = pair_act(cu, NULL, nq);
-    pair lse = pair_f32(cu, NULL, N * NH), dout = pair_act(cu, do_h, nq);
-    pair dq = pair_act(cu, NULL, nq), dk = pair_act(cu, NULL, nkv), dv = pair_act(cu, NULL, nkv);
+    pair qkv = pair_act(cu, qkv_h, nqkv), out = pair_act(cu, NULL, nq), lse = pair_f32(cu, NULL, N * NH);
+    pair dout = pair_act(cu, do_h, nq), dqkv = pair_act(cu, d0_h, nqkv);
     int32_t *seg_d = dev_i32(cu, seg, N);
-    cpu->attention_forward(out.cpu, lse.cpu, q.cpu, k.cpu, v.cpu, seg, B, T, NH, NKV, HS);
-    cu->attention_forward(out.dev, lse.dev, q.dev, k.dev, v.dev, seg_d, B, T, NH, NKV, HS);
+    float *q = qkv.cpu, *k = q + QD, *v = k + KVD;
+    char *qd = qkv.dev, *kd = qd + 2 * QD, *vd = kd + 2 * KVD;
+    cpu->attention_forward(out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
+    cu->attention_forward(out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
     float *o_g = down_act(cu, &out), *l_g = down_f32(cu, &lse);
-    CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d NH=%d NKV=%d HS=%d: out rel err %.3g", variant, T, NH, NKV, HS,
-              rel_err(o_g, out.cpu, nq));
+    CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d NH=%d NKV=%d HS=%d ld=%d: out rel err %.3g", variant, T, NH, NKV,
+              HS, ld, rel_err(o_g, out.cpu, nq));
     CHECK_MSG(rel_err(l_g, lse.cpu, N * NH) <= 1e-3, "%s HS=%d: lse rel err %.3g", variant, HS, rel_err(l_g, lse.cpu, N * NH));
     /* backward from the CPU's forward output so both sides see the same `out` */
     cu->upload_act(out.dev, out.cpu, nq);
     cu->upload(lse.dev, lse.cpu, sizeof(float) * N * NH);
-    cpu->attention_backward(dq.cpu, dk.cpu, dv.cpu, dout.cpu, out.cpu, lse.cpu, q.cpu, k.cpu, v.cpu, seg, B, T, NH, NKV, HS);
-    cu->attention_backward(dq.dev, dk.dev, dv.dev, dout.dev, out.dev, lse.dev, q.dev, k.dev, v.dev, seg_d, B, T, NH, NKV, HS);
-    float *dq_g = down_act(cu, &dq), *dk_g = down_act(cu, &dk), *dv_g = down_act(cu, &dv);
-    CHECK_MSG(rel_err(dq_g, dq.cpu, nq) <= 2e-2, "HS=%d dq rel err %.3g", HS, rel_err(dq_g, dq.cpu, nq));
-    CHECK_MSG(rel_err(dk_g, dk.cpu, nkv) <= 2e-2, "HS=%d dk rel err %.3g", HS, rel_err(dk_g, dk.cpu, nkv));
-    CHECK_MSG(rel_err(dv_g, dv.cpu, nkv) <= 2e-2, "HS=%d dv rel err %.3g", HS, rel_err(dv_g, dv.cpu, nkv));
-    free(o_g); free(l_g); free(dq_g); free(dk_g); free(dv_g);
-    free(q_h); free(k_h); free(v_h); free(do_h); free(seg); cu->free(seg_d);
-    pair_free(cu, &q); pair_free(cu, &k); pair_free(cu, &v); pair_free(cu, &out); pair_free(cu, &lse);
-    pair_free(cu, &dout); pair_free(cu, &dq); pair_free(cu, &dk); pair_free(cu, &dv);
+    float *dq = dqkv.cpu, *dk = dq + QD, *dv = dk + KVD;
+    char *dqd = dqkv.dev, *dkd = dqd + 2 * QD, *dvd = dkd + 2 * KVD;
+    cpu->attention_backward(dq, dk, dv, dout.cpu, out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
+    cu->attention_backward(dqd, dkd, dvd, dout.dev, out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
+    float *d_g = down_act(cu, &dqkv);
+    CHECK_MSG(rel_err(d_g, dqkv.cpu, nqkv) <= 2e-2, "%s HS=%d ld=%d dq|dk|dv (gap untouched) rel err %.3g", variant, HS, ld,
+              rel_err(d_g, dqkv.cpu, nqkv));
+    free(o_g); free(l_g); free(d_g);
+    free(qkv_h); free(do_h); free(d0_h); free(seg); cu->free(seg_d);
+    pair_free(cu, &qkv); pair_free(cu, &out); pair_free(cu, &lse); pair_free(cu, &dout); pair_free(cu, &dqkv);
     fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
 }
 
 TEST(cuda_op_attention_mma) {
     CUDA_OR_SKIP(cu);
-    attention_case(cu, "mma", 256, 8, 2, 64);   /* GQA 4:1 */
-    attention_case(cu, "mma", 200, 4, 4, 128);  /* ragged last tile, MHA */
-    attention_case(cu, "mma", 130, 6, 1, 128);  /* MQA */
+    attention_case(cu, "mma", 256, 8, 2, 64, 0);    /* GQA 4:1 */
+    attention_case(cu, "mma", 200, 4, 4, 128, 8);   /* ragged last tile, MHA, a gap after v */
+    attention_case(cu, "mma", 130, 6, 1, 128, 0);   /* MQA */
+    attention_case(cu, "mma", 64, 4, 2, 64, 3);     /* ld not a multiple of 8: the simple kernels take it */
 }
 
-/* The tensor-core backward over strided views of fused buffers, as the engine's fused q|k|v
- * projection lays them out: q, k, v in the columns of one (N, ld) buffer whose last 8 columns are a
- * gap that must stay untouched; the gradients likewise (poisoned with NaN first, so an unwritten
- * element fails). Odd rows hold documents of 37 tokens (boundaries inside tiles). Run twice: bitwise
- * equal (no atomics). Tolerance 2e-2 relative L2 as for the other results that pass through bf16
- * intermediates: P and dS are rounded to bf16 as tensor-core operands (2^-9 each) and summed in f32;
- * dev/cuda/emulate_attention_bwd.py measures ~3e-3 on such shapes. */
+/* The tensor-core backward through the interface (variant "mma"), q, k, v in the columns of one
+ * (N, ld) buffer as the engine's fused q|k|v projection lays them out, its last 8 columns a gap
+ * that must stay untouched; dq, dk, dv likewise in one buffer poisoned with NaN first, so an
+ * unwritten element fails. Odd rows hold documents of 37 tokens (boundaries inside tiles). Run
+ * twice: bitwise equal (no atomics). Tolerance 2e-2 relative L2 as for the other results that pass
+ * through bf16 intermediates: P and dS are rounded to bf16 as tensor-core operands (2^-9 each) and
+ * summed in f32; dev/cuda/emulate_attention_bwd.py measures ~3e-3 on such shapes. */
 static void attn_bwd_qkv_case(const fl_backend *cu, int B, int T, int NH, int NKV, int HS, int docs) {
     const fl_backend *cpu = fl_backend_cpu();
-    size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
-    int width = (NH + 2 * NKV) * HS, ld = width + 8;
-    float *q_h = rand_bf16(nq, 170, -2, 2), *k_h = rand_bf16(nkv, 171, -2, 2), *v_h = rand_bf16(nkv, 172, -1, 1);
-    float *do_h = rand_bf16(nq, 173, -1, 1), *out_h = malloc(sizeof(float) * nq), *lse_h = malloc(sizeof(float) * N * NH);
-    float *dq_h = malloc(sizeof(float) * nq), *dk_h = malloc(sizeof(float) * nkv), *dv_h = malloc(sizeof(float) * nkv);
+    int QD = NH * HS, KVD = NKV * HS, width = QD + 2 * KVD, ld = width + 8;
+    size_t N = (size_t)B * T, nq = N * QD, nqkv = N * ld;
+    float *qkv_h = rand_bf16(nqkv, 170, -2, 2), *do_h = rand_bf16(nq, 173, -1, 1);
+    float *out_h = malloc(sizeof(float) * nq), *lse_h = malloc(sizeof(float) * N * NH);
+    float *ref = malloc(sizeof(float) * nqkv), *grad = malloc(sizeof(float) * nqkv);
     int32_t *seg = malloc(sizeof(int32_t) * N);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) seg[(size_t)b * T + t] = docs && b % 2 ? t - t % 37 : 0;
-    cpu->attention_forward(out_h, lse_h, q_h, k_h, v_h, seg, B, T, NH, NKV, HS);
-    cpu->attention_backward(dq_h, dk_h, dv_h, do_h, out_h, lse_h, q_h, k_h, v_h, seg, B, T, NH, NKV, HS);
+    for (size_t n = 0; n < N; n++)
+        for (int i = 0; i < ld; i++) {
+            if (i >= width) qkv_h[n * ld + i] = 7.0f;
+            grad[n * ld + i] = i < width ? NAN : 7.0f;
+        }
+    memcpy(ref, grad, sizeof(float) * nqkv);
+    const float *q = qkv_h, *k = q + QD, *v = k + KVD;
+    cpu->attention_forward(out_h, lse_h, q, k, v, seg, B, T, NH, NKV, HS, ld);
+    cpu->attention_backward(ref, ref + QD, ref + QD + KVD, do_h, out_h, lse_h, q, k, v, seg, B, T, NH, NKV, HS, ld);
 
-    float *fused = malloc(sizeof(float) * N * ld), *grad = malloc(sizeof(float) * N * ld);
-    for (size_t n = 0; n < N; n++) {
-        float *row = fused + n * ld, *g = grad + n * ld;
-        memcpy(row, q_h + n * NH * HS, sizeof(float) * NH * HS);
-        memcpy(row + NH * HS, k_h + n * NKV * HS, sizeof(float) * NKV * HS);
-        memcpy(row + (NH + NKV) * HS, v_h + n * NKV * HS, sizeof(float) * NKV * HS);
-        for (int i = 0; i < ld; i++) g[i] = i < width ? NAN : 7.0f;
-        for (int i = width; i < ld; i++) row[i] = 7.0f;
-    }
-    void *qkv_d = cu->alloc(2 * N * ld), *dqkv_d = cu->alloc(2 * N * ld), *dqkv2_d = cu->alloc(2 * N * ld);
+    char *qkv_d = cu->alloc(2 * nqkv), *dqkv_d = cu->alloc(2 * nqkv), *dqkv2_d = cu->alloc(2 * nqkv);
     void *do_d = cu->alloc(2 * nq), *out_d = cu->alloc(2 * nq);
     float *lse_d = cu->alloc(sizeof(float) * N * NH);
     int32_t *seg_d = dev_i32(cu, seg, N);
-    cu->upload_act(qkv_d, fused, N * ld);
-    cu->upload_act(dqkv_d, grad, N * ld);
-    cu->upload_act(dqkv2_d, grad, N * ld);
+    cu->upload_act(qkv_d, qkv_h, nqkv);
+    cu->upload_act(dqkv_d, grad, nqkv);
+    cu->upload_act(dqkv2_d, grad, nqkv);
     cu->upload_act(do_d, do_h, nq);
     cu->upload_act(out_d, out_h, nq);
     cu->upload(lse_d, lse_h, sizeof(float) * N * NH);
-    fl_cuda_attention_backward_qkv(dqkv_d, do_d, out_d, lse_d, qkv_d, seg_d, B, T, NH, NKV, HS, ld);
-    fl_cuda_attention_backward_qkv(dqkv2_d, do_d, out_d, lse_d, qkv_d, seg_d, B, T, NH, NKV, HS, ld);
-    float *got = malloc(sizeof(float) * N * ld), *g_dq = malloc(sizeof(float) * nq);
-    float *g_dk = malloc(sizeof(float) * nkv), *g_dv = malloc(sizeof(float) * nkv);
-    cu->download_act(got, dqkv_d, N * ld);
-    size_t gap_changed = 0;
-    for (size_t n = 0; n < N; n++) {
-        const float *row = got + n * ld;
-        memcpy(g_dq + n * NH * HS, row, sizeof(float) * NH * HS);
-        memcpy(g_dk + n * NKV * HS, row + NH * HS, sizeof(float) * NKV * HS);
-        memcpy(g_dv + n * NKV * HS, row + (NH + NKV) * HS, sizeof(float) * NKV * HS);
-        for (int i = width; i < ld; i++) gap_changed += row[i] != 7.0f;
+    fl_cuda_set_attention_variant("mma");
+    char *dqkv[2] = {dqkv_d, dqkv2_d};
+    for (int r = 0; r < 2; r++)
+        cu->attention_backward(dqkv[r], dqkv[r] + 2 * QD, dqkv[r] + 2 * (QD + KVD), do_d, out_d, lse_d, qkv_d,
+                               qkv_d + 2 * QD, qkv_d + 2 * (QD + KVD), seg_d, B, T, NH, NKV, HS, ld);
+    fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
+    float *got = malloc(sizeof(float) * nqkv);
+    cu->download_act(got, dqkv_d, nqkv);
+    double e[3];
+    float *g_part = malloc(sizeof(float) * nq), *r_part = malloc(sizeof(float) * nq);
+    for (int part = 0; part < 3; part++) { /* dq, dk, dv: relative L2 over their columns */
+        int c0 = part == 0 ? 0 : part == 1 ? QD : QD + KVD, cols = part == 0 ? QD : KVD;
+        for (size_t n = 0; n < N; n++) {
+            memcpy(g_part + n * cols, got + n * ld + c0, sizeof(float) * cols);
+            memcpy(r_part + n * cols, ref + n * ld + c0, sizeof(float) * cols);
+        }
+        e[part] = rel_err(g_part, r_part, N * cols);
     }
-    double e_dq = rel_err(g_dq, dq_h, nq), e_dk = rel_err(g_dk, dk_h, nkv), e_dv = rel_err(g_dv, dv_h, nkv);
-    CHECK_MSG(e_dq <= 2e-2 && e_dk <= 2e-2 && e_dv <= 2e-2,
-              "B=%d T=%d NH=%d NKV=%d HS=%d docs=%d: rel err dq %.3g dk %.3g dv %.3g", B, T, NH, NKV, HS, docs, e_dq,
-              e_dk, e_dv);
+    free(g_part); free(r_part);
+    size_t gap_changed = 0;
+    for (size_t n = 0; n < N; n++)
+        for (int i = width; i < ld; i++) gap_changed += got[n * ld + i] != 7.0f;
+    CHECK_MSG(e[0] <= 2e-2 && e[1] <= 2e-2 && e[2] <= 2e-2,
+              "B=%d T=%d NH=%d NKV=%d HS=%d docs=%d: rel err dq %.3g dk %.3g dv %.3g", B, T, NH, NKV, HS, docs, e[0], e[1],
+              e[2]);
     CHECK_EQ_INT(gap_changed, 0);
-    unsigned char *raw1 = malloc(2 * N * ld), *raw2 = malloc(2 * N * ld);
-    cu->download(raw1, dqkv_d, 2 * N * ld);
-    cu->download(raw2, dqkv2_d, 2 * N * ld);
-    CHECK_MSG(memcmp(raw1, raw2, 2 * N * ld) == 0, "HS=%d: two runs differ (not deterministic)", HS);
-    free(raw1); free(raw2); free(got); free(g_dq); free(g_dk); free(g_dv); free(fused); free(grad);
-    free(q_h); free(k_h); free(v_h); free(do_h); free(out_h); free(lse_h); free(dq_h); free(dk_h); free(dv_h); free(seg);
+    unsigned char *raw1 = malloc(2 * nqkv), *raw2 = malloc(2 * nqkv);
+    cu->download(raw1, dqkv_d, 2 * nqkv);
+    cu->download(raw2, dqkv2_d, 2 * nqkv);
+    CHECK_MSG(memcmp(raw1, raw2, 2 * nqkv) == 0, "HS=%d: two runs differ (not deterministic)", HS);
+    free(raw1); free(raw2); free(got); free(ref); free(grad);
+    free(qkv_h); free(do_h); free(out_h); free(lse_h); free(seg);
     cu->free(qkv_d); cu->free(dqkv_d); cu->free(dqkv2_d); cu->free(do_d); cu->free(out_d); cu->free(lse_d);
     cu->free(seg_d);
 }
@@ -359,52 +401,57 @@ TEST(cuda_op_attn_bwd_mma_fused_qkv) {
 
 TEST(cuda_op_attention_simple) {
     CUDA_OR_SKIP(cu);
-    attention_case(cu, "simple", 256, 8, 2, 64);
-    attention_case(cu, "simple", 77, 4, 2, 96);  /* a head size only the simple kernels take */
-    attention_case(cu, "simple", 50, 4, 2, 16);  /* heads below a warp's width: the HF fixtures' sizes */
-    attention_case(cu, "simple", 40, 6, 2, 8);
+    attention_case(cu, "simple", 256, 8, 2, 64, 0);
+    attention_case(cu, "simple", 77, 4, 2, 96, 5);  /* a head size only the simple kernels take */
+    attention_case(cu, "simple", 50, 4, 2, 16, 0);  /* heads below a warp's width: the HF fixtures' sizes */
+    attention_case(cu, "simple", 40, 6, 2, 8, 1);
 }
 
 TEST(cuda_op_swiglu_dropout_add) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
-    size_t N = 100003; /* ragged tail after the 8-wide body */
-    float *g_h = rand_bf16(N, 80, -6, 6), *u_h = rand_bf16(N, 81, -2, 2), *d_h = rand_bf16(N, 82, -1, 1);
-    pair g = pair_act(cu, g_h, N), u = pair_act(cu, u_h, N), d = pair_act(cu, d_h, N), o = pair_act(cu, NULL, N);
-    pair dg = pair_act(cu, NULL, N), du = pair_act(cu, NULL, N);
-    cpu->swiglu_forward(o.cpu, g.cpu, u.cpu, N);
-    cu->swiglu_forward(o.dev, g.dev, u.dev, N);
-    float *got = down_act(cu, &o);
-    CHECK_REL(got, o.cpu, N, 1e-2);
-    free(got);
-    cpu->swiglu_backward(dg.cpu, du.cpu, d.cpu, g.cpu, u.cpu, N);
-    cu->swiglu_backward(dg.dev, du.dev, d.dev, g.dev, u.dev, N);
-    got = down_act(cu, &dg);
-    CHECK_REL(got, dg.cpu, N, 1e-2);
-    free(got);
-    got = down_act(cu, &du);
-    CHECK_REL(got, du.cpu, N, 1e-2);
-    free(got);
-    /* dropout: the same elements are zeroed (same counter-based hash), kept ones scaled alike */
-    uint64_t key = fl_rng_stream(7, 1, 2, 3);
-    cpu->dropout(o.cpu, d.cpu, 0.1f, key, N);
-    cu->dropout(o.dev, d.dev, 0.1f, key, N);
-    got = down_act(cu, &o);
-    size_t mismatched = 0, dropped = 0;
-    for (size_t i = 0; i < N; i++) {
-        mismatched += (got[i] == 0.0f) != (o.cpu[i] == 0.0f) && d.cpu[i] != 0.0f;
-        dropped += o.cpu[i] == 0.0f;
+    int FFs[2] = {1024, 1001}; /* the 8-wide path, and rows that break it */
+    for (int fi = 0; fi < 2; fi++) {
+        int FF = FFs[fi];
+        size_t N = 97, n = N * FF;
+        float *gu_h = rand_bf16(2 * n, 80, -6, 6), *d_h = rand_bf16(n, 82, -1, 1);
+        pair gu = pair_act(cu, gu_h, 2 * n), d = pair_act(cu, d_h, n), o = pair_act(cu, NULL, n);
+        pair dgu = pair_act(cu, NULL, 2 * n);
+        cpu->swiglu_forward(o.cpu, gu.cpu, N, FF);
+        cu->swiglu_forward(o.dev, gu.dev, N, FF);
+        float *got = down_act(cu, &o);
+        CHECK_REL(got, o.cpu, n, 1e-2);
+        free(got);
+        cpu->swiglu_backward(dgu.cpu, d.cpu, gu.cpu, N, FF);
+        cu->swiglu_backward(dgu.dev, d.dev, gu.dev, N, FF);
+        got = down_act(cu, &dgu);
+        CHECK_REL(got, dgu.cpu, 2 * n, 1e-2);
+        free(got);
+        /* dropout of the gate half of the gate/up rows (a strided view): the same elements are zeroed
+         * (same counter-based hash, index r·cols + c), kept ones scaled alike */
+        uint64_t key = fl_rng_stream(7, 1, 2, 3);
+        cpu->dropout(o.cpu, gu.cpu, 0.1f, key, N, FF, 2 * FF);
+        cu->dropout(o.dev, gu.dev, 0.1f, key, N, FF, 2 * FF);
+        got = down_act(cu, &o);
+        size_t mismatched = 0, dropped = 0;
+        for (size_t r = 0; r < N; r++)
+            for (int c = 0; c < FF; c++) {
+                size_t i = r * FF + c;
+                mismatched += (got[i] == 0.0f) != (o.cpu[i] == 0.0f) && gu.cpu[r * 2 * FF + c] != 0.0f;
+                dropped += o.cpu[i] == 0.0f;
+            }
+        CHECK_EQ_INT(mismatched, 0);
+        CHECK(dropped > n / 20 && dropped < n / 5);
+        CHECK_REL(got, o.cpu, n, 1e-2);
+        free(got);
+        /* the LoRA input gradient added into a strided [dx | dxa] buffer: the up half here */
+        cpu->add_inplace((float *)gu.cpu + FF, d.cpu, N, FF, 2 * FF);
+        cu->add_inplace((char *)gu.dev + 2 * FF, d.dev, N, FF, 2 * FF);
+        got = down_act(cu, &gu);
+        CHECK_REL(got, gu.cpu, 2 * n, 1e-2);
+        free(got); free(gu_h); free(d_h);
+        pair_free(cu, &gu); pair_free(cu, &d); pair_free(cu, &o); pair_free(cu, &dgu);
     }
-    CHECK_EQ_INT(mismatched, 0);
-    CHECK(dropped > N / 20 && dropped < N / 5);
-    CHECK_REL(got, o.cpu, N, 1e-2);
-    free(got);
-    cpu->add_inplace(u.cpu, g.cpu, N);
-    cu->add_inplace(u.dev, g.dev, N);
-    got = down_act(cu, &u);
-    CHECK_REL(got, u.cpu, N, 1e-2);
-    free(got); free(g_h); free(u_h); free(d_h);
-    pair_free(cu, &g); pair_free(cu, &u); pair_free(cu, &d); pair_free(cu, &o); pair_free(cu, &dg); pair_free(cu, &du);
 }
 
 TEST(cuda_op_lm_head_loss) {

@@ -59,104 +59,141 @@ static void fd_compare(const char *what, float *x, const float *grad, size_t n, 
     fd_compare_strided(what, x, grad, n, 1, 1e-2f, loss, ctx);
 }
 
-/* ---- RMSNorm ---- */
-typedef struct { float *x, *w, *y, *dy, *rstd; int N, C; } norm_ctx;
+/* The ops take row strides (ld) wider than their rows where backend.h allows it: the padding
+ * columns must be neither read as data nor written (they hold NaN or a sentinel here). */
+
+/* ---- RMSNorm (output / output gradient with row stride ld) ---- */
+typedef struct { float *x, *w, *y, *dy, *rstd; int N, C, ld; } norm_ctx;
 static double norm_loss(void *p) {
     norm_ctx *c = p;
-    rmsnorm_forward_cpu(c->y, c->rstd, c->x, c->w, 1e-5f, (size_t)c->N, c->C);
-    return weighted_sum(c->dy, c->y, (size_t)c->N * c->C);
+    rmsnorm_forward_cpu(c->y, c->rstd, c->x, c->w, 1e-5f, (size_t)c->N, c->C, c->ld);
+    double s = 0;
+    for (int n = 0; n < c->N; n++) s += weighted_sum(c->dy + n * c->ld, c->y + n * c->ld, (size_t)c->C);
+    return s;
 }
 TEST(gradcheck_rmsnorm) {
-    int N = 3, C = 16;
-    norm_ctx c = {malloc(4 * N * C), malloc(4 * C), malloc(4 * N * C), malloc(4 * N * C), malloc(4 * N), N, C};
-    fill(c.x, N * C, 1, -1, 1); fill(c.w, C, 2, 0.5f, 1.5f); fill(c.dy, N * C, 3, -1, 1);
+    int N = 3, C = 16, ld = C + 3;
+    norm_ctx c = {malloc(4 * N * C), malloc(4 * C), malloc(4 * N * ld), malloc(4 * N * ld), malloc(4 * N), N, C, ld};
+    fill(c.x, N * C, 1, -1, 1); fill(c.w, C, 2, 0.5f, 1.5f); fill(c.dy, N * ld, 3, -1, 1);
+    for (int i = 0; i < N * ld; i++) c.y[i] = -7.0f;
+    for (int n = 0; n < N; n++) c.dy[n * ld + C] = NAN; /* a padding column: must not be read */
     float *dx = calloc(N * C, 4);
     norm_loss(&c);
-    rmsnorm_backward_cpu(dx, c.dy, c.x, c.w, c.rstd, N, C);
+    for (int n = 0; n < N; n++) CHECK(c.y[n * ld + C + 1] == -7.0f); /* padding not written */
+    rmsnorm_backward_cpu(dx, c.dy, c.x, c.w, c.rstd, N, C, ld);
     fd_compare("rmsnorm dx", c.x, dx, N * C, norm_loss, &c);
     free(c.x); free(c.w); free(c.y); free(c.dy); free(c.rstd); free(dx);
 }
 
-/* ---- RoPE ---- */
-typedef struct { float *x, *y, *dy, *inv_freq; int32_t *pos; int N, H, HS; } rope_ctx;
+/* ---- RoPE (the first H heads of rows of stride ld: q and k of a q/k/v row) ---- */
+typedef struct { float *x, *y, *dy, *inv_freq; int32_t *pos; int N, H, HS, ld; } rope_ctx;
 static double rope_loss(void *p) {
     rope_ctx *c = p;
-    memcpy(c->y, c->x, sizeof(float) * c->N * c->H * c->HS);
-    rope_forward_cpu(c->y, c->pos, c->inv_freq, c->N, c->H, c->HS);
-    return weighted_sum(c->dy, c->y, (size_t)c->N * c->H * c->HS);
+    memcpy(c->y, c->x, sizeof(float) * c->N * c->ld);
+    rope_forward_cpu(c->y, c->pos, c->inv_freq, c->N, c->H, c->HS, c->ld);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->ld);
 }
 TEST(gradcheck_rope) {
-    int N = 4, H = 2, HS = 8, n = N * H * HS;
+    int N = 4, H = 2, HS = 8, ld = H * HS + 8, n = N * ld; /* 8 columns after the heads: left alone */
     int32_t pos[4] = {0, 3, 7, 100};
     float inv_freq[4] = {1.0f, 0.3f, 0.05f, 0.001f};
-    rope_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), inv_freq, pos, N, H, HS};
+    rope_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), inv_freq, pos, N, H, HS, ld};
     fill(c.x, n, 4, -1, 1); fill(c.dy, n, 5, -1, 1);
     float *dx = malloc(4 * n);
-    memcpy(dx, c.dy, 4 * n);
-    rope_backward_cpu(dx, pos, inv_freq, N, H, HS);
+    memcpy(dx, c.dy, 4 * n); /* the untouched columns' gradient is dy itself */
+    rope_backward_cpu(dx, pos, inv_freq, N, H, HS, ld);
     fd_compare("rope dx", c.x, dx, n, rope_loss, &c);
+    rope_loss(&c);
+    for (int r = 0; r < N; r++)
+        for (int j = H * HS; j < ld; j++) CHECK(c.y[r * ld + j] == c.x[r * ld + j]);
     free(c.x); free(c.y); free(c.dy); free(dx);
 }
 
-/* ---- attention (GQA, with a document boundary) ---- */
-typedef struct { float *q, *k, *v, *out, *lse, *dout; int32_t *seg; int B, T, NH, NKV, HS; } attn_ctx;
+/* ---- attention (GQA, with a document boundary, q/k/v in one buffer with a padded row) ---- */
+typedef struct { float *qkv, *out, *lse, *dout; int32_t *seg; int B, T, NH, NKV, HS, ld; } attn_ctx;
 static double attn_loss(void *p) {
     attn_ctx *c = p;
-    attention_forward_cpu(c->out, c->lse, c->q, c->k, c->v, c->seg, c->B, c->T, c->NH, c->NKV, c->HS);
+    float *q = c->qkv, *k = q + c->NH * c->HS, *v = k + c->NKV * c->HS;
+    attention_forward_cpu(c->out, c->lse, q, k, v, c->seg, c->B, c->T, c->NH, c->NKV, c->HS, c->ld);
     return weighted_sum(c->dout, c->out, (size_t)c->B * c->T * c->NH * c->HS);
 }
 TEST(gradcheck_attention_gqa_packed) {
-    int B = 2, T = 5, NH = 4, NKV = 2, HS = 4;
-    size_t nq = (size_t)B * T * NH * HS, nkv = (size_t)B * T * NKV * HS;
+    int B = 2, T = 5, NH = 4, NKV = 2, HS = 4, ld = (NH + 2 * NKV) * HS + 3;
+    size_t nq = (size_t)B * T * NH * HS, nqkv = (size_t)B * T * ld;
     /* row 0: one document; row 1: documents [0,2) and [2,5) */
     int32_t seg[10] = {0, 0, 0, 0, 0, 0, 0, 2, 2, 2};
-    attn_ctx c = {malloc(4 * nq), malloc(4 * nkv), malloc(4 * nkv), malloc(4 * nq), malloc(4 * B * NH * T),
-                  malloc(4 * nq), seg, B, T, NH, NKV, HS};
-    fill(c.q, nq, 6, -1, 1); fill(c.k, nkv, 7, -1, 1); fill(c.v, nkv, 8, -1, 1); fill(c.dout, nq, 9, -1, 1);
-    float *dq = malloc(4 * nq), *dk = malloc(4 * nkv), *dv = malloc(4 * nkv);
+    attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), seg, B, T, NH, NKV, HS, ld};
+    fill(c.qkv, nqkv, 6, -1, 1); fill(c.dout, nq, 9, -1, 1);
+    for (int n = 0; n < B * T; n++) c.qkv[n * ld + ld - 1] = NAN; /* padding: never read */
+    float *dqkv = malloc(4 * nqkv);
+    for (size_t i = 0; i < nqkv; i++) dqkv[i] = 0.0f;
     attn_loss(&c);
-    attention_backward_cpu(dq, dk, dv, c.dout, c.out, c.lse, c.q, c.k, c.v, seg, B, T, NH, NKV, HS);
-    fd_compare("attention dq", c.q, dq, nq, attn_loss, &c);
-    fd_compare("attention dk", c.k, dk, nkv, attn_loss, &c);
-    fd_compare("attention dv", c.v, dv, nkv, attn_loss, &c);
-    free(c.q); free(c.k); free(c.v); free(c.out); free(c.lse); free(c.dout); free(dq); free(dk); free(dv);
+    attention_backward_cpu(dqkv, dqkv + NH * HS, dqkv + (NH + NKV) * HS, c.dout, c.out, c.lse, c.qkv, c.qkv + NH * HS,
+                           c.qkv + (NH + NKV) * HS, seg, B, T, NH, NKV, HS, ld);
+    for (int n = 0; n < B * T; n++) { /* padding not written; give it the value FD sees */
+        CHECK(dqkv[n * ld + ld - 1] == 0.0f);
+        c.qkv[n * ld + ld - 1] = 0.0f;
+    }
+    fd_compare("attention dq|dk|dv", c.qkv, dqkv, nqkv, attn_loss, &c);
+    free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
 }
 
-/* ---- SwiGLU ---- */
-typedef struct { float *g, *u, *y, *dy; int n; } swiglu_ctx;
+/* ---- SwiGLU (the fused gate/up rows) ---- */
+typedef struct { float *gu, *y, *dy; int N, FF; } swiglu_ctx;
 static double swiglu_loss(void *p) {
     swiglu_ctx *c = p;
-    swiglu_forward_cpu(c->y, c->g, c->u, c->n);
-    return weighted_sum(c->dy, c->y, c->n);
+    swiglu_forward_cpu(c->y, c->gu, c->N, c->FF);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->FF);
 }
 TEST(gradcheck_swiglu) {
-    int n = 40;
-    swiglu_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), malloc(4 * n), n};
-    fill(c.g, n, 10, -4, 4); fill(c.u, n, 11, -2, 2); fill(c.dy, n, 12, -1, 1);
-    float *dg = malloc(4 * n), *du = malloc(4 * n);
-    swiglu_backward_cpu(dg, du, c.dy, c.g, c.u, n);
-    fd_compare("swiglu dgate", c.g, dg, n, swiglu_loss, &c);
-    fd_compare("swiglu dup", c.u, du, n, swiglu_loss, &c);
-    free(c.g); free(c.u); free(c.y); free(c.dy); free(dg); free(du);
+    int N = 4, FF = 10, n = N * FF;
+    swiglu_ctx c = {malloc(8 * n), malloc(4 * n), malloc(4 * n), N, FF};
+    for (int r = 0; r < N; r++) {
+        fill(c.gu + r * 2 * FF, FF, 10 + r, -4, 4);       /* gate */
+        fill(c.gu + r * 2 * FF + FF, FF, 20 + r, -2, 2);  /* up */
+    }
+    fill(c.dy, n, 12, -1, 1);
+    float *dgu = malloc(8 * n);
+    swiglu_backward_cpu(dgu, c.dy, c.gu, N, FF);
+    fd_compare("swiglu dgate|dup", c.gu, dgu, 2 * n, swiglu_loss, &c);
+    free(c.gu); free(c.y); free(c.dy); free(dgu);
 }
 
-/* ---- matmul (input and weight gradients, bias) ---- */
-typedef struct { float *x, *w, *b, *y, *dy; int N, IC, OC; } mm_ctx;
+/* ---- matmul (input and weight gradients, bias; every operand with a wider row stride) ---- */
+typedef struct { float *x, *w, *b, *y, *dy; int N, IC, OC, ldx, ldw, ldy; } mm_ctx;
 static double mm_loss(void *p) {
     mm_ctx *c = p;
-    matmul_forward_cpu(c->y, c->x, c->w, c->b, 1.5f, 0.0f, c->N, c->IC, c->OC);
-    return weighted_sum(c->dy, c->y, (size_t)c->N * c->OC);
+    matmul_forward_cpu(c->y, c->x, c->w, c->b, 1.5f, 0.0f, c->N, c->IC, c->OC, c->ldy, c->ldx, c->ldw);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->ldy);
 }
 TEST(gradcheck_matmul) {
-    int N = 5, IC = 7, OC = 3;
-    mm_ctx c = {malloc(4 * N * IC), malloc(4 * OC * IC), malloc(4 * OC), malloc(4 * N * OC), malloc(4 * N * OC), N, IC, OC};
-    fill(c.x, N * IC, 13, -1, 1); fill(c.w, OC * IC, 14, -1, 1); fill(c.b, OC, 15, -1, 1); fill(c.dy, N * OC, 16, -1, 1);
-    float *dx = malloc(4 * N * IC), *dw = calloc(OC * IC, 4);
-    matmul_backward_input_cpu(dx, c.dy, c.w, 1.5f, 0.0f, N, IC, OC);
-    matmul_backward_weight_cpu(dw, c.dy, c.x, 1.5f, N, IC, OC);
-    fd_compare("matmul dinp", c.x, dx, N * IC, mm_loss, &c);
-    fd_compare("matmul dweight", c.w, dw, OC * IC, mm_loss, &c);
-    free(c.x); free(c.w); free(c.b); free(c.y); free(c.dy); free(dx); free(dw);
+    int N = 5, IC = 7, OC = 3, ldx = IC + 2, ldw = IC + 1, ldy = OC + 3;
+    mm_ctx c = {malloc(4 * N * ldx), malloc(4 * OC * ldw), malloc(4 * OC), malloc(4 * N * ldy), calloc(N * ldy, 4),
+                N, IC, OC, ldx, ldw, ldy};
+    fill(c.x, N * ldx, 13, -1, 1); fill(c.w, OC * ldw, 14, -1, 1); fill(c.b, OC, 15, -1, 1);
+    for (int n = 0; n < N; n++) {
+        fill(c.dy + n * ldy, OC, 16 + n, -1, 1);   /* padding of dy stays 0: those y are not outputs */
+        c.x[n * ldx + IC] = NAN;                   /* padding of x: never read */
+    }
+    for (int o = 0; o < OC; o++) c.w[o * ldw + IC] = NAN;
+    for (int i = 0; i < N * ldy; i++) c.y[i] = 0.0f;
+    float *dx = malloc(4 * N * ldx), *dw = calloc(OC * IC, 4);
+    for (int i = 0; i < N * ldx; i++) dx[i] = -9.0f;
+    matmul_backward_input_cpu(dx, c.dy, c.w, 1.5f, 0.0f, N, IC, OC, ldx, ldy, ldw);
+    matmul_backward_weight_cpu(dw, c.dy, c.x, 1.5f, N, IC, OC, ldy, ldx);
+    for (int n = 0; n < N; n++) { /* padding not written; FD needs finite padding values */
+        CHECK(dx[n * ldx + IC] == -9.0f && dx[n * ldx + IC + 1] == -9.0f);
+        c.x[n * ldx + IC] = 0.0f;
+        dx[n * ldx + IC] = dx[n * ldx + IC + 1] = 0.0f;
+    }
+    for (int o = 0; o < OC; o++) c.w[o * ldw + IC] = 0.0f;
+    mm_loss(&c);
+    for (int n = 0; n < N; n++) CHECK(c.y[n * ldy + OC] == 0.0f); /* output padding not written */
+    fd_compare("matmul dinp", c.x, dx, N * ldx, mm_loss, &c);
+    float *dw_full = calloc(OC * ldw, 4);
+    for (int o = 0; o < OC; o++) memcpy(dw_full + o * ldw, dw + o * IC, 4 * IC);
+    fd_compare("matmul dweight", c.w, dw_full, OC * ldw, mm_loss, &c);
+    free(c.x); free(c.w); free(c.b); free(c.y); free(c.dy); free(dx); free(dw); free(dw_full);
 }
 
 /* ---- LM head + cross-entropy ---- */
@@ -220,12 +257,10 @@ static void model_gradcheck(int qwen, float dropout) {
     if (!cfg.tie_word_embeddings) scale_floats(m.base.lm_head, (size_t)cfg.vocab_size * C, 5.0f);
     for (int l = 0; l < cfg.n_layers; l++) {
         fl_layer_weights *lw = &m.base.layers[l];
-        scale_floats(lw->q, (size_t)QD * C, 5.0f);
-        scale_floats(lw->k, (size_t)KVD * C, 5.0f);
-        scale_floats(lw->v, (size_t)KVD * C, 5.0f);
+        /* the fused matrices' reserved columns are rewritten by fl_model_sync_lora below */
+        scale_floats(lw->qkv, (size_t)(QD + 2 * KVD) * m.base.ld_qkv, 5.0f);
         scale_floats(lw->o, (size_t)C * QD, 5.0f);
-        scale_floats(lw->gate, (size_t)FF * C, 5.0f);
-        scale_floats(lw->up, (size_t)FF * C, 5.0f);
+        scale_floats(lw->gate_up, (size_t)2 * FF * m.base.ld_gate_up, 5.0f);
         scale_floats(lw->down, (size_t)C * FF, 5.0f);
     }
     fl_model_sync_lora(&m);
@@ -259,8 +294,8 @@ TEST(dropout_mask_statistics) {
     size_t n = 100000;
     float *x = malloc(4 * n), *y = malloc(4 * n), *y2 = malloc(4 * n);
     for (size_t i = 0; i < n; i++) x[i] = 1.0f;
-    dropout_cpu(y, x, 0.25f, 42, n);
-    dropout_cpu(y2, x, 0.25f, 42, n);
+    dropout_cpu(y, x, 0.25f, 42, n / 100, 100, 100);
+    dropout_cpu(y2, x, 0.25f, 42, n, 1, 1);   /* the mask depends on r·cols + c only */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         kept += y[i] != 0.0f;
@@ -269,7 +304,13 @@ TEST(dropout_mask_statistics) {
     }
     /* binomial: mean 75000, sd 137 -> 5 sd */
     CHECK_MSG(kept > 74300 && kept < 75700, "kept %zu of %zu", kept, n);
-    free(x); free(y); free(y2);
+    /* a strided view draws the contiguous matrix's mask: (rows, 100) read out of rows of 130 */
+    float *wide = malloc(4 * 130 * (n / 100));
+    for (size_t r = 0; r < n / 100; r++)
+        for (int c = 0; c < 130; c++) wide[r * 130 + c] = c < 100 ? x[r * 100 + c] : NAN;
+    dropout_cpu(y2, wide, 0.25f, 42, n / 100, 100, 130);
+    for (size_t i = 0; i < n; i++) CHECK(y[i] == y2[i]);
+    free(x); free(y); free(y2); free(wide);
 }
 
 /* matmul_backward_weight has its own kernel when one side is a LoRA rank (<= 64): check both
@@ -290,7 +331,7 @@ TEST(matmul_backward_weight_small_rank_kernel) {
                 for (int n = 0; n < N; n++) acc += (double)dout[n * OC + o] * inp[n * IC + i];
                 want[o * IC + i] = dw[o * IC + i] + 0.5 * acc;
             }
-        matmul_backward_weight_cpu(dw, dout, inp, 0.5f, N, IC, OC);
+        matmul_backward_weight_cpu(dw, dout, inp, 0.5f, N, IC, OC, OC, IC);
         double worst = 0;
         for (int k = 0; k < OC * IC; k++) worst = fabs(dw[k] - want[k]) > worst ? fabs(dw[k] - want[k]) : worst;
         /* f32 sums of N products of magnitude <= 1: error ~ N · 2^-24 · sqrt(N) at worst */

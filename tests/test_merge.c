@@ -305,10 +305,10 @@ TEST(merge_bad_input_out_is_an_input_or_not_empty) {
     rm_rf(dir);
 }
 
-/* A base tensor whose shape contradicts config.json (here model.norm.weight, not an adapted one) was
- * copied by merge without complaint while train, generate and bench reject the folder. Now merge
- * runs the same check (model/weights.h) and gives the same message. */
-TEST(merge_bad_input_base_tensor_shape_contradicts_config) {
+/* The fixture model with one tensor's stored shape replaced by (r, c) (c == 0: 1-D [r]); train's load
+ * (with the LoRA columns reserved in the fused q/k/v and gate/up matrices, as the engine asks) and
+ * merge must both refuse it with the same message, naming the tensor's HF shape. */
+static void base_shape_case(const char *tensor, int64_t r, int64_t c, const char *expect) {
     char dir[] = "/tmp/fastlora-mergeshape-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char src[700], dst[700], out[700];
@@ -321,7 +321,12 @@ TEST(merge_bad_input_base_tensor_shape_contradicts_config) {
         const fl_st_tensor *s = &st.tensors[i];
         t[i] = (fl_st_write_tensor){.name = s->name, .dtype = s->dtype, .ndim = s->ndim, .data = s->data};
         memcpy(t[i].shape, s->shape, sizeof s->shape);
-        if (!strcmp(s->name, "model.norm.weight")) { t[i].ndim = 2; t[i].shape[0] = 2; t[i].shape[1] = s->shape[0] / 2; }
+        if (!strcmp(s->name, tensor)) {
+            CHECK(r * (c ? c : 1) == (int64_t)s->numel); /* same bytes, another shape */
+            t[i].ndim = c ? 2 : 1;
+            t[i].shape[0] = r;
+            t[i].shape[1] = c;
+        }
     }
     const char *meta[] = {"format", "pt"};
     CHECK(fl_safetensors_write(dst, t, st.n_tensors, meta, 1) == 0);
@@ -332,13 +337,27 @@ TEST(merge_bad_input_base_tensor_shape_contradicts_config) {
     CHECK_EQ_INT(system(cmd), 0);
     fl_model_config cfg;
     fl_base_weights w;
-    CHECK_EQ_INT(fl_weights_load(&w, &cfg, dir, fl_backend_cpu()), FL_ERR_INPUT);
+    CHECK_EQ_INT(fl_weights_load(&w, &cfg, dir, fl_backend_cpu(), (fl_weights_reserve){3 * 8, 2 * 8}), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), expect);
     char train_msg[1024];
     snprintf(train_msg, sizeof train_msg, "%s", fl_last_error());
     snprintf(out, sizeof out, "%s/merged", dir);
     CHECK_EQ_INT(fl_merge_adapter(dir, "tests/fixtures/hf/llama_gqa/adapter", out, 0), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "'model.norm.weight' has shape [2, 32] but config.json implies [64]");
+    CHECK_STR_CONTAINS(fl_last_error(), expect);
     CHECK(!strcmp(fl_last_error(), train_msg));
     CHECK(!fl_file_exists(out));
     rm_rf(dir);
+}
+
+/* A base tensor whose shape contradicts config.json (model.norm.weight, not an adapted one) was
+ * copied by merge without complaint while train, generate and bench reject the folder. Now merge
+ * runs the same check (model/weights.h) and gives the same message. The q/k/v and gate/up members
+ * are checked as the files store them (separate HF tensors), not as the fused matrices they are
+ * loaded into: merge adds its LoRA product to exactly these tensors. */
+TEST(merge_bad_input_base_tensor_shape_contradicts_config) {
+    base_shape_case("model.norm.weight", 2, 32, "'model.norm.weight' has shape [2, 32] but config.json implies [64]");
+    base_shape_case("model.layers.1.self_attn.k_proj.weight", 64, 32,
+                    "'model.layers.1.self_attn.k_proj.weight' has shape [64, 32] but config.json implies [32, 64]");
+    base_shape_case("model.layers.0.mlp.up_proj.weight", 64, 112,
+                    "'model.layers.0.mlp.up_proj.weight' has shape [64, 112] but config.json implies [112, 64]");
 }

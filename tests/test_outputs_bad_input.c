@@ -1,5 +1,6 @@
 /* test_outputs_bad_input.c — every output path of every command (board --out/--html, plan --html,
- * bench --json, train --out and the files in it, merge/convert-llama2c --out --force) when what is
+ * bench --json, export --gguf, generate --logits, train --out and the files in it,
+ * merge/convert-llama2c --out --force) when what is
  * there is a FIFO, a device, a folder or a file where a folder belongs: refused at once with exit
  * status 2 and one line, before any work and with nothing written (an atomic write's rename used to
  * replace a device node or a link, bench --json blocked on a FIFO, train --out FILE failed only when
@@ -33,7 +34,7 @@ TEST(outputs_bad_input_special_files_every_command) {
     if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char dir[] = "/tmp/fastlora-outputs-XXXXXX";
     if (!mkdtemp(dir)) SKIP("mkdtemp failed");
-    char fifo[128], folder[128], device[128], file[128], out[8192];
+    char fifo[128], folder[128], device[128], file[128], out[8192], cmd_buf[512];
     snprintf(fifo, sizeof fifo, "%s/fifo", dir);
     snprintf(folder, sizeof folder, "%s/folder", dir);
     snprintf(device, sizeof device, "%s/null", dir);   /* a link to /dev/null: never write /dev itself */
@@ -50,6 +51,8 @@ TEST(outputs_bad_input_special_files_every_command) {
         "plan --preset smollm2-135m --html %s",
         "bench --model tests/fixtures/hf/llama_gqa/model --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu "
         "--no-sgemm --json %s",
+        "export --model tests/fixtures/hf/llama_gqa/model --no-tokenizer --force --gguf %s",
+        "generate --model tests/fixtures/hf/llama_gqa/model --prompt-ids 1,2 --device cpu --logits %s",
     };
     for (size_t t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
@@ -109,6 +112,16 @@ TEST(outputs_bad_input_special_files_every_command) {
     rc = fl_test_run_cli(out, sizeof out, "train --model tests/fixtures/hf/llama_gqa/model --data %s --out %s "
                          "--device cpu --max-steps 1 --overwrite", tokens, run);
     run_ok_or_refused("train --out RUN (metrics.jsonl a FIFO)", rc, out, "metrics.jsonl: a FIFO, not a regular file");
+    /* export --force onto a file of its own input folder: refused (it would replace the model's weights) */
+    char model_copy[128], weights[160];
+    snprintf(model_copy, sizeof model_copy, "%s/model", dir);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", model_copy);
+    snprintf(cmd_buf, sizeof cmd_buf, "cp -r tests/fixtures/hf/llama_gqa/model %s", model_copy);
+    CHECK(system(cmd_buf) == 0);
+    long before = file_size(weights);
+    rc = fl_test_run_cli(out, sizeof out, "export --model %s --no-tokenizer --force --gguf %s", model_copy, weights);
+    run_ok_or_refused("export --gguf onto the model's weights", rc, out, "is a file of the input folder");
+    CHECK(file_size(weights) == before);
     /* merge --force into a folder holding a folder named like an output file: refused, nothing moved */
     char merged[128], blocker[160];
     snprintf(merged, sizeof merged, "%s/merged", dir);

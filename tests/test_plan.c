@@ -36,20 +36,26 @@ TEST(plan_memory_hand_count_smollm2_135m_cuda) {
     CHECK_EQ_INT(P, 4884480);
     CHECK_EQ_INT(fl_lora_param_count(&cfg, &lc), 4884480);
     fl_plan_memory m = fl_plan_memory_compute(&cfg, &lc, 4, 512, FL_TARGET_CUDA, 0);
-    CHECK_CLOSE(m.weights, params * 2, 0, 0);               /* bf16, every tensor already 64-byte aligned */
+    /* bf16, every tensor already 64-byte aligned; the fused q/k/v (960 rows) and gate/up (3072 rows)
+     * matrices have 3R = 48 and 2R = 32 reserved columns for the LoRA B compute copy */
+    double reserved = 30 * (960 * 48 + 3072 * 32.0);
+    CHECK_CLOSE(m.weights, (params + reserved) * 2, 0, 0);
     CHECK_CLOSE(m.lora_params, P * (4 + 2), 0, 0);          /* f32 master + bf16 compute copy */
     CHECK_CLOSE(m.lora_grads, P * 4, 0, 0);
     CHECK_CLOSE(m.adamw, P * 8, 0, 0);
     /* activations, N = 2048, W = 1536, bf16 unless f32/i32:
-     * residual 31·N·C·2 = 73138176; x_attn, residual_mid, x_mlp, q, att: 30·N·576·2 = 70778880 each;
-     * k, v: 30·N·192·2 = 23592960 each; gate, up: 30·N·1536·2 = 188743680 each; rstd_attn,
-     * rstd_mlp: 30·N·4 = 245760 each; lse 30·N·9·4 = 2211840; lora_xa 30·7·N·16·2 = 13762560;
-     * x_final, dx_final, dresidual, dx, dq: N·576·2 = 2359296 each; rstd_final N·4 = 8192;
-     * dwide, dgate, dup, wide, dropped, lora_tmp: N·1536·2 = 6291456 each; dk, dv: N·192·2 = 786432
-     * each; dlora_xa N·16·2 = 65536; ids, targets, pos, seg_start: N·4 = 8192 each */
-    double act = 73138176.0 + 5 * 70778880.0 + 2 * 23592960.0 + 2 * 188743680.0 + 2 * 245760.0 + 2211840.0 +
-                 13762560.0 + 5 * 2359296.0 + 8192.0 + 6 * 6291456.0 + 2 * 786432.0 + 65536.0 + 4 * 8192.0;
-    CHECK_CLOSE(act, 919396352.0, 0, 0);
+     * residual 31·N·C·2 = 73138176; residual_mid, att: 30·N·576·2 = 70778880 each; x_attn (norm
+     * output | x·Aᵀ of q, k, v) 30·N·(576 + 48)·2 = 76677120, x_mlp 30·N·(576 + 32)·2 = 74711040,
+     * xa_o, xa_down 30·N·16·2 = 1966080 each; qkv 30·N·960·2 = 117964800; gate_up 30·N·3072·2 =
+     * 377487360; rstd_attn, rstd_mlp: 30·N·4 = 245760 each; lse 30·N·9·4 = 2211840;
+     * x_final, dx_final, dresidual: N·576·2 = 2359296 each; dx N·(576 + 48)·2 = 2555904;
+     * rstd_final N·4 = 8192; dqkv N·960·2 = 3932160; dgate_up N·3072·2 = 12582912;
+     * dwide, wide, dropped, lora_tmp: N·1536·2 = 6291456 each; dlora_xa N·16·2 = 65536;
+     * ids, targets, pos, seg_start: N·4 = 8192 each */
+    double act = 73138176.0 + 2 * 70778880.0 + 76677120.0 + 74711040.0 + 2 * 1966080.0 + 117964800.0 +
+                 377487360.0 + 2 * 245760.0 + 2211840.0 + 3 * 2359296.0 + 2555904.0 + 8192.0 + 3932160.0 +
+                 12582912.0 + 4 * 6291456.0 + 65536.0 + 4 * 8192.0;
+    CHECK_CLOSE(act, 919592960.0, 0, 0);
     CHECK_CLOSE(m.activations, act, 0, 0);
     CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2), act, 0, 0);   /* the engine agrees */
     /* CUDA LM head (backend/cuda/cuda_plan.h): 256 MiB / (V·2) = 2730 rows -> 2688 -> all N = 2048
@@ -58,7 +64,7 @@ TEST(plan_memory_hand_count_smollm2_135m_cuda) {
     CHECK_CLOSE(m.attn_ws, 4.0 * 9 * 512 * 4, 0, 0);          /* D = rowsum(dout*out), (B, NH, T) f32 */
     CHECK_CLOSE(m.gemm_ws, (32 + 64 + 1) * 1048576.0, 0, 0);  /* cuBLASLt 32 MiB + staging 64 MiB + 1 MiB */
     CHECK_CLOSE(m.context, 500 * 1048576.0, 0, 0);
-    double total = params * 2 + P * 18 + act + m.logits + m.attn_ws + m.gemm_ws + m.context;
+    double total = (params + reserved) * 2 + P * 18 + act + m.logits + m.attn_ws + m.gemm_ws + m.context;
     CHECK_CLOSE(m.total, total, 0, 1e-15);
     /* recompute projection: one layer's tensors + the residual of the other 29 layers */
     double one_layer = fl_plan_activation_bytes_layers(&cfg, 16, 4, 512, 2, 1);
@@ -81,7 +87,8 @@ TEST(plan_memory_hand_count_qwen25_7b_cpu) {
     double P = 28 * (2 * 114688 + 2 * 65536 + 3 * 360448.0);
     CHECK_EQ_INT(fl_lora_param_count(&cfg, &lc), (long long)P);
     fl_plan_memory m = fl_plan_memory_compute(&cfg, &lc, 1, 256, FL_TARGET_CPU, 0);
-    CHECK_CLOSE(m.weights, params * 4, 0, 0);
+    /* + the fused q/k/v (4608 rows) and gate/up (37888 rows) matrices' 48 and 32 reserved columns */
+    CHECK_CLOSE(m.weights, (params + 28 * (4608 * 48 + 37888 * 32.0)) * 4, 0, 0);
     CHECK_CLOSE(m.lora_params, P * 4, 0, 0);     /* the compute copy aliases the f32 master on the CPU */
     CHECK_CLOSE(m.lora_grads + m.adamw, P * 12, 0, 0);
     CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4), 0, 0);

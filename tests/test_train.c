@@ -125,7 +125,9 @@ TEST(train_packing_equals_documents_one_by_one) {
     fl_batch leaky = {.B = 1, .T = T, .ids = ids, .targets = tg, .pos = pos, .seg_start = NULL};
     double leak = fl_model_forward(&m, &leaky, scale).loss_sum;
     fl_model_backward(&m);
-    CHECK(fabs(leak - loss_sum) > 1e-3);
+    /* the random weights (std 0.02) mix positions weakly: the leak moves the summed loss (~66) by
+     * ~6e-4, while f32 rounding of that sum is ~1e-5 */
+    CHECK(fabs(leak - loss_sum) > 1e-4);
     free(g_packed);
     fl_model_free(&m);
 }
@@ -1084,16 +1086,18 @@ static void write_bytes(const char *path, const void *data, size_t len) {
     if (f) { fwrite(data, 1, len, f); fclose(f); }
 }
 
-/* The optimizer file with adam_v (or adam_m) replaced: `shape0` elements, entry k set to `value`. */
+/* The optimizer file with adam_v (or adam_m) replaced: `shape0` elements, entry k set to `value`;
+ * named in this build's parameter order unless `unnamed` (as builds before it wrote the file). */
 static void write_bad_moments(const char *path, const float *m, const float *v, size_t n, size_t shape0, size_t k,
-                              float value, int poison_v) {
+                              float value, int poison_v, int unnamed) {
     float *a = calloc(shape0 + 1, sizeof(float)), *b = calloc(shape0 + 1, sizeof(float));
     memcpy(a, m, sizeof(float) * (shape0 < n ? shape0 : n));
     memcpy(b, v, sizeof(float) * (shape0 < n ? shape0 : n));
     if (k < shape0) (poison_v ? b : a)[k] = value;
     fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)shape0}, .data = a},
                                {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)shape0}, .data = b}};
-    fl_safetensors_write(path, t, 2, NULL, 0);
+    const char *order[2] = {"param_order", FL_LORA_PARAM_ORDER};
+    fl_safetensors_write(path, t, 2, unnamed ? NULL : order, unnamed ? 0 : 1);
     free(a);
     free(b);
 }
@@ -1181,15 +1185,17 @@ TEST(train_bad_input_resume_from_damaged_checkpoint) {
         {2, "tensor 'adam_v' has a non-finite value"},
         {3, "tensor 'adam_v' has a negative value"},
         {4, "tensor 'adam_m' has a non-finite value"},
-        {5, "optimizer.safetensors"},  /* missing */
+        {5, "the AdamW moments are in parameter order '(unnamed, older)'"},
+        {6, "optimizer.safetensors"},  /* missing */
     };
     for (size_t i = 0; i < sizeof opt_cases / sizeof opt_cases[0]; i++) {
         switch (opt_cases[i].kind) {
         case 0: write_bytes(opt_path, opt_bytes, 100); break;
-        case 1: write_bad_moments(opt_path, mom, mom + n, n, n - 1, n, 0, 0); break;
-        case 2: write_bad_moments(opt_path, mom, mom + n, n, n, n / 2, NAN, 1); break;
-        case 3: write_bad_moments(opt_path, mom, mom + n, n, n, 3, -1e-6f, 1); break;
-        case 4: write_bad_moments(opt_path, mom, mom + n, n, n, 0, INFINITY, 0); break;
+        case 1: write_bad_moments(opt_path, mom, mom + n, n, n - 1, n, 0, 0, 0); break;
+        case 2: write_bad_moments(opt_path, mom, mom + n, n, n, n / 2, NAN, 1, 0); break;
+        case 3: write_bad_moments(opt_path, mom, mom + n, n, n, 3, -1e-6f, 1, 0); break;
+        case 4: write_bad_moments(opt_path, mom, mom + n, n, n, 0, INFINITY, 0, 0); break;
+        case 5: write_bad_moments(opt_path, mom, mom + n, n, n, n, 0, 0, 1); break; /* good values, no order */
         default: unlink(opt_path);
         }
         snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,

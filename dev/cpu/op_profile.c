@@ -3,7 +3,8 @@
  *
  *   make && gcc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Isrc dev/cpu/op_profile.c build/libfastlora.a -o build/op_profile \
  *       -ljansson -lpcre2-8 -L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm
- *   build/op_profile [preset] [B] [T] [f32|bf16]
+ *   build/op_profile [preset] [B] [T] [f32|bf16] [fused|unfused]
+ * "of which LoRA" counts the GEMMs with a side of at most 64 (the rank-sized ones at rank 16).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,30 +26,30 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
 #define TIMED(op, call) do { double t0_ = now(); call; spent[op] += now() - t0_; calls[op]++; } while (0)
 
 static void w_emb(void *o, const int32_t *i, const void *t, size_t N, int C) { TIMED(OP_EMB, inner->embedding_forward(o, i, t, N, C)); }
-static void w_nf(void *o, float *r, const void *x, const void *w, float e, size_t N, int C) { TIMED(OP_NORM_F, inner->rmsnorm_forward(o, r, x, w, e, N, C)); }
-static void w_nb(void *d, const void *g, const void *x, const void *w, const float *r, size_t N, int C) { TIMED(OP_NORM_B, inner->rmsnorm_backward(d, g, x, w, r, N, C)); }
-static void w_mf(void *o, const void *x, const void *w, const void *b, float a, float be, size_t N, int I, int O) {
+static void w_nf(void *o, float *r, const void *x, const void *w, float e, size_t N, int C, int ld) { TIMED(OP_NORM_F, inner->rmsnorm_forward(o, r, x, w, e, N, C, ld)); }
+static void w_nb(void *d, const void *g, const void *x, const void *w, const float *r, size_t N, int C, int ld) { TIMED(OP_NORM_B, inner->rmsnorm_backward(d, g, x, w, r, N, C, ld)); }
+static void w_mf(void *o, const void *x, const void *w, const void *b, float a, float be, size_t N, int I, int O, int lo, int li, int lw) {
     double t0 = now();
-    TIMED(OP_MM_F, inner->matmul_forward(o, x, w, b, a, be, N, I, O));
+    TIMED(OP_MM_F, inner->matmul_forward(o, x, w, b, a, be, N, I, O, lo, li, lw));
     if (I <= 64 || O <= 64) { spent[OP_MM_F_LORA] += now() - t0; calls[OP_MM_F_LORA]++; }
 }
-static void w_mbi(void *d, const void *g, const void *w, float a, float be, size_t N, int I, int O) {
+static void w_mbi(void *d, const void *g, const void *w, float a, float be, size_t N, int I, int O, int ld, int lg, int lw) {
     double t0 = now();
-    TIMED(OP_MM_BI, inner->matmul_backward_input(d, g, w, a, be, N, I, O));
+    TIMED(OP_MM_BI, inner->matmul_backward_input(d, g, w, a, be, N, I, O, ld, lg, lw));
     if (I <= 64 || O <= 64) { spent[OP_MM_BI_LORA] += now() - t0; calls[OP_MM_BI_LORA]++; }
 }
-static void w_mbw(float *d, const void *g, const void *x, float a, size_t N, int I, int O) { TIMED(OP_MM_BW, inner->matmul_backward_weight(d, g, x, a, N, I, O)); }
-static void w_rf(void *x, const int32_t *p, const float *f, size_t N, int H, int S) { TIMED(OP_ROPE, inner->rope_forward(x, p, f, N, H, S)); }
-static void w_rb(void *x, const int32_t *p, const float *f, size_t N, int H, int S) { TIMED(OP_ROPE, inner->rope_backward(x, p, f, N, H, S)); }
-static void w_af(void *o, float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS) { TIMED(OP_ATT_F, inner->attention_forward(o, l, q, k, v, s, B, T, NH, NKV, HS)); }
-static void w_ab(void *dq, void *dk, void *dv, const void *d, const void *o, const float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS) { TIMED(OP_ATT_B, inner->attention_backward(dq, dk, dv, d, o, l, q, k, v, s, B, T, NH, NKV, HS)); }
-static void w_sf(void *o, const void *g, const void *u, size_t N) { TIMED(OP_SWI_F, inner->swiglu_forward(o, g, u, N)); }
-static void w_sb(void *dg, void *du, const void *d, const void *g, const void *u, size_t N) { TIMED(OP_SWI_B, inner->swiglu_backward(dg, du, d, g, u, N)); }
+static void w_mbw(float *d, const void *g, const void *x, float a, size_t N, int I, int O, int lg, int lx) { TIMED(OP_MM_BW, inner->matmul_backward_weight(d, g, x, a, N, I, O, lg, lx)); }
+static void w_rf(void *x, const int32_t *p, const float *f, size_t N, int H, int S, int ld) { TIMED(OP_ROPE, inner->rope_forward(x, p, f, N, H, S, ld)); }
+static void w_rb(void *x, const int32_t *p, const float *f, size_t N, int H, int S, int ld) { TIMED(OP_ROPE, inner->rope_backward(x, p, f, N, H, S, ld)); }
+static void w_af(void *o, float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS, int ld) { TIMED(OP_ATT_F, inner->attention_forward(o, l, q, k, v, s, B, T, NH, NKV, HS, ld)); }
+static void w_ab(void *dq, void *dk, void *dv, const void *d, const void *o, const float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS, int ld) { TIMED(OP_ATT_B, inner->attention_backward(dq, dk, dv, d, o, l, q, k, v, s, B, T, NH, NKV, HS, ld)); }
+static void w_sf(void *o, const void *gu, size_t N, int FF) { TIMED(OP_SWI_F, inner->swiglu_forward(o, gu, N, FF)); }
+static void w_sb(void *dgu, const void *d, const void *gu, size_t N, int FF) { TIMED(OP_SWI_B, inner->swiglu_backward(dgu, d, gu, N, FF)); }
 static double w_loss(void *d, float *lo, const void *x, const int32_t *t, const void *w, float gs, size_t N, int C, int V, size_t *n) { double r; TIMED(OP_LOSS, r = inner->lm_head_loss(d, lo, x, t, w, gs, N, C, V, n)); return r; }
 static void w_adam(float *p, void *pw, float *m, float *v, const float *g, float lr, float b1, float b2, float e, float wd, float gs, int st, size_t n) { TIMED(OP_ADAM, inner->adamw_update(p, pw, m, v, g, lr, b1, b2, e, wd, gs, st, n)); }
 static void w_copy(void *d, const void *s, size_t b) { TIMED(OP_COPY, inner->copy(d, s, b)); }
 static void w_zero(void *d, size_t b) { TIMED(OP_COPY, inner->zero(d, b)); }
-static void w_add(void *a, const void *x, size_t N) { TIMED(OP_COPY, inner->add_inplace(a, x, N)); }
+static void w_add(void *a, const void *x, size_t R, int C, int ld) { TIMED(OP_COPY, inner->add_inplace(a, x, R, C, ld)); }
 
 int main(int argc, char **argv) {
     const char *preset = argc > 1 ? argv[1] : "smollm2-135m";
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
     fl_lora_config lc = fl_lora_config_default();
     fl_model m;
     if (fl_model_init_preset(&m, preset, 1, &wrapped, &lc)) { fprintf(stderr, "bad preset\n"); return 2; }
+    m.fused = !(argc > 5 && !strcmp(argv[5], "unfused"));
     int32_t *ids = malloc(sizeof(int32_t) * B * T), *tg = malloc(sizeof(int32_t) * B * T);
     for (int i = 0; i < B * T; i++) { ids[i] = (i * 7919) % m.cfg.vocab_size; tg[i] = (i * 104729) % m.cfg.vocab_size; }
     fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = tg};
@@ -79,7 +81,7 @@ int main(int argc, char **argv) {
         if (s > 0) total += now() - t0;
     }
     double sum = 0;
-    printf("%s %d x %d on %s: %.1f ms/step, %.1f tok/s\n", preset, B, T, inner->name, total / steps * 1e3, B * T * steps / total);
+    printf("%s %d x %d on %s (%s): %.1f ms/step, %.1f tok/s\n", preset, B, T, inner->name, m.fused ? "fused" : "unfused", total / steps * 1e3, B * T * steps / total);
     for (int i = 0; i < OP_N; i++) {
         if (i != OP_MM_F_LORA && i != OP_MM_BI_LORA) sum += spent[i];
         printf("  %-18s %8.1f ms/step %5.1f%%  (%ld calls/step)\n", names[i], spent[i] / steps * 1e3, 100 * spent[i] / total, calls[i] / steps);

@@ -3,27 +3,30 @@
  * documents, odd T) on fresh random inputs with poisoned outputs, then timed at the benchmark
  * shapes (4 x 2048, the heads of the board's four models) in causal TFLOP/s: forward
  * 4·B·NH·HS·T²/2, backward 2.5x that (the usual five products; the mma backward computes seven,
- * the split into a dK/dV and a dQ pass recomputes Q·Kᵀ and dO·Vᵀ).
+ * the split into a dK/dV and a dQ pass recomputes Q·Kᵀ and dO·Vᵀ). q, k, v (and dq, dk, dv) sit
+ * side by side in one (N, ld_qkv) buffer, as the engine's fused q/k/v projection stores them.
  *
  * The lines "attn_ms MODEL fwd X bwd Y" are what scripts/device-check puts in its table. */
 #include "lab.h"
 
 static void validate(int B, int T, int NH, int NKV, int HS) {
     size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
+    int QD = NH * HS, KVD = NKV * HS, ld = QD + 2 * KVD;
     auto q = lab_rand(nq, 1 + T, -2, 2), k = lab_rand(nkv, 2 + T, -2, 2), v = lab_rand(nkv, 3 + T);
     auto dout = lab_rand(nq, 4 + T);
+    auto qkv = lab_pack_qkv(q, k, v, N, QD, KVD, ld);
     std::vector<int32_t> seg(N);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) seg[(size_t)b * T + t] = b == 0 ? 0 : (t < T / 3 ? 0 : t < T / 2 ? T / 3 : T / 2);
-    std::vector<float> out(nq), lse(N * NH), dq(nq), dk(nkv), dv(nkv);
-    attention_forward_cpu(out.data(), lse.data(), q.data(), k.data(), v.data(), seg.data(), B, T, NH, NKV, HS);
-    attention_backward_cpu(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                           v.data(), seg.data(), B, T, NH, NKV, HS);
-    bf16 *q_d = lab_dev_bf16(q), *k_d = lab_dev_bf16(k), *v_d = lab_dev_bf16(v), *do_d = lab_dev_bf16(dout);
-    bf16 *o_d = lab_dev_bf16(out), *dq_d, *dk_d, *dv_d;
-    CUDA_CHECK(cudaMalloc(&dq_d, nq * 2));
-    CUDA_CHECK(cudaMalloc(&dk_d, nkv * 2));
-    CUDA_CHECK(cudaMalloc(&dv_d, nkv * 2));
+    std::vector<float> out(nq), lse(N * NH), dqkv(N * ld);
+    attention_forward_cpu(out.data(), lse.data(), qkv.data(), qkv.data() + QD, qkv.data() + QD + KVD, seg.data(), B, T, NH,
+                          NKV, HS, ld);
+    attention_backward_cpu(dqkv.data(), dqkv.data() + QD, dqkv.data() + QD + KVD, dout.data(), out.data(), lse.data(),
+                           qkv.data(), qkv.data() + QD, qkv.data() + QD + KVD, seg.data(), B, T, NH, NKV, HS, ld);
+    bf16 *qkv_d = lab_dev_bf16(qkv), *do_d = lab_dev_bf16(dout), *q_d = qkv_d, *k_d = qkv_d + QD, *v_d = k_d + KVD;
+    bf16 *o_d = lab_dev_bf16(out), *dqkv_d;
+    CUDA_CHECK(cudaMalloc(&dqkv_d, N * ld * 2));
+    bf16 *dq_d = dqkv_d, *dk_d = dqkv_d + QD, *dv_d = dk_d + KVD;
     float *lse_d = lab_dev(lse);
     int32_t *seg_d = lab_dev(seg);
     char name[128];
@@ -33,8 +36,8 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         const char *vn = variant ? "simple" : "mma";
         lab_poison(o_d, nq * 2);
         lab_poison(lse_d, N * NH * 4);
-        if (variant == 0) attention_forward_mma(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, fl_cuda.stream);
-        else attention_forward_simple(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, fl_cuda.stream);
+        if (variant == 0) attention_forward_mma(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, fl_cuda.stream);
+        else attention_forward_simple(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, fl_cuda.stream);
         snprintf(name, sizeof name, "fwd %s B=%d T=%d NH=%d NKV=%d HS=%d out", vn, B, T, NH, NKV, HS);
         lab_check(name, lab_rel_err(lab_host_bf16(o_d, nq), out), 2e-2);
         snprintf(name, sizeof name, "fwd %s T=%d HS=%d lse", vn, T, HS);
@@ -46,58 +49,49 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
     for (int variant = 0; variant < 2; variant++) {
         if (variant == 0 && !mma) continue;
         const char *vn = variant ? "simple" : "mma";
-        lab_poison(dq_d, nq * 2);
-        lab_poison(dk_d, nkv * 2);
-        lab_poison(dv_d, nkv * 2);
+        lab_poison(dqkv_d, N * ld * 2);
         if (variant == 0)
-            attention_backward_mma_strided(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS,
-                                           NH * HS, NKV * HS, fl_cuda.stream);
+            attention_backward_mma(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld,
+                                   fl_cuda.stream);
         else
-            attention_backward_simple(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS,
+            attention_backward_simple(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld,
                                       fl_cuda.stream);
-        snprintf(name, sizeof name, "bwd %s T=%d NH=%d NKV=%d HS=%d dq", vn, T, NH, NKV, HS);
-        lab_check(name, lab_rel_err(lab_host_bf16(dq_d, nq), dq), 2e-2);
-        snprintf(name, sizeof name, "bwd %s T=%d HS=%d dk", vn, T, HS);
-        lab_check(name, lab_rel_err(lab_host_bf16(dk_d, nkv), dk), 2e-2);
-        snprintf(name, sizeof name, "bwd %s T=%d HS=%d dv", vn, T, HS);
-        lab_check(name, lab_rel_err(lab_host_bf16(dv_d, nkv), dv), 2e-2);
+        snprintf(name, sizeof name, "bwd %s T=%d NH=%d NKV=%d HS=%d dq|dk|dv", vn, T, NH, NKV, HS);
+        lab_check(name, lab_rel_err(lab_host_bf16(dqkv_d, N * ld), dqkv), 2e-2);
     }
-    for (void *p : {(void *)q_d, (void *)k_d, (void *)v_d, (void *)do_d, (void *)o_d, (void *)o_ref, (void *)dq_d,
-                    (void *)dk_d, (void *)dv_d, (void *)lse_d, (void *)seg_d})
+    for (void *p : {(void *)qkv_d, (void *)do_d, (void *)o_d, (void *)o_ref, (void *)dqkv_d, (void *)lse_d, (void *)seg_d})
         CUDA_CHECK(cudaFree(p));
 }
 
 static void timing(const char *model, int B, int T, int NH, int NKV, int HS, int with_simple) {
-    size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
-    bf16 *q = lab_dev_bf16(lab_rand(nq, 5)), *k = lab_dev_bf16(lab_rand(nkv, 6)), *v = lab_dev_bf16(lab_rand(nkv, 7));
-    bf16 *o = lab_dev_bf16(lab_rand(nq, 8)), *dout = lab_dev_bf16(lab_rand(nq, 9)), *dq, *dk, *dv;
-    CUDA_CHECK(cudaMalloc(&dq, nq * 2));
-    CUDA_CHECK(cudaMalloc(&dk, nkv * 2));
-    CUDA_CHECK(cudaMalloc(&dv, nkv * 2));
+    size_t N = (size_t)B * T, nq = N * NH * HS;
+    int ld = (NH + 2 * NKV) * HS;
+    bf16 *q = lab_dev_bf16(lab_rand(N * ld, 5)), *k = q + NH * HS, *v = k + NKV * HS;
+    bf16 *o = lab_dev_bf16(lab_rand(nq, 8)), *dout = lab_dev_bf16(lab_rand(nq, 9)), *dq;
+    CUDA_CHECK(cudaMalloc(&dq, N * ld * 2));
+    bf16 *dk = dq + NH * HS, *dv = dk + NKV * HS;
     float *lse;
     CUDA_CHECK(cudaMalloc(&lse, N * NH * 4));
     int32_t *seg = lab_dev(std::vector<int32_t>(N, 0));
     double flops_fwd = 4.0 * B * NH * HS * (double)T * T / 2;
     cudaStream_t s = fl_cuda.stream;
     /* a real lse (the forward's) so the backward's exponentials see realistic values */
-    attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, s);
-    double t_fwd = lab_time_ms([&] { attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, s); }, 10);
-    attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, s);
+    attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s);
+    double t_fwd = lab_time_ms([&] { attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 10);
+    attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s);
     double t_bwd = lab_time_ms(
-        [&] { attention_backward_mma_strided(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, NH * HS, NKV * HS, s); },
-        10);
+        [&] { attention_backward_mma(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 10);
     printf("%-16s B=%d T=%d NH=%d NKV=%d HS=%d: fwd mma %.3f ms (%.0f TFLOP/s), bwd mma %.3f ms (%.0f TFLOP/s)", model,
            B, T, NH, NKV, HS, t_fwd, flops_fwd / t_fwd / 1e9, t_bwd, 2.5 * flops_fwd / t_bwd / 1e9);
     if (with_simple) {
-        double t_sf = lab_time_ms([&] { attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, s); }, 3);
+        double t_sf = lab_time_ms([&] { attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 3);
         double t_sb = lab_time_ms(
-            [&] { attention_backward_simple(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, s); }, 3);
+            [&] { attention_backward_simple(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 3);
         printf(", simple fwd %.3f ms, simple bwd %.3f ms", t_sf, t_sb);
     }
     printf("\nattn_ms %s fwd %.3f bwd %.3f\n", model, t_fwd, t_bwd);
     fflush(stdout);
-    for (void *p : {(void *)q, (void *)k, (void *)v, (void *)o, (void *)dout, (void *)dq, (void *)dk, (void *)dv,
-                    (void *)lse, (void *)seg})
+    for (void *p : {(void *)q, (void *)o, (void *)dout, (void *)dq, (void *)lse, (void *)seg})
         CUDA_CHECK(cudaFree(p));
 }
 

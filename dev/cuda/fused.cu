@@ -16,8 +16,8 @@ int main(void) {
         int C = 1536;
         auto x = lab_rand(N * C, 1, -2, 2), w = lab_rand(C, 2, 0.5f, 1.5f), dy = lab_rand(N * C, 3);
         std::vector<float> y(N * C), r(N), dx(N * C, 0.0f);
-        rmsnorm_forward_cpu(y.data(), r.data(), x.data(), w.data(), 1e-6f, N, C);
-        rmsnorm_backward_cpu(dx.data(), dy.data(), x.data(), w.data(), r.data(), N, C);
+        rmsnorm_forward_cpu(y.data(), r.data(), x.data(), w.data(), 1e-6f, N, C, C);
+        rmsnorm_backward_cpu(dx.data(), dy.data(), x.data(), w.data(), r.data(), N, C, C);
         bf16 *x_d = lab_dev_bf16(x), *w_d = lab_dev_bf16(w), *dy_d = lab_dev_bf16(dy), *y_d, *dx_d;
         float *r_d;
         CUDA_CHECK(cudaMalloc(&y_d, N * C * 2));
@@ -25,22 +25,23 @@ int main(void) {
         CUDA_CHECK(cudaMalloc(&r_d, N * 4));
         lab_poison(y_d, N * C * 2);
         lab_memset(dx_d, 0, N * C * 2);
-        rmsnorm_forward(y_d, r_d, x_d, w_d, 1e-6f, N, C, s);
-        rmsnorm_backward(dx_d, dy_d, x_d, w_d, r_d, N, C, s);
+        rmsnorm_forward(y_d, r_d, x_d, w_d, 1e-6f, N, C, C, s);
+        rmsnorm_backward(dx_d, dy_d, x_d, w_d, r_d, N, C, C, s);
         lab_check("rmsnorm_forward", lab_rel_err(lab_host_bf16(y_d, N * C), y), 1e-2);
         lab_check("rmsnorm_forward rstd", lab_rel_err(lab_host_f32(r_d, N), r), 1e-5);
         lab_check("rmsnorm_backward", lab_rel_err(lab_host_bf16(dx_d, N * C), dx), 1e-2);
-        /* swiglu */
-        auto g = lab_rand(N * C, 4, -6, 6);
-        std::vector<float> o(N * C), dg(N * C), du(N * C);
-        swiglu_forward_cpu(o.data(), g.data(), x.data(), N * C);
-        swiglu_backward_cpu(dg.data(), du.data(), dy.data(), g.data(), x.data(), N * C);
-        bf16 *g_d = lab_dev_bf16(g);
-        swiglu_forward(y_d, g_d, x_d, N * C, s);
+        /* swiglu on fused gate/up rows (N, 2·C) */
+        auto g = lab_rand(N * 2 * C, 4, -6, 6);
+        std::vector<float> o(N * C), dg(N * 2 * C);
+        swiglu_forward_cpu(o.data(), g.data(), N, C);
+        swiglu_backward_cpu(dg.data(), dy.data(), g.data(), N, C);
+        bf16 *g_d = lab_dev_bf16(g), *dg_d;
+        CUDA_CHECK(cudaMalloc(&dg_d, N * 2 * C * 2));
+        swiglu_forward(y_d, g_d, N, C, s);
         lab_check("swiglu_forward", lab_rel_err(lab_host_bf16(y_d, N * C), o), 1e-2);
-        swiglu_backward(y_d, dx_d, dy_d, g_d, x_d, N * C, s);
-        lab_check("swiglu_backward dgate", lab_rel_err(lab_host_bf16(y_d, N * C), dg), 1e-2);
-        lab_check("swiglu_backward dup", lab_rel_err(lab_host_bf16(dx_d, N * C), du), 1e-2);
+        swiglu_backward(dg_d, dy_d, g_d, N, C, s);
+        lab_check("swiglu_backward dgate|dup", lab_rel_err(lab_host_bf16(dg_d, N * 2 * C), dg), 1e-2);
+        CUDA_CHECK(cudaFree(dg_d));
         for (void *p : {(void *)x_d, (void *)w_d, (void *)dy_d, (void *)y_d, (void *)dx_d, (void *)r_d, (void *)g_d})
             CUDA_CHECK(cudaFree(p));
     }
@@ -49,9 +50,8 @@ int main(void) {
     size_t N = 4 * 2048;
     int C = 1536, FF = 8960, NH = 12, HS = 128;
     bf16 *x = lab_dev_bf16(lab_rand(N * FF, 5)), *y = lab_dev_bf16(lab_rand(N * FF, 6)), *z = lab_dev_bf16(lab_rand(N * FF, 7));
-    bf16 *w = lab_dev_bf16(lab_rand(C, 8, 0.5f, 1.5f)), *d1, *d2;
+    bf16 *w = lab_dev_bf16(lab_rand(C, 8, 0.5f, 1.5f)), *d1;
     CUDA_CHECK(cudaMalloc(&d1, N * FF * 2));
-    CUDA_CHECK(cudaMalloc(&d2, N * FF * 2));
     float *rstd;
     CUDA_CHECK(cudaMalloc(&rstd, N * 4));
     std::vector<int32_t> pos_h(N);
@@ -62,12 +62,14 @@ int main(void) {
     float *inv = lab_dev(inv_h);
     struct { const char *name; double bytes, ms; } rows[8];
     int n = 0;
-    rows[n++] = {"rmsnorm_forward", N * C * 4.0, lab_time_ms([&] { rmsnorm_forward(y, rstd, x, w, 1e-6f, N, C, s); })};
-    rows[n++] = {"rmsnorm_backward", N * C * 8.0, lab_time_ms([&] { rmsnorm_backward(y, z, x, w, rstd, N, C, s); })};
-    rows[n++] = {"rope_forward (q)", N * NH * HS * 4.0, lab_time_ms([&] { rope_forward(x, pos, inv, N, NH, HS, s); })};
-    rows[n++] = {"swiglu_forward", N * FF * 6.0, lab_time_ms([&] { swiglu_forward(d1, x, y, N * FF, s); })};
-    rows[n++] = {"swiglu_backward", N * FF * 10.0, lab_time_ms([&] { swiglu_backward(d1, d2, z, x, y, N * FF, s); })};
-    rows[n++] = {"add_inplace", N * C * 6.0, lab_time_ms([&] { add_inplace(y, x, N * C, s); })};
+    rows[n++] = {"rmsnorm_forward", N * C * 4.0, lab_time_ms([&] { rmsnorm_forward(y, rstd, x, w, 1e-6f, N, C, C, s); })};
+    rows[n++] = {"rmsnorm_backward", N * C * 8.0, lab_time_ms([&] { rmsnorm_backward(y, z, x, w, rstd, N, C, C, s); })};
+    rows[n++] = {"rope_forward (q)", N * NH * HS * 4.0, lab_time_ms([&] { rope_forward(x, pos, inv, N, NH, HS, NH * HS, s); })};
+    bf16 *gu = lab_dev_bf16(lab_rand(N * 2 * FF, 12)), *dgu; /* fused gate/up rows (N, 2FF) */
+    CUDA_CHECK(cudaMalloc(&dgu, N * 2 * FF * 2));
+    rows[n++] = {"swiglu_forward", N * FF * 6.0, lab_time_ms([&] { swiglu_forward(d1, gu, N, FF, s); })};
+    rows[n++] = {"swiglu_backward", N * FF * 10.0, lab_time_ms([&] { swiglu_backward(dgu, z, gu, N, FF, s); })};
+    rows[n++] = {"add_inplace", N * C * 6.0, lab_time_ms([&] { add_inplace(y, x, N, C, C, s); })};
     size_t P = 18464768; /* Qwen2.5-1.5B rank-16 LoRA on all seven projections */
     float *pm, *pv, *pp, *pg;
     bf16 *pw;

@@ -79,6 +79,19 @@ static inline std::vector<float> lab_host_f32(const float *d, size_t n) {
     lab_copy(h.data(), d, n * 4, cudaMemcpyDeviceToHost);
     return h;
 }
+/* q (N, QD), k and v (N, KVD) side by side in one (N, ld) buffer (zeros past v), as the engine's
+ * fused q/k/v projection stores them */
+static inline std::vector<float> lab_pack_qkv(const std::vector<float> &q, const std::vector<float> &k,
+                                              const std::vector<float> &v, size_t N, int QD, int KVD, int ld) {
+    std::vector<float> qkv(N * ld, 0.0f);
+    for (size_t n = 0; n < N; n++) {
+        std::copy(q.begin() + n * QD, q.begin() + (n + 1) * QD, qkv.begin() + n * ld);
+        std::copy(k.begin() + n * KVD, k.begin() + (n + 1) * KVD, qkv.begin() + n * ld + QD);
+        std::copy(v.begin() + n * KVD, v.begin() + (n + 1) * KVD, qkv.begin() + n * ld + QD + KVD);
+    }
+    return qkv;
+}
+
 /* Poisons an output so unwritten elements show up as NaN. */
 static inline void lab_poison(void *d, size_t bytes) { lab_memset(d, 0xff, bytes); }
 

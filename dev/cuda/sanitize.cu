@@ -1,43 +1,42 @@
 /* sanitize.cu — small, quick runs of the kernels with shared memory and tricky indexing, for
  * compute-sanitizer (memcheck: out-of-bounds and misaligned accesses; racecheck: shared-memory
- * hazards): the attention forward and backward through the backend's dispatch (mma at HS 64/128
- * with GQA, MQA, packed documents and ragged tiles; simple at HS 16) and the fused LM head with
- * its gradient and f32 logits. Each result is also checked against the CPU op, so a run that the
- * tools pass but that computes garbage still fails. Sizes are tiny: instrumented kernels run
- * 10-100x slower. scripts/device-check runs it under both tools. */
+ * hazards): the attention forward and backward through the backend's dispatch over a fused q|k|v
+ * buffer with unused columns (mma at HS 64/128 with GQA, MQA, packed documents and ragged tiles;
+ * simple at HS 16) and the fused LM head with its gradient and f32 logits. Each result is also
+ * checked against the CPU op, so a run that the tools pass but that computes garbage still fails.
+ * Sizes are tiny: instrumented kernels run 10-100x slower. scripts/device-check runs it under both tools. */
 #include "lab.h"
 
 static void attention(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS) {
     fl_cuda_set_attention_variant(variant);
     size_t N = (size_t)B * T, nq = N * NH * HS, nkv = N * NKV * HS;
+    int QD = NH * HS, KVD = NKV * HS, ld = QD + 2 * KVD + 8; /* q | k | v | 8 unused columns */
     auto q = lab_rand(nq, 11, -2, 2), k = lab_rand(nkv, 12, -2, 2), v = lab_rand(nkv, 13), dout = lab_rand(nq, 14);
+    auto qkv = lab_pack_qkv(q, k, v, N, QD, KVD, ld);
     std::vector<int32_t> seg(N);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) seg[(size_t)b * T + t] = b % 2 ? t - t % 37 : 0;
-    std::vector<float> out(nq), lse(N * NH), dq(nq), dk(nkv), dv(nkv);
-    attention_forward_cpu(out.data(), lse.data(), q.data(), k.data(), v.data(), seg.data(), B, T, NH, NKV, HS);
-    attention_backward_cpu(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                           v.data(), seg.data(), B, T, NH, NKV, HS);
-    bf16 *q_d = lab_dev_bf16(q), *k_d = lab_dev_bf16(k), *v_d = lab_dev_bf16(v), *do_d = lab_dev_bf16(dout), *o_d;
-    bf16 *dq_d, *dk_d, *dv_d;
+    std::vector<float> out(nq), lse(N * NH), dqkv(N * ld, 0.0f);
+    const float *qh = qkv.data(), *kh = qh + QD, *vh = kh + KVD;
+    attention_forward_cpu(out.data(), lse.data(), qh, kh, vh, seg.data(), B, T, NH, NKV, HS, ld);
+    attention_backward_cpu(dqkv.data(), dqkv.data() + QD, dqkv.data() + QD + KVD, dout.data(), out.data(), lse.data(), qh,
+                           kh, vh, seg.data(), B, T, NH, NKV, HS, ld);
+    bf16 *qkv_d = lab_dev_bf16(qkv), *do_d = lab_dev_bf16(dout), *o_d, *dqkv_d;
     float *lse_d;
     CUDA_CHECK(cudaMalloc(&o_d, nq * 2));
-    CUDA_CHECK(cudaMalloc(&dq_d, nq * 2));
-    CUDA_CHECK(cudaMalloc(&dk_d, nkv * 2));
-    CUDA_CHECK(cudaMalloc(&dv_d, nkv * 2));
+    CUDA_CHECK(cudaMalloc(&dqkv_d, N * ld * 2));
     CUDA_CHECK(cudaMalloc(&lse_d, N * NH * 4));
+    lab_memset(dqkv_d, 0, N * ld * 2); /* the unused columns stay 0, as the CPU's */
     int32_t *seg_d = lab_dev(seg);
-    cu->attention_forward(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS);
-    cu->attention_backward(dq_d, dk_d, dv_d, do_d, o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS);
+    bf16 *q_d = qkv_d, *k_d = q_d + QD, *v_d = k_d + KVD, *dq_d = dqkv_d, *dk_d = dq_d + QD, *dv_d = dk_d + KVD;
+    cu->attention_forward(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld);
+    cu->attention_backward(dq_d, dk_d, dv_d, do_d, o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld);
     char name[96];
     snprintf(name, sizeof name, "attention %s B=%d T=%d NH=%d NKV=%d HS=%d out", variant, B, T, NH, NKV, HS);
     lab_check(name, lab_rel_err(lab_host_bf16(o_d, nq), out), 2e-2);
     /* the GPU backward differentiates its own forward: compare loosely with the CPU's */
-    lab_check("  dq", lab_rel_err(lab_host_bf16(dq_d, nq), dq), 3e-2);
-    lab_check("  dk", lab_rel_err(lab_host_bf16(dk_d, nkv), dk), 3e-2);
-    lab_check("  dv", lab_rel_err(lab_host_bf16(dv_d, nkv), dv), 3e-2);
-    for (void *p : {(void *)q_d, (void *)k_d, (void *)v_d, (void *)do_d, (void *)o_d, (void *)dq_d, (void *)dk_d,
-                    (void *)dv_d, (void *)lse_d, (void *)seg_d})
+    lab_check("  dq|dk|dv", lab_rel_err(lab_host_bf16(dqkv_d, N * ld), dqkv), 3e-2);
+    for (void *p : {(void *)qkv_d, (void *)do_d, (void *)o_d, (void *)dqkv_d, (void *)lse_d, (void *)seg_d})
         CUDA_CHECK(cudaFree(p));
 }
 

@@ -48,49 +48,68 @@ typedef struct fl_backend {
     /* n f32 values in backend memory -> weight buffer (the LoRA compute copy) */
     void (*cast_to_weight)(void *dst, const float *src, size_t n);
 
+    /* n f32 values (rows, cols) contiguous in backend memory, times scale -> weight buffer rows of
+     * stride ld_dst (the LoRA B compute copy inside a fused projection's weight, engine/model.c) */
+    void (*cast_to_weight_2d)(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
+
     /* ---- layers ---- */
+    /* Leading dimensions: an `ld_*` argument is the row stride, in elements, of the named matrix
+     * (>= its column count); the matmuls take one per operand, so a projection can read or write a
+     * column block of a wider buffer (the fused q/k/v and gate/up rows, the K-concatenated LoRA
+     * operands [x | x·Aᵀ] and [W | s·B] of docs/ARCHITECTURE.md). Matrices without an ld are
+     * contiguous. */
+
     /* out (N, C) = table[ids] ; table (V, C) weight-typed */
     void (*embedding_forward)(void *out, const int32_t *ids, const void *table, size_t N, int C);
-    /* out (N, C) = weight * x * rstd, rstd (N) = 1/sqrt(mean(x²) + eps) */
-    void (*rmsnorm_forward)(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C);
-    /* dinp (N, C) += d(rmsnorm)/dinp · dout  (weight frozen) */
+    /* out (N, C; ld_out) = weight * x * rstd, rstd (N) = 1/sqrt(mean(x²) + eps); inp (N, C) */
+    void (*rmsnorm_forward)(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C,
+                            int ld_out);
+    /* dinp (N, C) += d(rmsnorm)/dinp · dout (N, C; ld_dout)  (weight frozen) */
     void (*rmsnorm_backward)(void *dinp, const void *dout, const void *inp, const void *weight, const float *rstd,
-                             size_t N, int C);
-    /* out (N, OC) = alpha · inp (N, IC) · weightᵀ (OC, IC, weight-typed) + bias (OC, act, may be NULL)
-     *              + beta · out */
+                             size_t N, int C, int ld_dout);
+    /* out (N, OC; ld_out) = alpha · inp (N, IC; ld_inp) · weightᵀ (OC, IC; ld_w, weight-typed)
+     *                       + bias (OC, act, may be NULL) + beta · out */
     void (*matmul_forward)(void *out, const void *inp, const void *weight, const void *bias, float alpha, float beta,
-                           size_t N, int IC, int OC);
-    /* dinp (N, IC) = alpha · dout (N, OC) · weight (OC, IC, weight-typed) + beta · dinp */
+                           size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w);
+    /* dinp (N, IC; ld_dinp) = alpha · dout (N, OC; ld_dout) · weight (OC, IC; ld_w, weight-typed)
+     *                         + beta · dinp */
     void (*matmul_backward_input)(void *dinp, const void *dout, const void *weight, float alpha, float beta,
-                                  size_t N, int IC, int OC);
-    /* dweight (OC, IC) f32 += alpha · doutᵀ (OC, N) · inp (N, IC) — used for LoRA matrices only */
+                                  size_t N, int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
+    /* dweight (OC, IC) f32 += alpha · doutᵀ (OC, N; ld_dout) · inp (N, IC; ld_inp) — LoRA matrices only */
     void (*matmul_backward_weight)(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
-                                   int OC);
-    /* In-place rotate-half RoPE on x (N, n_heads, HS) at positions pos (N); inv_freq (HS/2). */
-    void (*rope_forward)(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS);
-    /* In-place: dx = RoPEᵀ(dx) (the inverse rotation). */
-    void (*rope_backward)(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS);
-    /* Causal grouped-query attention. q (B,T,NH,HS), k/v (B,T,NKV,HS) -> out (B,T,NH,HS),
-     * lse (B,NH,T) log-sum-exp of the scaled scores (saved for backward). Query t of row b sees
-     * keys seg_start[b*T+t] .. t, which is how packed documents stay apart. */
+                                   int OC, int ld_dout, int ld_inp);
+    /* In-place rotate-half RoPE on the first n_heads heads (HS each) of every row of x (N rows of
+     * stride ld), at positions pos (N); inv_freq (HS/2). One call rotates q and k together: they
+     * are adjacent in a q/k/v row (NH + NKV heads). */
+    void (*rope_forward)(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
+    /* In-place: dx = RoPEᵀ(dx) (the inverse rotation), same layout. */
+    void (*rope_backward)(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
+    /* Causal grouped-query attention over one q/k/v buffer: token n (= b·T + t), head h of q is at
+     * q + n·ld_qkv + h·HS elements, of k and v likewise (their own bases, NKV heads, same ld_qkv).
+     * out (N, NH·HS) contiguous, lse (B, NH, T) log-sum-exp of the scaled scores (saved for
+     * backward). Query t of row b sees keys seg_start[b*T+t] .. t, which is how packed documents
+     * stay apart. */
     void (*attention_forward)(void *out, float *lse, const void *q, const void *k, const void *v,
-                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS);
-    /* dq (B,T,NH,HS), dk/dv (B,T,NKV,HS) assigned. */
+                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
+    /* dq, dk, dv assigned, laid out as q, k, v (stride ld_qkv: one dqkv buffer); dout, out
+     * contiguous (N, NH·HS). */
     void (*attention_backward)(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                                const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
-                               int NH, int NKV, int HS);
-    /* out (N) = silu(gate) * up */
-    void (*swiglu_forward)(void *out, const void *gate, const void *up, size_t N);
-    /* dgate, dup (N) from dout (N) */
-    void (*swiglu_backward)(void *dgate, void *dup, const void *dout, const void *gate, const void *up, size_t N);
-    /* out (N) = inp · keep / (1-p), keep = uniform(stream, i) >= p (common/rng.h). Applying it to a
-     * gradient is its backward (same stream, same mask). In place allowed. */
-    void (*dropout)(void *out, const void *inp, float p, uint64_t stream, size_t N);
-    /* acc (N) += x (N) */
-    void (*add_inplace)(void *acc, const void *x, size_t N);
-    /* The LM head and cross-entropy, fused and chunked over tokens so the (N, V) logits never exist
-     * at once: per chunk, logits = inp · weightᵀ (weight (V, C) weight-typed), loss over tokens whose
-     * target != -100, and
+                               int NH, int NKV, int HS, int ld_qkv);
+    /* out (N, FF) = silu(gate) * up, gate_up (N, 2FF) rows [gate | up] (the fused projection's output) */
+    void (*swiglu_forward)(void *out, const void *gate_up, size_t N, int FF);
+    /* dgate_up (N, 2FF) rows [dgate | dup] from dout (N, FF) */
+    void (*swiglu_backward)(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
+    /* out (rows, cols) contiguous = inp (rows, cols; ld_inp) · keep / (1-p), keep of element (r, c) =
+     * uniform(stream, r·cols + c) >= p (common/rng.h) — the index ignores ld_inp, so a strided view
+     * draws the mask of the contiguous matrix. Applying it to a gradient is its backward (same
+     * stream, same mask). In place allowed when ld_inp == cols. */
+    void (*dropout)(void *out, const void *inp, float p, uint64_t stream, size_t rows, int cols, int ld_inp);
+    /* acc (rows, cols; ld_acc) += x (rows, cols) contiguous */
+    void (*add_inplace)(void *acc, const void *x, size_t rows, int cols, int ld_acc);
+    /* The LM head and cross-entropy, fused and chunked over tokens so that the (N, V) logits need
+     * not exist at once: per chunk, logits = inp · weightᵀ (weight (V, C) weight-typed), loss over
+     * tokens whose target != -100, and
      * dinp (N, C) = grad_scale · (softmax - onehot) · weight (dinp NULL: forward only). Returns the
      * sum of the per-token losses and sets *n_counted. `logits_out` (N, V) f32, when not NULL,
      * receives the logits (tests, generation). */
@@ -104,12 +123,13 @@ typedef struct fl_backend {
     double (*sum_squares)(const float *x, size_t n);
 
     /* ---- inference (infer/): may be NULL on a backend that lacks it; callers check and say so ---- */
-    /* Attention of Tn new queries of ONE sequence against its K/V cache. q (Tn, NH, HS) holds
-     * positions start .. start+Tn-1 (RoPE applied); k_cache/v_cache (>= start+Tn, NKV, HS) hold
-     * positions 0 .. start+Tn-1 (k with RoPE). out (Tn, NH, HS) assigned: query i sees keys
-     * 0 .. start+i. The same math as attention_forward with seg_start 0, without the lse. */
+    /* Attention of Tn new queries of ONE sequence against its K/V cache. q (Tn rows of stride ld_q,
+     * NH heads of HS first) holds positions start .. start+Tn-1 (RoPE applied); k_cache/v_cache
+     * (>= start+Tn, NKV, HS) hold positions 0 .. start+Tn-1 (k with RoPE). out (Tn, NH, HS)
+     * assigned: query i sees keys 0 .. start+i. The same math as attention_forward with
+     * seg_start 0, without the lse. */
     void (*attention_decode)(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
-                             int NH, int NKV, int HS);
+                             int NH, int NKV, int HS, int ld_q);
 } fl_backend;
 
 /* The CPU reference backend (OpenMP + BLAS, f32 everywhere). */

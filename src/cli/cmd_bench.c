@@ -14,6 +14,10 @@
  * this weights x device. --sweep tries batch sizes / sequence lengths, skipping those whose
  * predicted memory does not fit, and names the fastest. --json appends one record per run
  * (bench/records.h). Ctrl-C stops after the current step and prints what was measured.
+ * Under mpirun/srun (dist/dist.h): rank 0 first runs alone while the others wait (the rate of one
+ * process here), then every rank runs the same steps with the LoRA gradients all-reduced each step,
+ * as training does; rank 0 prints each rank's tok/s and all-reduce time, the aggregate (their sum)
+ * and the scaling efficiency = aggregate / (ranks x the rate alone).
  * Not the trainer: no data, no checkpoints. */
 #include <cblas.h>
 #include <jansson.h>
@@ -34,6 +38,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/rng.h"
+#include "dist/dist.h"
 #include "engine/model.h"
 #include "plan/gpu_catalog.h"
 #ifdef FL_HAVE_CUDA
@@ -243,6 +248,7 @@ typedef struct {
     double *step_s;         /* (n_timed) in the order measured */
     double tok_s, tok_s_min, tok_s_max;
     double peak_bytes, final_loss, flops;
+    double allreduce_median;  /* seconds of the gradient all-reduce per step (several ranks) */
 } bench_point;
 
 typedef struct {
@@ -255,6 +261,8 @@ typedef struct {
     char peak_source[256];    /* what the denominator is */
     double reference_tok_s;   /* published figure for weights x device, < 0 none */
     char reference_file[512];
+    int allreduce;            /* several ranks: all-reduce the LoRA gradients every step */
+    double alone_tok_s, aggregate_tok_s, *rank_tok_s; /* several ranks: the summary for the record */
 } bench_context;
 
 static void print_definition(const bench_context *c, int B, int T, int n_timed) {
@@ -287,6 +295,7 @@ static void run_point(bench_context *c, bench_point *p) {
     fl_adamw_config opt = fl_adamw_config_default();
     p->flops = fl_model_flops_per_step(&m->cfg, &m->lora_cfg, B, T);
     p->step_s = fl_calloc((size_t)o->steps, sizeof(double));
+    double *allreduce_s = fl_calloc((size_t)o->steps, sizeof(double));
     reset_peak_rss();
 #ifdef FL_HAVE_CUDA
     if (c->is_cuda) {
@@ -303,11 +312,15 @@ static void run_point(bench_context *c, bench_point *p) {
         double t0 = now_seconds();
         fl_step_stats st = fl_model_forward(m, &batch, 0.0f);
         fl_model_backward(m);
+        double t_reduce = now_seconds();
+        if (c->allreduce) fl_dist_allreduce_sum_f32(m->grads.data, m->grads.n, "the LoRA gradients of a bench step");
+        t_reduce = now_seconds() - t_reduce;
         fl_model_optimizer_step(m, &opt);
         be->synchronize();
         double dt = now_seconds() - t0;
         p->final_loss = st.loss;
         int warm = s < o->warmup;
+        if (!warm) allreduce_s[p->n_timed] = t_reduce;
         if (!warm) p->step_s[p->n_timed++] = dt;
         printf("  %s %d/%d: %.1f ms (%.1f tok/s), loss %.4f\n", warm ? "warm-up" : "step", warm ? s + 1 : s - o->warmup + 1,
                warm ? o->warmup : o->steps, dt * 1e3, N / dt, st.loss);
@@ -325,14 +338,67 @@ static void run_point(bench_context *c, bench_point *p) {
         p->tok_s = N / p->median;
         p->tok_s_min = N / p->slowest;
         p->tok_s_max = N / p->fastest;
+        qsort(allreduce_s, (size_t)n, sizeof(double), cmp_double);
+        p->allreduce_median = n % 2 ? allreduce_s[n / 2] : 0.5 * (allreduce_s[n / 2 - 1] + allreduce_s[n / 2]);
         free(sorted);
     }
+    free(allreduce_s);
     p->peak_bytes = (double)peak_rss_bytes();
 #ifdef FL_HAVE_CUDA
     if (c->is_cuda) p->peak_bytes = (double)fl_cuda_peak_bytes();
 #endif
     free(ids);
     free(targets);
+}
+
+/* ---- several ranks (mpirun/srun) -------------------------------------------------------------- */
+
+typedef struct {
+    double tok_s, ms, allreduce_ms;
+    char host[64], device[192];
+} rank_result;
+
+/* Rank 0 alone first (the others wait without spinning): the rate of one process on this machine.
+ * Then all ranks together, the gradients all-reduced every step; p gets this rank's figures, and
+ * rank 0 prints every rank's, the aggregate and the scaling efficiency. */
+static void run_point_ranks(bench_context *c, bench_point *p) {
+    const fl_dist *d = fl_dist_world();
+    bench_point alone = *p;
+    if (d->rank == 0) {
+        printf("  rank 0 alone (the other %d rank%s wait):\n", d->size - 1, d->size == 2 ? "" : "s");
+        run_point(c, &alone);
+        free(alone.step_s);
+    }
+    fl_dist_barrier("rank 0's steps alone");
+    printf("  all %d ranks together, the LoRA gradients all-reduced every step (%s):\n", d->size,
+           d->transport == FL_DIST_NCCL ? "NCCL" : "MPI");
+    c->allreduce = 1;
+    run_point(c, p);
+    c->allreduce = 0;
+    rank_result mine = {.tok_s = p->tok_s, .ms = p->median * 1e3, .allreduce_ms = p->allreduce_median * 1e3};
+    if (gethostname(mine.host, sizeof mine.host - 1) != 0) snprintf(mine.host, sizeof mine.host, "?");
+    snprintf(mine.device, sizeof mine.device, "%s", c->device);
+    rank_result *all = d->rank == 0 ? fl_calloc((size_t)d->size, sizeof *all) : NULL;
+    fl_dist_gather(&mine, sizeof mine, all, "the ranks' bench results");
+    if (d->rank != 0) return;
+    free(c->rank_tok_s);
+    c->rank_tok_s = fl_calloc((size_t)d->size, sizeof(double));
+    c->aggregate_tok_s = 0;
+    printf("\n%d ranks (%s), %zu LoRA gradients (%.1f MiB f32) all-reduced per step:\n"
+           "| rank | host | device | train tok/s | ms/step | all-reduce ms |\n|---|---|---|---|---|---|\n", d->size,
+           d->launcher, c->m->grads.n, c->m->grads.n * 4.0 / 1048576.0);
+    for (int r = 0; r < d->size; r++) {
+        printf("| %d | %s | %s | %.1f | %.1f | %.2f |\n", r, all[r].host, all[r].device, all[r].tok_s, all[r].ms,
+               all[r].allreduce_ms);
+        c->rank_tok_s[r] = all[r].tok_s;
+        c->aggregate_tok_s += all[r].tok_s;
+    }
+    c->alone_tok_s = alone.tok_s;
+    printf("aggregate: %.1f train tok/s (the sum over ranks); rank 0 alone: %.1f tok/s; scaling efficiency %.1f%% = "
+           "aggregate / (%d x alone)%s\n", c->aggregate_tok_s, alone.tok_s,
+           alone.tok_s > 0 ? 100.0 * c->aggregate_tok_s / (d->size * alone.tok_s) : 0.0, d->size,
+           p->interrupted || alone.interrupted ? " (INTERRUPTED, partial)" : "");
+    free(all);
 }
 
 static void print_result(const bench_context *c, const bench_point *p) {
@@ -423,6 +489,17 @@ static json_t *point_record(const bench_context *c, const bench_point *p) {
     json_object_set_new(j, "reference_ratio",
                         c->reference_tok_s > 0 ? json_real(p->tok_s / c->reference_tok_s) : json_null());
     if (o->sweep_spec[0]) json_object_set_new(j, "sweep", json_string(o->sweep_spec));
+    const fl_dist *d = fl_dist_world();
+    if (d->size > 1) { /* train_tok_s stays rank 0's: the figure of one device */
+        json_object_set_new(j, "ranks", json_integer(d->size));
+        json_t *ranks = json_array();
+        for (int r = 0; r < d->size; r++) json_array_append_new(ranks, json_real(c->rank_tok_s[r]));
+        json_object_set_new(j, "rank_tok_s", ranks);
+        json_object_set_new(j, "aggregate_tok_s", json_real(c->aggregate_tok_s));
+        json_object_set_new(j, "alone_tok_s", json_real(c->alone_tok_s));
+        json_object_set_new(j, "scaling_efficiency",
+                            c->alone_tok_s > 0 ? json_real(c->aggregate_tok_s / (d->size * c->alone_tok_s)) : json_null());
+    }
     json_t *versions = json_object();
     json_object_set_new(versions, "fastlora", json_string(c->version));
     if (c->driver[0]) json_object_set_new(versions, "nvidia_driver", json_string(c->driver));
@@ -435,7 +512,21 @@ static json_t *point_record(const bench_context *c, const bench_point *p) {
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
+static int bench_main(int argc, char **argv);
+
 int cmd_bench(int argc, char **argv) {
+    /* under mpirun/srun: join the job; rank 0 alone prints (stdout), every rank reports errors */
+    if (fl_dist_join() || fl_dist_pick_gpu()) {
+        fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
+        return 2;
+    }
+    if (fl_dist_world()->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;
+    int rc = bench_main(argc, argv);
+    if (rc) fl_dist_setup_done(rc); /* a rank that failed before the agreement in bench_main */
+    return rc;
+}
+
+static int bench_main(int argc, char **argv) {
     bench_options o = {.preset = NULL, .targets = "q,k,v,o,gate,up,down", .device = "auto", .batch = 4, .seq = 0,
                        .rank = 16, .steps = 5, .warmup = 2, .threads = 0, .seed = 1234, .alpha = 32.0f};
     const char *sweep_words = NULL; /* help only: the words after --sweep are taken out before parsing */
@@ -510,12 +601,17 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "fastlora: bench: --json: %s\n", fl_last_error());
         return 2;
     }
+    if (sweep_given && fl_dist_world()->size > 1) {
+        fprintf(stderr, "fastlora: bench: --sweep runs in one process; under mpirun give one --batch and --seq\n");
+        return 2;
+    }
 
     const fl_backend *be;
     if (fl_backend_select_dtype(o.device, o.dtype, &be)) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return 2;
     }
+    fl_dist_use_backend(be);
     bench_context c = {.o = &o, .be = be, .reference_tok_s = -1.0};
     c.is_cuda = strncmp(be->name, "cpu", 3) != 0;
     /* The definition's 4 x 2048 on a GPU; on a CPU that is minutes per step, so the default there is
@@ -609,6 +705,10 @@ int cmd_bench(int argc, char **argv) {
     }
     t_load = now_seconds() - t_load;
     c.m = &m;
+    if (fl_dist_setup_done(0)) { /* another rank failed to start */
+        fl_model_free(&m);
+        return 2;
+    }
     const fl_model_config *cfg = &m.cfg;
 
     /* MFU's denominator: the card's dense bf16 peak (GPU), a measured sgemm (CPU) */
@@ -696,7 +796,8 @@ int cmd_bench(int argc, char **argv) {
             printf("  %d x %d = %zu tokens/step, predicted memory %.2f GiB\n", p->B, p->T, (size_t)p->B * p->T,
                    p->predicted_bytes / 1073741824.0);
             fl_model_print_memory(c.m, p->B, p->T, stdout);
-            run_point(&c, p);
+            if (fl_dist_world()->size > 1) run_point_ranks(&c, p);
+            else run_point(&c, p);
             print_result(&c, p);
             if (o.json_path && p->n_timed > 0 && !p->interrupted) {
                 json_t *j = point_record(&c, p);
@@ -740,6 +841,7 @@ int cmd_bench(int argc, char **argv) {
     }
     for (int k = 0; k < n_points; k++) free(points[k].step_s);
     free(points);
+    free(c.rank_tok_s);
     fl_model_free(&m);
     if (interrupted) {
         fprintf(stderr, "fastlora bench: interrupted\n");

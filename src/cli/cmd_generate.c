@@ -3,6 +3,8 @@
  *   fastlora generate --model DIR [--adapter DIR] --prompt "Once upon a time"
  *   fastlora generate --model DIR --adapter run1 --chat            a conversation on stdin (one line per turn)
  *   fastlora generate --model DIR --prompt-ids "1 415 2"  --ids    ids in, ids out (models without a tokenizer)
+ *   fastlora generate --model DIR --prompt-ids "1 415 2" --logits F   the logits of every prompt position, (T, V)
+ *                                                                      little-endian f32, to file F; no sampling
  * Sampling: --temperature (0 = greedy), --top-p, --seed, --max-tokens; stops at EOS (or the chat
  * template's end-of-turn). KV-cached (infer/decoder.c). Not a server, no batching.
  */
@@ -82,6 +84,7 @@ static int parse_ids(const char *s, int32_t **out, int *n) {
 
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *prompt = NULL, *prompt_ids = NULL, *device = "cpu", *system_msg = NULL, *dtype = NULL;
+    const char *logits_path = NULL;
     int chat = 0, max_tokens = 128, print_ids = 0, no_special = 0;
     uint64_t seed = 0;
     float temperature = 0.8f, top_p = 0.95f;
@@ -100,12 +103,18 @@ int cmd_generate(int argc, char **argv) {
         {"no-special", FL_OPT_FLAG, &no_special, "do not add BOS (the tokenizer's post-processor) to --prompt", FL_NO_RANGE},
         {"device", FL_OPT_STRING, &device, "cpu, cuda or auto (default cpu)", FL_NO_RANGE},
         {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 (default) or f32", FL_NO_RANGE},
+        {"logits", FL_OPT_STRING, &logits_path, "write the prompt's logits, (T, V) f32, to this file instead of sampling",
+         FL_NO_RANGE},
     };
     int rc = fl_args_parse("generate", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), usage_text);
     if (rc) return rc < 0 ? 0 : rc;
     if (!model) { fprintf(stderr, "fastlora generate: --model: required\n"); return 2; }
     if ((prompt != NULL) + (prompt_ids != NULL) + chat != 1) {
         fprintf(stderr, "fastlora generate: give exactly one of --prompt, --prompt-ids, --chat\n");
+        return 2;
+    }
+    if (logits_path && fl_output_file_check(logits_path)) {   /* before the model is loaded and run */
+        fprintf(stderr, "fastlora generate: --logits: %s\n", fl_last_error());
         return 2;
     }
     const fl_backend *be;
@@ -137,7 +146,15 @@ int cmd_generate(int argc, char **argv) {
         n_ids = (int)t.n;
         if (!rc && !n_ids) rc = fl_input_error("--prompt: encodes to no tokens");
     }
-    if (!rc && !chat) {
+    if (!rc && logits_path) {
+        if (chat) rc = fl_input_error("--logits: give --prompt or --prompt-ids, not --chat");
+        for (int i = 0; i < n_ids && !rc; i++)
+            if (ids[i] >= m.cfg.vocab_size) rc = fl_input_error("--prompt-ids: id %d is outside the vocabulary (%d)", ids[i], m.cfg.vocab_size);
+        float *logits = rc ? NULL : fl_malloc(sizeof(float) * (size_t)n_ids * (size_t)m.cfg.vocab_size);
+        if (!rc) fl_model_logits(&m, ids, 1, n_ids, logits);
+        if (!rc) rc = fl_write_file_atomic(logits_path, logits, sizeof(float) * (size_t)n_ids * (size_t)m.cfg.vocab_size);
+        free(logits);
+    } else if (!rc && !chat) {
         int capacity = n_ids + max_tokens;
         rc = fl_decoder_init(&dec, &m, capacity, adapter != NULL);
         out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);

@@ -153,7 +153,7 @@ int cmd_plan(int argc, char **argv) {
     const char *model_dir = NULL, *preset = NULL, *targets = "q,k,v,o,gate,up,down", *tokens_s = NULL, *data = NULL;
     const char *recompute = "auto", *gpu_name = NULL, *catalog = NULL, *records = NULL, *html = NULL, *device = "cuda";
     const char *board = NULL;
-    int batch = 4, seq = 1024, rank = 16, json = 0, check = 0;
+    int batch = 4, seq = 1024, rank = 16, json = 0, check = 0, gpus = 1;
     float alpha = 32.0f, epochs = 1.0f, dropout = 0.0f;
     const fl_option options[] = {
         {"model", FL_OPT_STRING, &model_dir, "Hugging Face model folder (config.json; its tokenizer counts --data)", FL_NO_RANGE},
@@ -167,6 +167,8 @@ int cmd_plan(int argc, char **argv) {
         {"tokens", FL_OPT_STRING, &tokens_s, "training tokens per epoch (50M, 1.2B, 3e8)", FL_NO_RANGE},
         {"data", FL_OPT_STRING, &data, "a dataset file whose tokens to count (instead of --tokens)", FL_NO_RANGE},
         {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)", FL_MIN_OPEN | FL_MAX, 0, 1e4},
+        {"gpus", FL_OPT_INT, &gpus, "data parallel on N GPUs of each kind: aggregate tok/s, all-reduce, time and cost (default 1)",
+         FL_RANGE(1, 4096)},
         {"recompute", FL_OPT_STRING, &recompute, "auto, on or off (default auto: only when it does not fit)", FL_NO_RANGE},
         {"gpu", FL_OPT_STRING, &gpu_name, "plan for this GPU only (catalog or driver name, e.g. \"NVIDIA H200\")", FL_NO_RANGE},
         {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: add GPUs or override fields (prices too)", FL_NO_RANGE},
@@ -193,6 +195,7 @@ int cmd_plan(int argc, char **argv) {
     rq.batch = batch;
     rq.seq = seq;
     rq.epochs = epochs;
+    rq.gpus = gpus;
     rq.lc.rank = rank;
     rq.lc.alpha = alpha;
     rq.lc.dropout = dropout;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "dist/dist.h"
 #include "engine/model.h"
 #include "io/file_util.h"
 #include "lora/adapter_io.h"
@@ -27,6 +28,11 @@ static const char usage_text[] =
     "(--truncate to cut them); several documents are packed per row with attention reset between them.";
 
 int cmd_train(int argc, char **argv) {
+    /* under mpirun/srun: join the job first (docs/DISTRIBUTED.md) */
+    if (fl_dist_join() || fl_dist_pick_gpu()) {
+        fprintf(stderr, "fastlora train: %s\n", fl_last_error());
+        return 2;
+    }
     fl_train_options o;
     fl_train_options_default(&o);
     int rc = fl_train_options_parse_args(&o, argc, argv, usage_text);
@@ -34,6 +40,8 @@ int cmd_train(int argc, char **argv) {
     /* test hooks (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write / rotation */
     if (getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT")) o.crash_in_checkpoint = atoi(getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT"));
     if (getenv("FASTLORA_TEST_CRASH_IN_ROTATION")) o.crash_in_rotation = atoi(getenv("FASTLORA_TEST_CRASH_IN_ROTATION"));
+    /* (tests/test_dist.c): stop after step N as Ctrl-C would, on every rank */
+    if (getenv("FASTLORA_TEST_STOP_AT_STEP")) o.stop_at_step = atoi(getenv("FASTLORA_TEST_STOP_AT_STEP"));
     if (!o.model) {
         fprintf(stderr, "fastlora train: --model: required (a Hugging Face model folder)\n");
         fl_train_options_free(&o);
@@ -57,6 +65,7 @@ int cmd_train(int argc, char **argv) {
         lc.seed = (uint64_t)o.seed;
     }
     if (!rc) rc = fl_backend_select_dtype(o.device, o.dtype, &be);
+    if (!rc) fl_dist_use_backend(be);
     if (!rc && fl_tokenizer_load(&tok, o.model)) {
         tok = NULL;
         char why[512];
@@ -78,7 +87,8 @@ int cmd_train(int argc, char **argv) {
     }
     fl_train_result res;
     if (!rc) rc = fl_train_run(&o, &m, tok, &res);
-    if (rc && rc != 130) fprintf(stderr, "fastlora train: %s\n", fl_last_error());
+    if (rc) fl_dist_setup_done(rc); /* a rank that failed before the trainer reached the ranks' agreement */
+    if (rc && rc != 130 && fl_dist_prints_errors()) fprintf(stderr, "fastlora train%s: %s\n", fl_dist_tag(), fl_last_error());
     if (have_model) fl_model_free(&m);
     fl_tokenizer_free(tok);
     fl_train_options_free(&o);

@@ -13,5 +13,6 @@ int cmd_train(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_convert_llama2c(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const command commands[] = {
     {"generate", cmd_generate, "sample text from a model (+ adapter) with a KV cache (--prompt, --chat)"},
     {"merge", cmd_merge, "fold an adapter into the base: a full HF folder in the original dtypes"},
     {"convert-llama2c", cmd_convert_llama2c, "a llama2.c checkpoint (+ tokenizer) as an HF Llama folder"},
+    {"export", cmd_export, "a model (+ adapter) or an adapter alone as GGUF for llama.cpp and Ollama"},
 };
 
 static void usage(FILE *out) {

@@ -14,33 +14,30 @@
 #include "model/config.h"
 
 /* X(name, kind, element count) with L, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope.
- * kind: ACT (the backend's act type, backend.h), F32 or I32. */
+ * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
+ * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/model.c): the norm's output in
+ * the first C columns, then x·lora_aᵀ of each adapted member (room for all of them: 3R and 2R). */
 #define ACTIVATION_TABLE(X)                                                                        \
     X(residual,     ACT,     (size_t)(L + 1) * N * C)   /* (L+1, N, C) input of each layer, last = final */ \
-    X(x_attn,       ACT,     (size_t)L * N * C)         /* (L, N, C) attention RMSNorm output */         \
+    X(x_attn,       ACT,     (size_t)L * N * (C + 3 * R)) /* (L, N, C + 3R) attention norm output | x·Aᵀ of q, k, v */ \
     X(rstd_attn,    F32,     (size_t)L * N)             /* (L, N) */                                      \
-    X(q,            ACT,     (size_t)L * N * QD)        /* (L, N, NH, HS) after RoPE */                   \
-    X(k,            ACT,     (size_t)L * N * KVD)       /* (L, N, NKV, HS) after RoPE */                  \
-    X(v,            ACT,     (size_t)L * N * KVD)       /* (L, N, NKV, HS) */                             \
+    X(qkv,          ACT,     (size_t)L * N * (QD + 2 * KVD)) /* (L, N, QD + 2KVD) q | k | v, q and k after RoPE */ \
     X(att,          ACT,     (size_t)L * N * QD)        /* (L, N, NH, HS) attention output */             \
     X(lse,          F32,     (size_t)L * N * NH)        /* (L, B, NH, T) softmax log-sum-exp */          \
+    X(xa_o,         ACT,     (size_t)L * N * R)         /* (L, N, R) drop(att)·lora_aᵀ of o */            \
     X(residual_mid, ACT,     (size_t)L * N * C)         /* (L, N, C) after the attention residual add */  \
-    X(x_mlp,        ACT,     (size_t)L * N * C)         /* (L, N, C) MLP RMSNorm output */               \
+    X(x_mlp,        ACT,     (size_t)L * N * (C + 2 * R)) /* (L, N, C + 2R) MLP norm output | x·Aᵀ of gate, up */ \
     X(rstd_mlp,     F32,     (size_t)L * N)             /* (L, N) */                                      \
-    X(gate,         ACT,     (size_t)L * N * FF)        /* (L, N, FF) */                                  \
-    X(up,           ACT,     (size_t)L * N * FF)        /* (L, N, FF) */                                  \
-    X(lora_xa,      ACT,     (size_t)L * FL_N_PROJ * N * R) /* (L, 7, N, R) drop(x)·lora_aᵀ */          \
+    X(gate_up,      ACT,     (size_t)L * N * 2 * FF)    /* (L, N, 2FF) gate | up */                       \
+    X(xa_down,      ACT,     (size_t)L * N * R)         /* (L, N, R) drop(swiglu)·lora_aᵀ of down */      \
     X(x_final,      ACT,     (size_t)N * C)             /* (N, C) final RMSNorm output */                \
     X(rstd_final,   F32,     (size_t)N)                 /* (N) */                                         \
     X(dx_final,     ACT,     (size_t)N * C)             /* (N, C) gradient from the LM head */           \
     X(dresidual,    ACT,     (size_t)N * C)             /* (N, C) backward: residual-stream gradient */  \
-    X(dx,           ACT,     (size_t)N * C)             /* (N, C) backward: gradient into a norm */      \
-    X(dwide,        ACT,     (size_t)N * W)             /* (N, W) backward: d att or d act */            \
-    X(dq,           ACT,     (size_t)N * QD)            /* (N, QD) */                                     \
-    X(dk,           ACT,     (size_t)N * KVD)           /* (N, KVD) */                                    \
-    X(dv,           ACT,     (size_t)N * KVD)           /* (N, KVD) */                                    \
-    X(dgate,        ACT,     (size_t)N * FF)            /* (N, FF) */                                     \
-    X(dup,          ACT,     (size_t)N * FF)            /* (N, FF) */                                     \
+    X(dx,           ACT,     (size_t)N * (C + 3 * R))   /* (N, C + 3R) backward: [d x | d(x·Aᵀ)] of a group */ \
+    X(dwide,        ACT,     (size_t)N * W)             /* (N, W) backward: d att or d swiglu */         \
+    X(dqkv,         ACT,     (size_t)N * (QD + 2 * KVD)) /* (N, QD + 2KVD) dq | dk | dv */                \
+    X(dgate_up,     ACT,     (size_t)N * 2 * FF)        /* (N, 2FF) dgate | dup */                        \
     X(wide,         ACT,     (size_t)N * W)             /* (N, W) forward: SwiGLU output / backward recompute */ \
     X(dropped,      ACT,     (size_t)N * W)             /* (N, W) dropout(x) for LoRA (when p > 0) */     \
     X(lora_tmp,     ACT,     (size_t)N * W)             /* (N, W) LoRA input gradient under dropout */   \

@@ -46,6 +46,17 @@ void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) {
 
 /* ---- construction --------------------------------------------------------------------------- */
 
+/* Columns reserved after C in the fused q/k/v and gate/up weights: the LoRA B compute copy of
+ * every member (weights.h), so the size does not depend on which members are adapted. */
+static fl_weights_reserve lora_reserve(const fl_lora_config *lc) {
+    fl_weights_reserve r = {0, 0};
+    if (lc->rank > 0) {
+        r.qkv = 3 * lc->rank;
+        r.gate_up = 2 * lc->rank;
+    }
+    return r;
+}
+
 static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     const fl_backend *be = m->be;
     m->lora_cfg = *lc;
@@ -63,12 +74,13 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     be->upload(m->inv_freq, host, sizeof(float) * (size_t)half);
     free(host);
     m->training = 1;
+    m->fused = 1;
 }
 
 int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc) {
     memset(m, 0, sizeof *m);
     m->be = be;
-    FL_TRY(fl_weights_load(&m->base, &m->cfg, dir, be));
+    FL_TRY(fl_weights_load(&m->base, &m->cfg, dir, be, lora_reserve(lc)));
     model_finish_init(m, lc);
     return 0;
 }
@@ -78,7 +90,7 @@ void fl_model_init_random(fl_model *m, const fl_model_config *cfg, uint64_t seed
     memset(m, 0, sizeof *m);
     m->be = be;
     m->cfg = *cfg;
-    fl_weights_init_random(&m->base, &m->cfg, seed, be);
+    fl_weights_init_random(&m->base, &m->cfg, seed, be, lora_reserve(lc));
     model_finish_init(m, lc);
 }
 
@@ -88,8 +100,6 @@ int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const f
     fl_model_init_random(m, &cfg, seed, be, lc);
     return 0;
 }
-
-void fl_model_sync_lora(fl_model *m) { m->be->cast_to_weight(m->lora_w, m->lora.data, m->lora.n); }
 
 int fl_model_load_adapter(fl_model *m, const char *adapter_dir) {
     FL_TRY(fl_adapter_load_weights(adapter_dir, &m->lora, &m->cfg, &m->lora_cfg));
@@ -115,11 +125,29 @@ static void ensure_activations(fl_model *m, int B, int T) {
     fl_activations_init(&m->act, &m->cfg, m->lora_cfg.rank, B, T, m->be);
 }
 
-/* ---- one projection: base + LoRA ------------------------------------------------------------- */
+/* ---- projection groups: base + LoRA ---------------------------------------------------------
+ *
+ * A group (lora/lora.h) is one stacked weight: q/k/v rows (QD | KVD | KVD), o, gate/up rows
+ * (FF | FF), down. The members of the q/k/v and gate/up groups share their input x, so with LoRA
+ * they run K-concatenated (docs/ARCHITECTURE.md):
+ *   forward   xa = drop(x)·Aᵀ            one GEMM for all members, A = their lora_a stacked (R_g, C)
+ *             out = [x | xa]·[W | s·B]ᵀ   one GEMM, K = C + R_g, the output written once
+ *   backward  [dx | dxa] = dout·[W | s·B] one GEMM (dxa already carries s)
+ *             dA += dxaᵀ·drop(x),  dB_p += s·dout_pᵀ·xa_p,  dx += dxa·A
+ * B = the members' lora_b block-diagonally (member p's rows, its R columns), kept scaled by s in the
+ * weight's reserved columns (weights.h) and refreshed after every optimizer step; xa lives in the
+ * saved input's columns after C, dxa in the input gradient's. o and down read the attention and
+ * SwiGLU outputs, which are contiguous: their LoRA is a second GEMM accumulating into the output
+ * (beta = 1). With m->fused == 0 every projection runs alone, base then LoRA — the reference the
+ * tests compare the fused path with. */
 
 /* Element `index` of an act buffer. */
-static inline void *act_at(const fl_model *m, void *base, size_t index) {
+static inline void *act_at(const fl_model *m, const void *base, size_t index) {
     return (char *)base + index * m->be->act_size;
+}
+/* Element `index` of a weight buffer. */
+static inline void *weight_at(const fl_model *m, const void *base, size_t index) {
+    return (char *)base + index * m->be->weight_size;
 }
 
 /* The weight-typed compute copy of a LoRA matrix, from its f32 master view. */
@@ -127,65 +155,230 @@ static inline const void *lora_compute(const fl_model *m, const float *master) {
     return (const char *)m->lora_w + (size_t)(master - m->lora.data) * m->be->weight_size;
 }
 
-static void *lora_xa_of(fl_model *m, int l, fl_proj p) {
-    size_t N = (size_t)m->act.B * m->act.T;
-    return act_at(m, m->act.lora_xa, ((size_t)l * FL_N_PROJ + p) * N * (size_t)m->lora_cfg.rank);
-}
-
 static uint64_t dropout_stream(const fl_model *m, int l, fl_proj p) {
     return fl_rng_stream(m->lora_cfg.seed ^ 0xd50bull, m->micro_step, (uint64_t)l, (uint64_t)p);
 }
 
-static int dropout_active(const fl_model *m) { return m->training && m->lora_cfg.dropout > 0.0f; }
+/* Everything a group's forward and backward need at layer l. */
+typedef struct {
+    fl_proj first, end;
+    int IC, OC;            /* input width; output width of all members stacked */
+    int concat;            /* q/k/v or gate/up: LoRA K-concatenated into the stacked weight */
+    const void *w;         /* (OC, ld_w) frozen weight-typed; concat: s·B in columns [IC, IC + R_g) */
+    int ld_w;
+    const void *bias;      /* (OC) or NULL */
+    int R_g;               /* x·Aᵀ columns: R per adapted member (0 when none or LoRA unused) */
+    int dropout;           /* LoRA dropout active */
+} group_view;
 
-/* out (N, OC) = beta·out + inp·Wᵀ + bias + s·(drop(inp)·Aᵀ)·Bᵀ */
-static void linear_forward(fl_model *m, void *out, const void *inp, const void *weight, const void *bias, float beta,
-                           int l, fl_proj p, size_t N, int IC, int OC) {
-    const fl_backend *be = m->be;
-    be->matmul_forward(out, inp, weight, bias, 1.0f, beta, N, IC, OC);
-    if (!m->lora.layers[l].a[p]) return;
-    const void *lora_a = lora_compute(m, m->lora.layers[l].a[p]), *lora_b = lora_compute(m, m->lora.layers[l].b[p]);
-    int R = m->lora_cfg.rank;
-    const void *x = inp;
-    if (dropout_active(m)) {
-        be->dropout(m->act.dropped, inp, m->lora_cfg.dropout, dropout_stream(m, l, p), N * (size_t)IC);
-        x = m->act.dropped;
+/* Output column of member p inside its group's stacked output. */
+static int member_offset(const fl_model_config *c, fl_proj p) {
+    switch (p) {
+    case FL_PROJ_K: return fl_config_q_dim(c);
+    case FL_PROJ_V: return fl_config_q_dim(c) + fl_config_kv_dim(c);
+    case FL_PROJ_UP: return c->intermediate_size;
+    default: return 0;
     }
-    void *xa = lora_xa_of(m, l, p);
-    be->matmul_forward(xa, x, lora_a, NULL, 1.0f, 0.0f, N, IC, R);
-    be->matmul_forward(out, xa, lora_b, NULL, fl_lora_scale(&m->lora_cfg), 1.0f, N, R, OC);
 }
 
-/* dinp (N, IC) = beta·dinp + dout·W + s·(dout·B)·A (masked by dropout); LoRA grads +=.
- * dinp may be NULL when the input gradient is not needed (layer 0's q/k/v). */
-static void linear_backward(fl_model *m, void *dinp, float beta, const void *dout, const void *inp,
-                            const void *weight, int l, fl_proj p, size_t N, int IC, int OC) {
+static group_view group_at(const fl_model *m, int l, fl_group g, int use_lora) {
+    const fl_model_config *c = &m->cfg;
+    const fl_layer_weights *w = &m->base.layers[l];
+    group_view v;
+    memset(&v, 0, sizeof v);
+    fl_group_members(g, &v.first, &v.end);
+    int in, out;
+    for (fl_proj p = v.first; p < v.end; p++) {
+        fl_proj_dims(c, p, &in, &out);
+        v.IC = in;
+        v.OC += out;
+    }
+    switch (g) {
+    case FL_GROUP_QKV: v.w = w->qkv; v.ld_w = m->base.ld_qkv; v.bias = w->qkv_bias; v.concat = 1; break;
+    case FL_GROUP_O: v.w = w->o; v.ld_w = v.IC; break;
+    case FL_GROUP_GATE_UP: v.w = w->gate_up; v.ld_w = m->base.ld_gate_up; v.concat = 1; break;
+    default: v.w = w->down; v.ld_w = v.IC; break;
+    }
+    v.R_g = use_lora ? fl_lora_group_rank(&m->lora_cfg, g) : 0;
+    v.dropout = use_lora && m->training && m->lora_cfg.dropout > 0.0f;
+    return v;
+}
+
+/* x (N, IC; ld_x) -> dst (N, IC) with member p's dropout mask, or x itself when dropout is off. */
+static const void *dropped_input(fl_model *m, const group_view *v, int l, fl_proj p, const void *x, int ld_x,
+                                 size_t N, int *ld_out) {
+    *ld_out = ld_x;
+    if (!v->dropout) return x;
+    m->be->dropout(m->act.dropped, x, m->lora_cfg.dropout, dropout_stream(m, l, p), N, v->IC, ld_x);
+    *ld_out = v->IC;
+    return m->act.dropped;
+}
+
+/* out (N, OC; ld_out) = beta·out + x·Wᵀ + bias + LoRA of every adapted member.
+ * concat groups: x (N, ld_x) has the input in columns [0, IC) and receives xa = drop(x)·Aᵀ in the
+ * columns after it (member j of the adapted ones at IC + j·R); o, down: xa (N, R) receives it. */
+static void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_out, float beta, void *x, int ld_x,
+                          void *xa, size_t N) {
     const fl_backend *be = m->be;
-    if (dinp) be->matmul_backward_input(dinp, dout, weight, 1.0f, beta, N, IC, OC);
-    if (!m->lora.layers[l].a[p]) return;
-    const void *lora_a = lora_compute(m, m->lora.layers[l].a[p]), *lora_b = lora_compute(m, m->lora.layers[l].b[p]);
+    const fl_lora_layer *lora = &m->lora.layers[l];
     int R = m->lora_cfg.rank;
     float s = fl_lora_scale(&m->lora_cfg);
-    float *dlora_a = m->grads.layers[l].a[p], *dlora_b = m->grads.layers[l].b[p];
-    /* dlora_b (OC, R) += s · doutᵀ · xa */
-    be->matmul_backward_weight(dlora_b, dout, lora_xa_of(m, l, p), s, N, R, OC);
-    /* dxa (N, R) = dout · lora_b */
-    be->matmul_backward_input(m->act.dlora_xa, dout, lora_b, 1.0f, 0.0f, N, R, OC);
-    const void *x = inp;
-    if (dropout_active(m)) {
-        be->dropout(m->act.dropped, inp, m->lora_cfg.dropout, dropout_stream(m, l, p), N * (size_t)IC);
-        x = m->act.dropped;
+    if (v->concat && m->fused) {
+        if (v->R_g > 0) {
+            const void *a_stack = NULL;   /* the first adapted member's lora_a: the group's A's follow it */
+            for (fl_proj p = v->first; p < v->end && !a_stack; p++)
+                if (lora->a[p]) a_stack = lora_compute(m, lora->a[p]);
+            if (!v->dropout) {
+                be->matmul_forward(act_at(m, x, (size_t)v->IC), x, a_stack, NULL, 1.0f, 0.0f, N, v->IC, v->R_g, ld_x,
+                                   ld_x, v->IC);
+            } else {
+                int j = 0, ld_d;
+                for (fl_proj p = v->first; p < v->end; p++) {
+                    if (!lora->a[p]) continue;
+                    const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
+                    be->matmul_forward(act_at(m, x, (size_t)v->IC + (size_t)j++ * R), xd, lora_compute(m, lora->a[p]),
+                                       NULL, 1.0f, 0.0f, N, v->IC, R, ld_x, ld_d, v->IC);
+                }
+            }
+        }
+        be->matmul_forward(out, x, v->w, v->bias, 1.0f, beta, N, v->IC + v->R_g, v->OC, ld_out, ld_x, v->ld_w);
+        return;
     }
-    /* dlora_a (R, IC) += s · dxaᵀ · drop(x) */
-    be->matmul_backward_weight(dlora_a, m->act.dlora_xa, x, s, N, IC, R);
-    if (!dinp) return;
-    if (!dropout_active(m)) {
-        be->matmul_backward_input(dinp, m->act.dlora_xa, lora_a, s, 1.0f, N, IC, R);
-    } else {
-        be->matmul_backward_input(m->act.lora_tmp, m->act.dlora_xa, lora_a, s, 0.0f, N, IC, R);
-        be->dropout(m->act.lora_tmp, m->act.lora_tmp, m->lora_cfg.dropout, dropout_stream(m, l, p), N * (size_t)IC);
-        be->add_inplace(dinp, m->act.lora_tmp, N * (size_t)IC);
+    int j = 0;
+    for (fl_proj p = v->first; p < v->end; p++) {
+        int in, oc;
+        fl_proj_dims(&m->cfg, p, &in, &oc);
+        int off = member_offset(&m->cfg, p);
+        void *out_p = act_at(m, out, (size_t)off);
+        const void *bias = v->bias ? act_at(m, v->bias, (size_t)off) : NULL;
+        be->matmul_forward(out_p, x, weight_at(m, v->w, (size_t)off * v->ld_w), bias, 1.0f, beta, N, v->IC, oc, ld_out,
+                           ld_x, v->ld_w);
+        if (!v->R_g || !lora->a[p]) continue;
+        int ld_d, ld_xa = v->concat ? ld_x : R;
+        void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
+        const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
+        be->matmul_forward(xa_p, xd, lora_compute(m, lora->a[p]), NULL, 1.0f, 0.0f, N, v->IC, R, ld_xa, ld_d, v->IC);
+        be->matmul_forward(out_p, xa_p, lora_compute(m, lora->b[p]), NULL, s, 1.0f, N, R, oc, ld_out, ld_xa, R);
     }
+}
+
+/* dx += LoRA input gradient of member p (or of the whole stack: p == FL_N_PROJ): dxa (N, cols;
+ * ld_dxa) · A (cols, IC), through p's dropout mask when dropout is on. */
+static void lora_dx(fl_model *m, const group_view *v, int l, fl_proj p, void *dx, int ld_dx, const void *dxa,
+                    int ld_dxa, const void *lora_a, int cols, float alpha, size_t N) {
+    const fl_backend *be = m->be;
+    if (!v->dropout) {
+        be->matmul_backward_input(dx, dxa, lora_a, alpha, 1.0f, N, v->IC, cols, ld_dx, ld_dxa, v->IC);
+        return;
+    }
+    be->matmul_backward_input(m->act.lora_tmp, dxa, lora_a, alpha, 0.0f, N, v->IC, cols, v->IC, ld_dxa, v->IC);
+    be->dropout(m->act.lora_tmp, m->act.lora_tmp, m->lora_cfg.dropout, dropout_stream(m, l, p), N, v->IC, v->IC);
+    be->add_inplace(dx, m->act.lora_tmp, N, v->IC, ld_dx);
+}
+
+/* Backward of group_forward: LoRA gradients +=; when need_dx, dx (N, IC; ld_dx) = the input
+ * gradient. concat groups: dx must have room for the R_g columns after IC (they receive dxa),
+ * xa is in x's columns after IC; o, down: xa (N, R). */
+static void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx, int need_dx, const void *dout,
+                           int ld_dout, const void *x, int ld_x, const void *xa, size_t N) {
+    const fl_backend *be = m->be;
+    const fl_lora_layer *lora = &m->lora.layers[l];
+    const fl_lora_layer *grad = &m->grads.layers[l];
+    int R = m->lora_cfg.rank;
+    float s = fl_lora_scale(&m->lora_cfg);
+    int ld_d;
+    if (v->concat && m->fused) {
+        if (!v->R_g) {
+            if (need_dx) be->matmul_backward_input(dx, dout, v->w, 1.0f, 0.0f, N, v->IC, v->OC, ld_dx, ld_dout, v->ld_w);
+            return;
+        }
+        void *dxa = act_at(m, dx, (size_t)v->IC);
+        /* [dx | dxa] = dout · [W | s·B]  (only dxa when dx is not needed) */
+        if (need_dx)
+            be->matmul_backward_input(dx, dout, v->w, 1.0f, 0.0f, N, v->IC + v->R_g, v->OC, ld_dx, ld_dout, v->ld_w);
+        else
+            be->matmul_backward_input(dxa, dout, weight_at(m, v->w, (size_t)v->IC), 1.0f, 0.0f, N, v->R_g, v->OC, ld_dx,
+                                      ld_dout, v->ld_w);
+        int j = 0;
+        fl_proj first_adapted = FL_N_PROJ;
+        for (fl_proj p = v->first; p < v->end; p++) {
+            if (!lora->a[p]) continue;
+            if (first_adapted == FL_N_PROJ) first_adapted = p;
+            int in, oc;
+            fl_proj_dims(&m->cfg, p, &in, &oc);
+            /* dB_p (OC_p, R) += s · dout_pᵀ · xa_p */
+            be->matmul_backward_weight(grad->b[p], act_at(m, dout, (size_t)member_offset(&m->cfg, p)),
+                                       act_at(m, x, (size_t)v->IC + (size_t)j * R), s, N, R, oc, ld_dout, ld_x);
+            if (v->dropout) { /* dA_p += dxa_pᵀ · drop_p(x) */
+                const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
+                be->matmul_backward_weight(grad->a[p], act_at(m, dxa, (size_t)j * R), xd, 1.0f, N, v->IC, R, ld_dx, ld_d);
+                if (need_dx)
+                    lora_dx(m, v, l, p, dx, ld_dx, act_at(m, dxa, (size_t)j * R), ld_dx, lora_compute(m, lora->a[p]), R,
+                            1.0f, N);
+            }
+            j++;
+        }
+        if (!v->dropout) { /* the stacked A: dA += dxaᵀ · x, dx += dxa · A */
+            be->matmul_backward_weight(grad->a[first_adapted], dxa, x, 1.0f, N, v->IC, v->R_g, ld_dx, ld_x);
+            if (need_dx)
+                lora_dx(m, v, l, FL_N_PROJ, dx, ld_dx, dxa, ld_dx, lora_compute(m, lora->a[first_adapted]), v->R_g, 1.0f,
+                        N);
+        }
+        return;
+    }
+    int j = 0, first = 1;
+    for (fl_proj p = v->first; p < v->end; p++) {
+        int in, oc;
+        fl_proj_dims(&m->cfg, p, &in, &oc);
+        const void *dout_p = act_at(m, dout, (size_t)member_offset(&m->cfg, p));
+        if (need_dx)
+            be->matmul_backward_input(dx, dout_p, weight_at(m, v->w, (size_t)member_offset(&m->cfg, p) * v->ld_w), 1.0f,
+                                      first ? 0.0f : 1.0f, N, v->IC, oc, ld_dx, ld_dout, v->ld_w);
+        first = 0;
+        if (!v->R_g || !lora->a[p]) continue;
+        int ld_xa = v->concat ? ld_x : R;
+        const void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
+        /* dB_p += s · dout_pᵀ · xa_p;  dxa (N, R) = dout_p · B_p;  dA_p += s · dxaᵀ · drop(x);  dx += s · dxa · A_p */
+        be->matmul_backward_weight(grad->b[p], dout_p, xa_p, s, N, R, oc, ld_dout, ld_xa);
+        be->matmul_backward_input(m->act.dlora_xa, dout_p, lora_compute(m, lora->b[p]), 1.0f, 0.0f, N, R, oc, R, ld_dout,
+                                  R);
+        const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
+        be->matmul_backward_weight(grad->a[p], m->act.dlora_xa, xd, s, N, v->IC, R, R, ld_d);
+        if (need_dx) lora_dx(m, v, l, p, dx, ld_dx, m->act.dlora_xa, R, lora_compute(m, lora->a[p]), R, s, N);
+    }
+}
+
+/* The LoRA compute copies: the flat weight-typed copy of every matrix, and s·B of the fused groups'
+ * members in their weights' reserved columns (block-diagonal: member p's rows, its R columns). */
+static void refresh_lora_copies(fl_model *m, int flat) {
+    const fl_backend *be = m->be;
+    if (flat) be->cast_to_weight(m->lora_w, m->lora.data, m->lora.n);
+    int R = m->lora_cfg.rank;
+    float s = fl_lora_scale(&m->lora_cfg);
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int g = 0; g < FL_N_GROUPS; g++) {
+            group_view v = group_at(m, l, (fl_group)g, 1);
+            if (!v.concat) continue;
+            int j = 0;
+            for (fl_proj p = v.first; p < v.end; p++) {
+                if (!m->lora.layers[l].b[p]) continue;
+                int in, oc;
+                fl_proj_dims(&m->cfg, p, &in, &oc);
+                void *dst = weight_at(m, v.w, (size_t)member_offset(&m->cfg, p) * v.ld_w + (size_t)v.IC + (size_t)j++ * R);
+                be->cast_to_weight_2d(dst, m->lora.layers[l].b[p], s, (size_t)oc, R, v.ld_w);
+            }
+        }
+}
+
+void fl_model_sync_lora(fl_model *m) { refresh_lora_copies(m, 1); }
+
+void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, float beta, void *x, int ld_x, void *xa,
+                      size_t N, int use_lora) {
+    int was_training = m->training;
+    m->training = 0; /* decoding: no dropout */
+    group_view v = group_at(m, l, g, use_lora);
+    group_forward(m, l, &v, out, ld_out, beta, x, ld_x, xa, N);
+    m->training = was_training;
 }
 
 /* ---- forward ------------------------------------------------------------------------------- */
@@ -211,6 +404,42 @@ static void upload_batch(fl_model *m, const fl_batch *batch) {
     free(host);
 }
 
+/* Per-layer views of the saved activations (activations.h) and their row strides. */
+typedef struct {
+    void *h, *h_mid, *h_next;   /* (N, C) residual stream: layer input, after attention, layer output */
+    void *x_attn, *x_mlp;       /* (N, ld_xa) / (N, ld_xm): norm outputs | x·Aᵀ */
+    void *qkv, *att;            /* (N, QKV), (N, QD) */
+    void *gate_up;              /* (N, 2FF) */
+    void *xa_o, *xa_down;       /* (N, R) */
+    float *rstd_attn, *rstd_mlp, *lse;
+} layer_acts;
+
+static layer_acts layer_acts_at(const fl_model *m, int l) {
+    const fl_model_config *c = &m->cfg;
+    const fl_activations *a = &m->act;
+    size_t N = (size_t)a->B * a->T, C = (size_t)c->hidden_size, R = (size_t)(m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1);
+    size_t QD = (size_t)fl_config_q_dim(c), QKV = QD + 2 * (size_t)fl_config_kv_dim(c), FF = (size_t)c->intermediate_size;
+    layer_acts v;
+    v.h = act_at(m, a->residual, (size_t)l * N * C);
+    v.h_next = act_at(m, a->residual, (size_t)(l + 1) * N * C);
+    v.h_mid = act_at(m, a->residual_mid, (size_t)l * N * C);
+    v.x_attn = act_at(m, a->x_attn, (size_t)l * N * (C + 3 * R));
+    v.x_mlp = act_at(m, a->x_mlp, (size_t)l * N * (C + 2 * R));
+    v.qkv = act_at(m, a->qkv, (size_t)l * N * QKV);
+    v.att = act_at(m, a->att, (size_t)l * N * QD);
+    v.gate_up = act_at(m, a->gate_up, (size_t)l * N * 2 * FF);
+    v.xa_o = act_at(m, a->xa_o, (size_t)l * N * R);
+    v.xa_down = act_at(m, a->xa_down, (size_t)l * N * R);
+    v.rstd_attn = a->rstd_attn + (size_t)l * N;
+    v.rstd_mlp = a->rstd_mlp + (size_t)l * N;
+    v.lse = a->lse + (size_t)l * N * (size_t)c->n_heads;
+    return v;
+}
+
+/* Row strides of x_attn and x_mlp (activations.h: room for 3R and 2R columns of x·Aᵀ). */
+static int ld_x_attn(const fl_model *m) { return m->cfg.hidden_size + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
+static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
+
 /* Runs the layers and the final norm; leaves the normalized output in act.x_final. */
 static void forward_layers(fl_model *m, int B, int T) {
     const fl_backend *be = m->be;
@@ -218,36 +447,31 @@ static void forward_layers(fl_model *m, int B, int T) {
     fl_activations *a = &m->act;
     size_t N = (size_t)B * T;
     int C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c), FF = c->intermediate_size;
-    int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim;
+    int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim, QKV = QD + 2 * KVD;
+    int ld_xa = ld_x_attn(m), ld_xm = ld_x_mlp(m);
     be->embedding_forward(a->residual, a->ids, m->base.embed, N, C);
     for (int l = 0; l < c->n_layers; l++) {
         const fl_layer_weights *w = &m->base.layers[l];
-        void *h = act_at(m, a->residual, (size_t)l * N * C), *h_next = act_at(m, a->residual, (size_t)(l + 1) * N * C);
-        void *x_attn = act_at(m, a->x_attn, (size_t)l * N * C), *x_mlp = act_at(m, a->x_mlp, (size_t)l * N * C);
-        void *q = act_at(m, a->q, (size_t)l * N * QD), *k = act_at(m, a->k, (size_t)l * N * KVD);
-        void *v = act_at(m, a->v, (size_t)l * N * KVD), *att = act_at(m, a->att, (size_t)l * N * QD);
-        void *h_mid = act_at(m, a->residual_mid, (size_t)l * N * C);
-        void *gate = act_at(m, a->gate, (size_t)l * N * FF), *up = act_at(m, a->up, (size_t)l * N * FF);
+        layer_acts v = layer_acts_at(m, l);
+        group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
+        group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-        be->rmsnorm_forward(x_attn, a->rstd_attn + (size_t)l * N, h, w->attn_norm, c->rms_norm_eps, N, C);
-        linear_forward(m, q, x_attn, w->q, w->q_bias, 0.0f, l, FL_PROJ_Q, N, C, QD);
-        linear_forward(m, k, x_attn, w->k, w->k_bias, 0.0f, l, FL_PROJ_K, N, C, KVD);
-        linear_forward(m, v, x_attn, w->v, w->v_bias, 0.0f, l, FL_PROJ_V, N, C, KVD);
-        be->rope_forward(q, a->pos, m->inv_freq, N, NH, HS);
-        be->rope_forward(k, a->pos, m->inv_freq, N, NKV, HS);
-        be->attention_forward(att, a->lse + (size_t)l * N * NH, q, k, v, a->seg_start, B, T, NH, NKV, HS);
-        be->copy(h_mid, h, N * C * m->be->act_size);
-        linear_forward(m, h_mid, att, w->o, NULL, 1.0f, l, FL_PROJ_O, N, QD, C);
+        be->rmsnorm_forward(v.x_attn, v.rstd_attn, v.h, w->attn_norm, c->rms_norm_eps, N, C, ld_xa);
+        group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
+        be->rope_forward(v.qkv, a->pos, m->inv_freq, N, NH + NKV, HS, QKV);   /* q and k */
+        be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
+                              a->seg_start, B, T, NH, NKV, HS, QKV);
+        be->copy(v.h_mid, v.h, N * C * be->act_size);
+        group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
 
-        be->rmsnorm_forward(x_mlp, a->rstd_mlp + (size_t)l * N, h_mid, w->mlp_norm, c->rms_norm_eps, N, C);
-        linear_forward(m, gate, x_mlp, w->gate, NULL, 0.0f, l, FL_PROJ_GATE, N, C, FF);
-        linear_forward(m, up, x_mlp, w->up, NULL, 0.0f, l, FL_PROJ_UP, N, C, FF);
-        be->swiglu_forward(a->wide, gate, up, N * FF);
-        be->copy(h_next, h_mid, N * C * m->be->act_size);
-        linear_forward(m, h_next, a->wide, w->down, NULL, 1.0f, l, FL_PROJ_DOWN, N, FF, C);
+        be->rmsnorm_forward(v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, c->rms_norm_eps, N, C, ld_xm);
+        group_forward(m, l, &gate_up, v.gate_up, 2 * FF, 0.0f, v.x_mlp, ld_xm, NULL, N);
+        be->swiglu_forward(a->wide, v.gate_up, N, FF);
+        be->copy(v.h_next, v.h_mid, N * C * be->act_size);
+        group_forward(m, l, &down, v.h_next, C, 1.0f, a->wide, FF, v.xa_down, N);
     }
-    be->rmsnorm_forward(a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
-                        c->rms_norm_eps, N, C);
+    be->rmsnorm_forward(a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
+                        m->base.final_norm, c->rms_norm_eps, N, C, C);
 }
 
 fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale) {
@@ -317,51 +541,57 @@ void fl_model_backward(fl_model *m) {
     int B = a->B, T = a->T;
     size_t N = (size_t)B * T;
     int C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c), FF = c->intermediate_size;
-    int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim;
+    int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim, QKV = QD + 2 * KVD;
+    int ld_xa = ld_x_attn(m), ld_xm = ld_x_mlp(m);
 
+    m->grad_norm_valid = 0;
     be->zero(a->dresidual, N * C * be->act_size);
-    be->rmsnorm_backward(a->dresidual, a->dx_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
-                         a->rstd_final, N, C);
+    be->rmsnorm_backward(a->dresidual, a->dx_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
+                         m->base.final_norm, a->rstd_final, N, C, C);
     for (int l = c->n_layers - 1; l >= 0; l--) {
         const fl_layer_weights *w = &m->base.layers[l];
-        void *h = act_at(m, a->residual, (size_t)l * N * C);
-        void *x_attn = act_at(m, a->x_attn, (size_t)l * N * C), *x_mlp = act_at(m, a->x_mlp, (size_t)l * N * C);
-        void *q = act_at(m, a->q, (size_t)l * N * QD), *k = act_at(m, a->k, (size_t)l * N * KVD);
-        void *v = act_at(m, a->v, (size_t)l * N * KVD), *att = act_at(m, a->att, (size_t)l * N * QD);
-        void *h_mid = act_at(m, a->residual_mid, (size_t)l * N * C);
-        void *gate = act_at(m, a->gate, (size_t)l * N * FF), *up = act_at(m, a->up, (size_t)l * N * FF);
+        layer_acts v = layer_acts_at(m, l);
+        group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
+        group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-        /* MLP: h_next = h_mid + down(swiglu(gate(x_mlp), up(x_mlp))) */
-        be->swiglu_forward(a->wide, gate, up, N * FF); /* recompute the down input */
-        linear_backward(m, a->dwide, 0.0f, a->dresidual, a->wide, w->down, l, FL_PROJ_DOWN, N, FF, C);
-        be->swiglu_backward(a->dgate, a->dup, a->dwide, gate, up, N * FF);
-        linear_backward(m, a->dx, 0.0f, a->dgate, x_mlp, w->gate, l, FL_PROJ_GATE, N, C, FF);
-        linear_backward(m, a->dx, 1.0f, a->dup, x_mlp, w->up, l, FL_PROJ_UP, N, C, FF);
-        be->rmsnorm_backward(a->dresidual, a->dx, h_mid, w->mlp_norm, a->rstd_mlp + (size_t)l * N, N, C);
+        /* MLP: h_next = h_mid + down(swiglu(gate_up(x_mlp))) */
+        be->swiglu_forward(a->wide, v.gate_up, N, FF); /* recompute the down input */
+        group_backward(m, l, &down, a->dwide, FF, 1, a->dresidual, C, a->wide, FF, v.xa_down, N);
+        be->swiglu_backward(a->dgate_up, a->dwide, v.gate_up, N, FF);
+        group_backward(m, l, &gate_up, a->dx, ld_xm, 1, a->dgate_up, 2 * FF, v.x_mlp, ld_xm, NULL, N);
+        be->rmsnorm_backward(a->dresidual, a->dx, v.h_mid, w->mlp_norm, v.rstd_mlp, N, C, ld_xm);
 
-        /* attention: h_mid = h + o(attn(rope(q(x)), rope(k(x)), v(x))) */
-        linear_backward(m, a->dwide, 0.0f, a->dresidual, att, w->o, l, FL_PROJ_O, N, QD, C);
-        be->attention_backward(a->dq, a->dk, a->dv, a->dwide, att, a->lse + (size_t)l * N * NH, q, k, v, a->seg_start,
-                               B, T, NH, NKV, HS);
-        be->rope_backward(a->dq, a->pos, m->inv_freq, N, NH, HS);
-        be->rope_backward(a->dk, a->pos, m->inv_freq, N, NKV, HS);
+        /* attention: h_mid = h + o(attn(rope(q, k), v)), q/k/v = qkv(x_attn) */
+        group_backward(m, l, &o, a->dwide, QD, 1, a->dresidual, C, v.att, QD, v.xa_o, N);
+        be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
+                               v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
+                               a->seg_start, B, T, NH, NKV, HS, QKV);
+        be->rope_backward(a->dqkv, a->pos, m->inv_freq, N, NH + NKV, HS, QKV);
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */
-        void *dx = l > 0 ? a->dx : NULL;
-        linear_backward(m, dx, 0.0f, a->dq, x_attn, w->q, l, FL_PROJ_Q, N, C, QD);
-        linear_backward(m, dx, 1.0f, a->dk, x_attn, w->k, l, FL_PROJ_K, N, C, KVD);
-        linear_backward(m, dx, 1.0f, a->dv, x_attn, w->v, l, FL_PROJ_V, N, C, KVD);
-        if (l > 0) be->rmsnorm_backward(a->dresidual, a->dx, h, w->attn_norm, a->rstd_attn + (size_t)l * N, N, C);
+        group_backward(m, l, &qkv, a->dx, ld_xa, l > 0, a->dqkv, QKV, v.x_attn, ld_xa, NULL, N);
+        if (l > 0) be->rmsnorm_backward(a->dresidual, a->dx, v.h, w->attn_norm, v.rstd_attn, N, C, ld_xa);
     }
     m->have_forward = 0;
 }
 
 /* ---- optimizer ----------------------------------------------------------------------------- */
 
-void fl_model_zero_grads(fl_model *m) { m->be->zero(m->grads.data, m->grads.n * sizeof(float)); }
+void fl_model_zero_grads(fl_model *m) {
+    m->be->zero(m->grads.data, m->grads.n * sizeof(float));
+    m->grad_norm_valid = 0;
+}
+
+double fl_model_grad_norm(fl_model *m) {
+    if (!m->grad_norm_valid) {
+        m->grad_norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
+        m->grad_norm_valid = 1;
+    }
+    return m->grad_norm;
+}
 
 double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
     const fl_backend *be = m->be;
-    double norm = sqrt(be->sum_squares(m->grads.data, m->grads.n));
+    double norm = fl_model_grad_norm(m);
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1 */
     float grad_scale = 1.0f;
     if (opt->max_grad_norm > 0.0f) {
@@ -372,6 +602,7 @@ double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
     void *lora_w = m->lora_w == (void *)m->lora.data ? NULL : m->lora_w;
     be->adamw_update(m->lora.data, lora_w, m->adam_m.data, m->adam_v.data, m->grads.data, opt->lr, opt->beta1, opt->beta2,
                      opt->eps, opt->weight_decay, grad_scale, m->adam_step, m->lora.n);
+    refresh_lora_copies(m, 0); /* adamw_update wrote the flat copy */
     fl_model_zero_grads(m);
     return norm;
 }

@@ -53,6 +53,10 @@ typedef struct {
     float *inv_freq;          /* (HS/2) backend memory, RoPE frequencies (llama3-scaled when configured) */
     fl_activations act;
     int training;             /* dropout active */
+    int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
+                                 (model.c); 0: every projection alone — the reference for the tests */
+    double grad_norm;         /* fl_model_grad_norm's result, valid until the gradients change */
+    int grad_norm_valid;
     int adam_step;            /* AdamW steps taken */
     uint64_t micro_step;      /* forward passes taken (dropout stream) */
     int have_forward;         /* a forward with saved activations precedes backward */
@@ -80,10 +84,19 @@ fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_sc
 fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch);
 /* Backward of the last forward: LoRA gradients accumulate (+=) into m->grads. */
 void fl_model_backward(fl_model *m);
+/* The global L2 norm of the LoRA gradients, computed once per set of gradients (the trainer logs
+ * it, the optimizer step clips with it: one Σx² per step). */
+double fl_model_grad_norm(fl_model *m);
 /* Global-norm clipping then AdamW over all LoRA params, then zero the gradients. Returns the
  * pre-clip gradient norm. */
 double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt);
 void fl_model_zero_grads(fl_model *m);
+/* One projection group of layer l (lora/lora.h), forward only and without dropout, for decoding:
+ * out (N, OC; ld_out) = beta·out + x·Wᵀ + bias (+ LoRA when use_lora). q/k/v and gate/up: x (N,
+ * ld_x) holds the norm output in its first C columns and, with LoRA, receives x·lora_aᵀ after them
+ * (ld_x >= C + the group's LoRA columns); o and down: x (N, IC; ld_x), xa (N, R) scratch. */
+void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, float beta, void *x, int ld_x, void *xa,
+                      size_t N, int use_lora);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
 

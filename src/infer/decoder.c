@@ -1,5 +1,6 @@
 /* decoder.c — KV-cached forward over the backend (see decoder.h). The layer sequence mirrors
- * forward_layers() in engine/model.c step for step; only the attention reads the cache. */
+ * forward_layers() in engine/model.c step for step, through the same projection groups
+ * (fl_model_project); only the attention reads the cache. */
 #include "infer/decoder.h"
 
 #include <stdlib.h>
@@ -22,18 +23,16 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
     d->chunk = CHUNK;
     size_t a = be->act_size, L = (size_t)c->n_layers, Tc = (size_t)capacity, ch = CHUNK;
     size_t C = (size_t)c->hidden_size, QD = (size_t)fl_config_q_dim(c), KVD = (size_t)fl_config_kv_dim(c);
-    size_t FF = (size_t)c->intermediate_size, R = (size_t)m->lora_cfg.rank;
+    size_t FF = (size_t)c->intermediate_size, R = (size_t)(m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1);
     d->k_cache = be->alloc(L * Tc * KVD * a);
     d->v_cache = be->alloc(L * Tc * KVD * a);
     d->h = be->alloc(ch * C * a);
-    d->x = be->alloc(ch * C * a);
-    d->q = be->alloc(ch * QD * a);
-    d->k = be->alloc(ch * KVD * a);
-    d->v = be->alloc(ch * KVD * a);
+    d->x = be->alloc(ch * (C + 3 * R) * a);
+    d->qkv = be->alloc(ch * (QD + 2 * KVD) * a);
     d->att = be->alloc(ch * QD * a);
-    d->gate = be->alloc(ch * FF * a);
-    d->up = be->alloc(ch * FF * a);
-    d->xa = be->alloc(ch * (R ? R : 1) * a);
+    d->gate_up = be->alloc(ch * 2 * FF * a);
+    d->wide = be->alloc(ch * FF * a);
+    d->xa = be->alloc(ch * R * a);
     d->rstd = be->alloc(ch * sizeof(float));
     d->ids = be->alloc(ch * sizeof(int32_t));
     d->pos = be->alloc(ch * sizeof(int32_t));
@@ -48,7 +47,7 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
 void fl_decoder_free(fl_decoder *d) {
     if (!d->m) return;
     const fl_backend *be = d->m->be;
-    void *bufs[] = {d->k_cache, d->v_cache, d->h, d->x, d->q, d->k, d->v, d->att, d->gate, d->up, d->xa,
+    void *bufs[] = {d->k_cache, d->v_cache, d->h, d->x, d->qkv, d->att, d->gate_up, d->wide, d->xa,
                     d->rstd, d->ids, d->pos, d->ignore, d->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) be->free(bufs[i]);
@@ -61,27 +60,14 @@ static inline void *at(const fl_decoder *d, void *base, size_t index) {
     return (char *)base + index * d->m->be->act_size;
 }
 
-/* out (Tn, OC) = beta·out + x·Wᵀ + bias + s·(x·Aᵀ)·Bᵀ */
-static void linear(fl_decoder *d, void *out, const void *x, const void *w, const void *bias, float beta, int l, fl_proj p,
-                   int Tn, int IC, int OC) {
-    fl_model *m = d->m;
-    const fl_backend *be = m->be;
-    be->matmul_forward(out, x, w, bias, 1.0f, beta, (size_t)Tn, IC, OC);
-    if (!d->use_lora || !m->lora.layers[l].a[p]) return;
-    size_t ws = be->weight_size;
-    const void *A = (const char *)m->lora_w + (size_t)(m->lora.layers[l].a[p] - m->lora.data) * ws;
-    const void *B = (const char *)m->lora_w + (size_t)(m->lora.layers[l].b[p] - m->lora.data) * ws;
-    int R = m->lora_cfg.rank;
-    be->matmul_forward(d->xa, x, A, NULL, 1.0f, 0.0f, (size_t)Tn, IC, R);
-    be->matmul_forward(out, d->xa, B, NULL, fl_lora_scale(&m->lora_cfg), 1.0f, (size_t)Tn, R, OC);
-}
-
 static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_host, int all) {
     fl_model *m = d->m;
     const fl_backend *be = m->be;
     const fl_model_config *c = &m->cfg;
     int C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c), FF = c->intermediate_size;
-    int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim, V = c->vocab_size;
+    int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim, V = c->vocab_size, QKV = QD + 2 * KVD;
+    int ld_x = C + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1);
+    size_t row = (size_t)KVD * be->act_size;
     int32_t pos[CHUNK];
     for (int i = 0; i < Tn; i++) pos[i] = d->n + i;
     be->upload(d->ids, ids, sizeof(int32_t) * (size_t)Tn);
@@ -90,27 +76,26 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
     for (int l = 0; l < c->n_layers; l++) {
         const fl_layer_weights *w = &m->base.layers[l];
         void *kc = at(d, d->k_cache, (size_t)l * d->capacity * KVD), *vc = at(d, d->v_cache, (size_t)l * d->capacity * KVD);
-        be->rmsnorm_forward(d->x, d->rstd, d->h, w->attn_norm, c->rms_norm_eps, (size_t)Tn, C);
-        linear(d, d->q, d->x, w->q, w->q_bias, 0.0f, l, FL_PROJ_Q, Tn, C, QD);
-        linear(d, d->k, d->x, w->k, w->k_bias, 0.0f, l, FL_PROJ_K, Tn, C, KVD);
-        linear(d, d->v, d->x, w->v, w->v_bias, 0.0f, l, FL_PROJ_V, Tn, C, KVD);
-        be->rope_forward(d->q, d->pos, m->inv_freq, (size_t)Tn, NH, HS);
-        be->rope_forward(d->k, d->pos, m->inv_freq, (size_t)Tn, NKV, HS);
-        be->copy(at(d, kc, (size_t)d->n * KVD), d->k, (size_t)Tn * KVD * be->act_size);
-        be->copy(at(d, vc, (size_t)d->n * KVD), d->v, (size_t)Tn * KVD * be->act_size);
-        be->attention_decode(d->att, d->q, kc, vc, d->n, Tn, NH, NKV, HS);
-        linear(d, d->h, d->att, w->o, NULL, 1.0f, l, FL_PROJ_O, Tn, QD, C);
-        be->rmsnorm_forward(d->x, d->rstd, d->h, w->mlp_norm, c->rms_norm_eps, (size_t)Tn, C);
-        linear(d, d->gate, d->x, w->gate, NULL, 0.0f, l, FL_PROJ_GATE, Tn, C, FF);
-        linear(d, d->up, d->x, w->up, NULL, 0.0f, l, FL_PROJ_UP, Tn, C, FF);
-        be->swiglu_forward(d->gate, d->gate, d->up, (size_t)Tn * FF);
-        linear(d, d->h, d->gate, w->down, NULL, 1.0f, l, FL_PROJ_DOWN, Tn, FF, C);
+        be->rmsnorm_forward(d->x, d->rstd, d->h, w->attn_norm, c->rms_norm_eps, (size_t)Tn, C, ld_x);
+        fl_model_project(m, l, FL_GROUP_QKV, d->qkv, QKV, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
+        be->rope_forward(d->qkv, d->pos, m->inv_freq, (size_t)Tn, NH + NKV, HS, QKV);
+        for (int i = 0; i < Tn; i++) { /* k and v rows into the cache */
+            be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);
+            be->copy(at(d, vc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD + KVD), row);
+        }
+        be->attention_decode(d->att, d->qkv, kc, vc, d->n, Tn, NH, NKV, HS, QKV);
+        fl_model_project(m, l, FL_GROUP_O, d->h, C, 1.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
+        be->rmsnorm_forward(d->x, d->rstd, d->h, w->mlp_norm, c->rms_norm_eps, (size_t)Tn, C, ld_x);
+        fl_model_project(m, l, FL_GROUP_GATE_UP, d->gate_up, 2 * FF, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
+        be->swiglu_forward(d->wide, d->gate_up, (size_t)Tn, FF);
+        fl_model_project(m, l, FL_GROUP_DOWN, d->h, C, 1.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
     }
     d->n += Tn;
     if (!logits_host) return;
     /* the LM head on the last row only (or on all rows for tests) */
     int first = all ? 0 : Tn - 1, rows = Tn - first;
-    be->rmsnorm_forward(d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, c->rms_norm_eps, (size_t)rows, C);
+    be->rmsnorm_forward(d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, c->rms_norm_eps, (size_t)rows,
+                        C, C);
     size_t counted;
     be->lm_head_loss(NULL, d->logits, d->x, d->ignore, m->base.lm_head, 0.0f, (size_t)rows, C, V, &counted);
     be->download(logits_host, d->logits, (size_t)rows * V * sizeof(float));

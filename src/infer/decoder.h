@@ -8,7 +8,8 @@
  * Needs the backend's attention_decode op (backend.h); a backend without it is a clear error.
  * Not the sampler (infer/sample.h), not training (no activations kept).
  *
- * Shapes: L layers, Tc = capacity, Tn = tokens of one call (<= chunk), C, QD = NH*HS, KVD = NKV*HS.
+ * Shapes: L layers, Tc = capacity, Tn = tokens of one call (<= chunk), C, QD = NH*HS, KVD = NKV*HS,
+ * QKV = QD + 2·KVD; x holds the norm output then x·lora_aᵀ of the fused q/k/v or gate/up group.
  */
 #ifndef FL_INFER_DECODER_H
 #define FL_INFER_DECODER_H
@@ -24,7 +25,7 @@ typedef struct {
     int chunk;             /* most tokens per internal forward */
     int n;                 /* positions filled */
     void *k_cache, *v_cache;  /* (L, Tc, KVD) act-typed, RoPE applied to k */
-    void *h, *x, *q, *k, *v, *att, *gate, *up, *xa;   /* (chunk, C / C / QD / KVD / KVD / QD / FF / FF / R) act */
+    void *h, *x, *qkv, *att, *gate_up, *wide, *xa;   /* (chunk, C / C + 3R / QKV / QD / 2FF / FF / R) act */
     float *rstd;           /* (chunk) */
     int32_t *ids, *pos, *ignore;  /* (chunk) backend memory; ignore = -100 targets for the LM head */
     float *logits;         /* (V) backend f32 */

@@ -232,3 +232,7 @@ int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char 
     fl_lora_buffer_free(&lora);
     return status;
 }
+
+void fl_merge_lora_f32(float *w, const float *lora_b, const float *lora_a, int oc, int ic, int rank, float scale) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, oc, ic, rank, scale, lora_b, rank, lora_a, ic, 1.0f, w, ic);
+}

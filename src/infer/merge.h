@@ -16,4 +16,7 @@
  * (model*.safetensors, model.safetensors.index.json) are deleted, so they cannot be loaded with it. */
 int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force);
 
+/* In memory, f32: w (OC, IC) += scale · lora_b (OC, R) · lora_a (R, IC). */
+void fl_merge_lora_f32(float *w, const float *lora_b, const float *lora_a, int oc, int ic, int rank, float scale);
+
 #endif

@@ -42,6 +42,20 @@ int fl_lora_parse_targets(const char *list, unsigned *mask) {
     return status;
 }
 
+void fl_group_members(fl_group g, fl_proj *first, fl_proj *end) {
+    static const fl_proj bounds[FL_N_GROUPS + 1] = {FL_PROJ_Q, FL_PROJ_O, FL_PROJ_GATE, FL_PROJ_DOWN, FL_N_PROJ};
+    *first = bounds[g];
+    *end = bounds[g + 1];
+}
+
+int fl_lora_group_rank(const fl_lora_config *lc, fl_group g) {
+    fl_proj first, end;
+    fl_group_members(g, &first, &end);
+    int n = 0;
+    for (fl_proj p = first; p < end; p++) n += (lc->target_mask >> p) & 1u;
+    return n * lc->rank;
+}
+
 void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out) {
     int C = cfg->hidden_size, QD = fl_config_q_dim(cfg), KVD = fl_config_kv_dim(cfg), FF = cfg->intermediate_size;
     switch (p) {
@@ -73,14 +87,18 @@ void fl_lora_buffer_init(fl_lora_buffer *buf, const fl_model_config *cfg, const 
     buf->layers = fl_calloc((size_t)cfg->n_layers, sizeof(fl_lora_layer));
     size_t offset = 0;
     for (int l = 0; l < cfg->n_layers; l++)
-        for (int p = 0; p < FL_N_PROJ; p++) {
-            if (!(lc->target_mask & (1u << p))) continue;
-            int in, out;
-            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
-            buf->layers[l].a[p] = buf->data + offset;
-            offset += (size_t)lc->rank * in;
-            buf->layers[l].b[p] = buf->data + offset;
-            offset += (size_t)out * lc->rank;
+        for (int g = 0; g < FL_N_GROUPS; g++) {
+            fl_proj first, end;
+            fl_group_members((fl_group)g, &first, &end);
+            for (int b = 0; b < 2; b++) /* the group's lora_a matrices, then its lora_b */
+                for (fl_proj p = first; p < end; p++) {
+                    if (!(lc->target_mask & (1u << p))) continue;
+                    int in, out;
+                    fl_proj_dims(cfg, p, &in, &out);
+                    if (b) buf->layers[l].b[p] = buf->data + offset;
+                    else buf->layers[l].a[p] = buf->data + offset;
+                    offset += (size_t)lc->rank * (b ? out : in);
+                }
         }
 }
 

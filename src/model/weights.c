@@ -1,7 +1,10 @@
 /* weights.c — loading the frozen base from a Hugging Face folder, or seeded random weights.
  *
  * One table (layer_tensor_table) names every per-layer tensor, its shape and where it lands in
- * fl_layer_weights, so the loader, the random init and the size computation walk the same list. */
+ * fl_layer_weights, so the loader, the random init and the size computation walk the same list.
+ * The checks (check_count, check_slot; fl_weights_check_dir for merge) compare the HF tensors as
+ * stored in the files — q, k, v, gate, up separate — with config.json; the fused in-memory layout
+ * (layer_storage_table) only decides where each lands afterwards. */
 #include "model/weights.h"
 
 #include <jansson.h>
@@ -15,40 +18,66 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 
-typedef enum { DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF } dim_kind;
+typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD } dim_kind;
 typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 
+/* Where a layer's tensors are stored: one entry per field of fl_layer_weights, in storage order.
+ * `fused` matrices have a row stride of C + the reserved columns (weights.h). */
+typedef struct {
+    size_t field;           /* offset of the pointer in fl_layer_weights */
+    dim_kind rows, cols;
+    int is_bias;            /* present only when cfg.qkv_bias */
+    int fused;              /* 0 no, 1 q/k/v, 2 gate/up */
+} layer_storage;
+
+#define LS(field, r, c, bias, fused) {offsetof(fl_layer_weights, field), r, c, bias, fused}
+static const layer_storage layer_storage_table[] = {
+    LS(attn_norm, DIM_C, DIM_ONE, 0, 0),
+    LS(qkv, DIM_QD_KVD, DIM_C, 0, 1),
+    LS(qkv_bias, DIM_QD_KVD, DIM_ONE, 1, 0),
+    LS(o, DIM_C, DIM_QD, 0, 0),
+    LS(mlp_norm, DIM_C, DIM_ONE, 0, 0),
+    LS(gate_up, DIM_FF, DIM_C, 0, 2), /* rows: 2·FF (doubled below) */
+    LS(down, DIM_C, DIM_FF, 0, 0),
+};
+#define N_LAYER_STORAGE (sizeof layer_storage_table / sizeof layer_storage_table[0])
+
+/* The HF tensors of a layer: name, shape, and where they land — a field of fl_layer_weights and a
+ * first row there (q, k, v share `qkv`; gate and up share `gate_up`). */
 typedef struct {
     const char *suffix;     /* after "model.layers.{i}." */
-    size_t offset;          /* of the pointer in fl_layer_weights */
+    size_t field;
     dim_kind rows, cols;
+    dim_kind row0, row0_plus;   /* first row: row0 + row0_plus */
     int is_bias;            /* present only when cfg.qkv_bias */
     init_kind init;
 } layer_tensor;
 
-#define LT(name, field, r, c, bias, init) {name, offsetof(fl_layer_weights, field), r, c, bias, init}
+#define LT(name, field, r, c, r0, r0b, bias, init) {name, offsetof(fl_layer_weights, field), r, c, r0, r0b, bias, init}
 static const layer_tensor layer_tensor_table[] = {
-    LT("input_layernorm.weight", attn_norm, DIM_C, DIM_ONE, 0, INIT_NORM),
-    LT("self_attn.q_proj.weight", q, DIM_QD, DIM_C, 0, INIT_LINEAR),
-    LT("self_attn.q_proj.bias", q_bias, DIM_QD, DIM_ONE, 1, INIT_BIAS),
-    LT("self_attn.k_proj.weight", k, DIM_KVD, DIM_C, 0, INIT_LINEAR),
-    LT("self_attn.k_proj.bias", k_bias, DIM_KVD, DIM_ONE, 1, INIT_BIAS),
-    LT("self_attn.v_proj.weight", v, DIM_KVD, DIM_C, 0, INIT_LINEAR),
-    LT("self_attn.v_proj.bias", v_bias, DIM_KVD, DIM_ONE, 1, INIT_BIAS),
-    LT("self_attn.o_proj.weight", o, DIM_C, DIM_QD, 0, INIT_LINEAR),
-    LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, 0, INIT_NORM),
-    LT("mlp.gate_proj.weight", gate, DIM_FF, DIM_C, 0, INIT_LINEAR),
-    LT("mlp.up_proj.weight", up, DIM_FF, DIM_C, 0, INIT_LINEAR),
-    LT("mlp.down_proj.weight", down, DIM_C, DIM_FF, 0, INIT_LINEAR),
+    LT("input_layernorm.weight", attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
+    LT("self_attn.q_proj.weight", qkv, DIM_QD, DIM_C, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
+    LT("self_attn.q_proj.bias", qkv_bias, DIM_QD, DIM_ONE, DIM_ZERO, DIM_ZERO, 1, INIT_BIAS),
+    LT("self_attn.k_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_ZERO, 0, INIT_LINEAR),
+    LT("self_attn.k_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_ZERO, 1, INIT_BIAS),
+    LT("self_attn.v_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_KVD, 0, INIT_LINEAR),
+    LT("self_attn.v_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_KVD, 1, INIT_BIAS),
+    LT("self_attn.o_proj.weight", o, DIM_C, DIM_QD, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
+    LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
+    LT("mlp.gate_proj.weight", gate_up, DIM_FF, DIM_C, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
+    LT("mlp.up_proj.weight", gate_up, DIM_FF, DIM_C, DIM_FF, DIM_ZERO, 0, INIT_LINEAR),
+    LT("mlp.down_proj.weight", down, DIM_C, DIM_FF, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
 };
 #define N_LAYER_TENSORS (sizeof layer_tensor_table / sizeof layer_tensor_table[0])
 
 static int64_t dim_value(const fl_model_config *c, dim_kind d) {
     switch (d) {
+    case DIM_ZERO: return 0;
     case DIM_C: return c->hidden_size;
     case DIM_QD: return fl_config_q_dim(c);
     case DIM_KVD: return fl_config_kv_dim(c);
     case DIM_FF: return c->intermediate_size;
+    case DIM_QD_KVD: return fl_config_q_dim(c) + 2 * (int64_t)fl_config_kv_dim(c);
     default: return 1;
     }
 }
@@ -57,62 +86,126 @@ static int64_t dim_value(const fl_model_config *c, dim_kind d) {
 typedef struct {
     char name[128];
     int64_t rows, cols;   /* cols == 1 and is_vector for 1-D tensors */
+    int64_t ld;           /* row stride at the destination (== cols unless fused) */
     int is_vector;
     void *dst;          /* backend memory */
     init_kind init;
 } tensor_slot;
 
-/* Lays out every tensor (names, shapes, byte offsets in one allocation, stored in dst) and returns
- * the list (caller frees) and the total bytes. Allocates nothing on the backend. */
-static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *be, int *n_out, size_t *total_out) {
+/* Byte layout of the one allocation: global tensors, then per layer the storage table. */
+typedef struct {
+    size_t embed, lm_head, final_norm, layer0, layer_bytes, total;
+    size_t field_off[N_LAYER_STORAGE];   /* byte offset of each storage entry inside a layer */
+    int64_t ld[3];                        /* row stride per `fused` kind (0: unused) */
+} storage_plan;
+
+#define ALIGN64(x) (((x) + 63) / 64 * 64)
+
+static storage_plan plan_storage(const fl_model_config *cfg, const fl_backend *be, fl_weights_reserve reserve) {
+    storage_plan sp;
+    memset(&sp, 0, sizeof sp);
+    int64_t V = cfg->vocab_size, C = cfg->hidden_size;
+    sp.ld[1] = C + reserve.qkv;
+    sp.ld[2] = C + reserve.gate_up;
+    size_t at = 0;
+    sp.embed = at;
+    at += ALIGN64((size_t)(V * C) * be->weight_size);
+    sp.lm_head = cfg->tie_word_embeddings ? sp.embed : at;
+    if (!cfg->tie_word_embeddings) at += ALIGN64((size_t)(V * C) * be->weight_size);
+    sp.final_norm = at;
+    at += ALIGN64((size_t)C * be->act_size);
+    sp.layer0 = at;
+    size_t in_layer = 0;
+    for (size_t i = 0; i < N_LAYER_STORAGE; i++) {
+        const layer_storage *ls = &layer_storage_table[i];
+        if (ls->is_bias && !cfg->qkv_bias) continue;
+        sp.field_off[i] = in_layer;
+        int64_t rows = dim_value(cfg, ls->rows) * (ls->fused == 2 ? 2 : 1);
+        int64_t cols = ls->fused ? sp.ld[ls->fused] : dim_value(cfg, ls->cols);
+        in_layer += ALIGN64((size_t)(rows * cols) * (ls->cols == DIM_ONE ? be->act_size : be->weight_size));
+    }
+    sp.layer_bytes = in_layer;
+    sp.total = at + (size_t)cfg->n_layers * in_layer;
+    return sp;
+}
+
+static size_t storage_index(size_t field) {
+    for (size_t i = 0; i < N_LAYER_STORAGE; i++)
+        if (layer_storage_table[i].field == field) return i;
+    return 0;
+}
+
+/* Lists every tensor (names, shapes, destinations as byte offsets in the one allocation, stored
+ * in dst) and returns the list (caller frees). Allocates nothing on the backend. */
+static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *be, const storage_plan *sp, int *n_out) {
     int L = cfg->n_layers;
     int max_slots = 3 + L * (int)N_LAYER_TENSORS;
     tensor_slot *slots = fl_calloc((size_t)max_slots, sizeof *slots);
     int n = 0;
-    size_t total = 0;
     int64_t V = cfg->vocab_size, C = cfg->hidden_size;
-    /* first pass: names, shapes, byte offsets (stored in dst as an offset); matrices are
-     * weight-typed, vectors act-typed, each start 64-byte aligned */
-    #define ADD(nm, r, c, vec, ini) do { snprintf(slots[n].name, sizeof slots[n].name, "%s", nm); \
-        slots[n].rows = (r); slots[n].cols = (c); slots[n].is_vector = (vec); slots[n].init = (ini); \
-        slots[n].dst = (void *)(uintptr_t)total; \
-        total += ((size_t)(r) * (size_t)(c) * ((vec) ? be->act_size : be->weight_size) + 63) / 64 * 64; n++; } while (0)
-    ADD("model.embed_tokens.weight", V, C, 0, INIT_LINEAR);
-    if (!cfg->tie_word_embeddings) ADD("lm_head.weight", V, C, 0, INIT_LINEAR);
-    ADD("model.norm.weight", C, 1, 1, INIT_NORM);
+    #define ADD(nm, r, c, ldv, vec, ini, off) do { snprintf(slots[n].name, sizeof slots[n].name, "%s", nm); \
+        slots[n].rows = (r); slots[n].cols = (c); slots[n].ld = (ldv); slots[n].is_vector = (vec); \
+        slots[n].init = (ini); slots[n].dst = (void *)(uintptr_t)(off); n++; } while (0)
+    ADD("model.embed_tokens.weight", V, C, C, 0, INIT_LINEAR, sp->embed);
+    if (!cfg->tie_word_embeddings) ADD("lm_head.weight", V, C, C, 0, INIT_LINEAR, sp->lm_head);
+    ADD("model.norm.weight", C, 1, 1, 1, INIT_NORM, sp->final_norm);
     for (int l = 0; l < L; l++)
         for (size_t t = 0; t < N_LAYER_TENSORS; t++) {
             const layer_tensor *lt = &layer_tensor_table[t];
             if (lt->is_bias && !cfg->qkv_bias) continue;
+            const layer_storage *ls = &layer_storage_table[storage_index(lt->field)];
+            int vec = lt->cols == DIM_ONE;
+            int64_t ld = ls->fused ? sp->ld[ls->fused] : dim_value(cfg, lt->cols);
+            int64_t row0 = dim_value(cfg, lt->row0) + dim_value(cfg, lt->row0_plus);
+            size_t off = sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[storage_index(lt->field)] +
+                         (size_t)(row0 * ld) * (vec ? be->act_size : be->weight_size);
             char name[128];
             snprintf(name, sizeof name, "model.layers.%d.%s", l, lt->suffix);
-            ADD(name, dim_value(cfg, lt->rows), dim_value(cfg, lt->cols), lt->cols == DIM_ONE, lt->init);
+            ADD(name, dim_value(cfg, lt->rows), dim_value(cfg, lt->cols), ld, vec, lt->init, off);
         }
     #undef ADD
     *n_out = n;
-    *total_out = total;
     return slots;
 }
 
 /* Allocates the one buffer of a plan and wires the named pointers of w to it. */
-static void alloc_tensors(fl_base_weights *w, const fl_model_config *cfg, const fl_backend *be, tensor_slot *slots,
-                          int n, size_t total) {
+static void alloc_tensors(fl_base_weights *w, const fl_model_config *cfg, const fl_backend *be, const storage_plan *sp,
+                          tensor_slot *slots, int n) {
     int L = cfg->n_layers;
     w->be = be;
-    w->bytes = total;
-    w->storage = be->alloc(total);
+    w->bytes = sp->total;
+    w->storage = be->alloc(sp->total);
+    w->ld_qkv = (int)sp->ld[1];
+    w->ld_gate_up = (int)sp->ld[2];
     for (int i = 0; i < n; i++) slots[i].dst = (char *)w->storage + (size_t)(uintptr_t)slots[i].dst;
-    int i = 0;
-    w->embed = slots[i++].dst;
-    w->lm_head = cfg->tie_word_embeddings ? w->embed : slots[i++].dst;
-    w->final_norm = slots[i++].dst;
+    w->embed = (char *)w->storage + sp->embed;
+    w->lm_head = (char *)w->storage + sp->lm_head;
+    w->final_norm = (char *)w->storage + sp->final_norm;
     w->layers = fl_calloc((size_t)L, sizeof(fl_layer_weights));
     for (int l = 0; l < L; l++)
-        for (size_t t = 0; t < N_LAYER_TENSORS; t++) {
-            const layer_tensor *lt = &layer_tensor_table[t];
-            if (lt->is_bias && !cfg->qkv_bias) continue;
-            *(void **)((char *)&w->layers[l] + lt->offset) = slots[i++].dst;
+        for (size_t i = 0; i < N_LAYER_STORAGE; i++) {
+            const layer_storage *ls = &layer_storage_table[i];
+            if (ls->is_bias && !cfg->qkv_bias) continue;
+            *(void **)((char *)&w->layers[l] + ls->field) =
+                (char *)w->storage + sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[i];
         }
+}
+
+/* Uploads a slot's (rows, cols) host f32 values to its destination, rows of stride slot->ld: one
+ * upload of the whole row block, the reserved columns of a fused matrix written as zeros. */
+static void upload_slot(const fl_backend *be, const tensor_slot *slot, const float *host) {
+    if (slot->is_vector) {
+        be->upload_act(slot->dst, host, (size_t)slot->rows);
+        return;
+    }
+    if (slot->ld == slot->cols) {
+        be->upload_weight(slot->dst, host, (size_t)(slot->rows * slot->cols));
+        return;
+    }
+    float *wide = fl_calloc((size_t)(slot->rows * slot->ld), sizeof(float));
+    for (int64_t r = 0; r < slot->rows; r++) memcpy(wide + r * slot->ld, host + r * slot->cols, sizeof(float) * (size_t)slot->cols);
+    be->upload_weight(slot->dst, wide, (size_t)(slot->rows * slot->ld));
+    free(wide);
 }
 
 void fl_weights_free(fl_base_weights *w) {
@@ -121,12 +214,13 @@ void fl_weights_free(fl_base_weights *w) {
     memset(w, 0, sizeof *w);
 }
 
-void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be) {
+void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                            fl_weights_reserve reserve) {
     memset(w, 0, sizeof *w);
     int n;
-    size_t total;
-    tensor_slot *slots = plan_tensors(cfg, be, &n, &total);
-    alloc_tensors(w, cfg, be, slots, n, total);
+    storage_plan sp = plan_storage(cfg, be, reserve);
+    tensor_slot *slots = plan_tensors(cfg, be, &sp, &n);
+    alloc_tensors(w, cfg, be, &sp, slots, n);
     float bound = sqrtf(3.0f) * 0.02f; /* U(-a, a) with std 0.02, like HF's initializer_range */
     size_t chunk_cap = 0;
     float *host = NULL;
@@ -137,7 +231,7 @@ void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint
         if (slots[i].init == INIT_NORM) fl_rng_fill_uniform(host, count, stream, 0.9f, 1.1f);
         else if (slots[i].init == INIT_BIAS) fl_rng_fill_uniform(host, count, stream, -0.02f, 0.02f);
         else fl_rng_fill_uniform(host, count, stream, -bound, bound);
-        (slots[i].is_vector ? be->upload_act : be->upload_weight)(slots[i].dst, host, count);
+        upload_slot(be, &slots[i], host);
     }
     free(host);
     free(slots);
@@ -265,7 +359,8 @@ static int check_count(const shard_set *s, const fl_model_config *cfg, const cha
     return status;
 }
 
-int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be) {
+int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be,
+                    fl_weights_reserve reserve) {
     memset(w, 0, sizeof *w);
     char *config_path = fl_path_join(dir, "config.json");
     int status = fl_config_load(cfg, config_path);
@@ -279,19 +374,19 @@ int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, c
     status = check_count(&shards, cfg, dir);
     if (status) { shards_close(&shards); return status; }
     int n;
-    size_t total;
-    tensor_slot *slots = plan_tensors(cfg, be, &n, &total);
+    storage_plan sp = plan_storage(cfg, be, reserve);
+    tensor_slot *slots = plan_tensors(cfg, be, &sp, &n);
     const fl_st_tensor **found = fl_calloc((size_t)n, sizeof *found);
     for (int i = 0; i < n && !status; i++) status = check_slot(&shards, &slots[i], dir, &found[i]);
     if (!status) {
-        alloc_tensors(w, cfg, be, slots, n, total);
+        alloc_tensors(w, cfg, be, &sp, slots, n);
         size_t max_count = 0;
         for (int i = 0; i < n; i++)
             if (found[i]->numel > max_count) max_count = found[i]->numel;
         float *host = fl_malloc(max_count * sizeof(float));
         for (int i = 0; i < n; i++) {
             fl_convert_to_f32(host, found[i]->data, found[i]->dtype, found[i]->numel);
-            (slots[i].is_vector ? be->upload_act : be->upload_weight)(slots[i].dst, host, found[i]->numel);
+            upload_slot(be, &slots[i], host);
         }
         free(host);
     }
@@ -306,10 +401,11 @@ int fl_weights_check_dir(const fl_model_config *cfg, const char *dir) {
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));
     int status = check_count(&shards, cfg, dir);
-    if (!status) {
+    if (!status) { /* the slots carry the HF shapes as stored; where they would land does not matter here */
         int n;
-        size_t total;
-        tensor_slot *slots = plan_tensors(cfg, fl_backend_cpu(), &n, &total);
+        fl_weights_reserve none = {0, 0};
+        storage_plan sp = plan_storage(cfg, fl_backend_cpu(), none);
+        tensor_slot *slots = plan_tensors(cfg, fl_backend_cpu(), &sp, &n);
         const fl_st_tensor *t;
         for (int i = 0; i < n && !status; i++) status = check_slot(&shards, &slots[i], dir, &t);
         free(slots);

@@ -4,7 +4,11 @@
  *
  * All tensors live in one allocation of the backend's memory — the matrices in its weight type,
  * the norm weights and biases in its act type (backend.h) — in HF's layout: nn.Linear weights are
- * (out, in), row-major, y = x·Wᵀ.
+ * (out, in), row-major, y = x·Wᵀ. Projections that read the same input are stored fused, one
+ * matrix per group (lora/lora.h): q, k, v as the rows of one (QD + 2·KVD, C) matrix, gate and up as
+ * one (2·FF, C); their rows may be wider than C (row stride ld_qkv / ld_gate_up) by columns that
+ * the caller reserves — the engine keeps the LoRA B compute copy there, so that base and LoRA are
+ * one K-concatenated GEMM (docs/ARCHITECTURE.md).
  * Frozen means frozen: nothing here has a gradient. Not the LoRA parameters (lora/lora.h).
  */
 #ifndef FL_WEIGHTS_H
@@ -17,20 +21,25 @@
 
 typedef struct {
     void *attn_norm;   /* (C) */
-    void *q, *q_bias;  /* (QD, C), (QD) — bias only when cfg.qkv_bias, else NULL */
-    void *k, *k_bias;  /* (KVD, C), (KVD) */
-    void *v, *v_bias;  /* (KVD, C), (KVD) */
+    void *qkv;         /* (QD + 2·KVD, ld_qkv): rows q | k | v, columns [0, C) */
+    void *qkv_bias;    /* (QD + 2·KVD) — only when cfg.qkv_bias, else NULL */
     void *o;           /* (C, QD) */
     void *mlp_norm;    /* (C) */
-    void *gate, *up;   /* (FF, C) */
+    void *gate_up;     /* (2·FF, ld_gate_up): rows gate | up, columns [0, C) */
     void *down;        /* (C, FF) */
 } fl_layer_weights;
+
+/* Columns reserved after the C weight columns of each fused matrix (zero-filled; 0: none). */
+typedef struct {
+    int qkv, gate_up;
+} fl_weights_reserve;
 
 typedef struct {
     void *embed;       /* (V, C) */
     void *lm_head;     /* (V, C); == embed when tie_word_embeddings */
     void *final_norm;  /* (C) */
     fl_layer_weights *layers; /* (L) host array of pointers into storage */
+    int ld_qkv, ld_gate_up;   /* row strides of the fused matrices: C + the reserved columns */
     void *storage;      /* backend memory, one allocation */
     size_t bytes;
     const fl_backend *be;
@@ -38,14 +47,16 @@ typedef struct {
 
 /* Loads `dir`/config.json and the safetensors weights. Errors (missing files or tensors, shapes
  * that disagree with config.json, corrupt files) name the file and the tensor. */
-int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be);
+int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be,
+                    fl_weights_reserve reserve);
 /* The checks of fl_weights_load without loading: every tensor config.json implies is in the folder's
- * safetensors files with that shape and dtype BF16, F16 or F32 (for commands that read the files
- * themselves, e.g. merge). Errors are fl_weights_load's. */
+ * safetensors files with its HF shape (as stored: q, k, v, gate and up separate) and dtype BF16, F16
+ * or F32 (for commands that read the files themselves, e.g. merge). Errors are fl_weights_load's. */
 int fl_weights_check_dir(const fl_model_config *cfg, const char *dir);
 /* Seeded random weights for a preset config: linear weights ~ U(-a, a) with a = sqrt(3)·0.02,
  * norms = 1, biases small. */
-void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be);
+void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                            fl_weights_reserve reserve);
 void fl_weights_free(fl_base_weights *w);
 
 #endif

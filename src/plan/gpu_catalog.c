@@ -41,6 +41,9 @@
     X(l2_mb, OPT, l2_mb)                                \
     X(tdp_w, OPT, tdp_w)                                \
     X(interconnect, TEXT, interconnect)                 \
+    X(nvlink_gbs, OPT, nvlink_gbs)                      \
+    X(nvlink_gpus, OPT, nvlink_gpus)                    \
+    X(pcie_gbs, OPT, pcie_gbs)                          \
     X(target_use, TEXT, target_use)                     \
     X(ecc, TEXT, ecc)                                   \
     X(year, OPT, year)                                  \

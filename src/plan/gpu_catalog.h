@@ -33,6 +33,9 @@ typedef struct {
     double fp32_tflops;      /* non-tensor f32 */
     double sms, l2_mb, year; /* <0 unknown */
     char interconnect[128];
+    double nvlink_gbs;       /* NVLink per GPU, both directions summed as NVIDIA quotes it; <0 none */
+    double nvlink_gpus;      /* the most GPUs one NVLink domain joins (8: NVSwitch HGX, 2: a bridge); <0 none */
+    double pcie_gbs;         /* the card's PCIe link, both directions summed (Gen4 x16: 64); <0 unknown */
     char target_use[128];
     char ecc[64];
     char source[1024];

@@ -49,16 +49,17 @@ static double cpu_logits_bytes(size_t N, int V) {
     return (double)chunk * V * sizeof(float);
 }
 
-/* weights.c's layout: matrices at weight_size, vectors (norms, biases) at act_size, each tensor
- * rounded up to 64 bytes. */
-static double weights_bytes(const fl_model_config *cfg, size_t weight_size, size_t act_size) {
+/* weights.c's layout: matrices at weight_size, vectors (norms, biases) at act_size, each stored
+ * tensor rounded up to 64 bytes; q/k/v and gate/up fused, with 3R and 2R reserved columns (the
+ * engine's LoRA B compute copy, engine/model.c). */
+static double weights_bytes(const fl_model_config *cfg, int rank, size_t weight_size, size_t act_size) {
     size_t C = (size_t)cfg->hidden_size, V = (size_t)cfg->vocab_size, FF = (size_t)cfg->intermediate_size;
-    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);
+    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg), R = rank > 0 ? (size_t)rank : 0;
 #define MAT(r, c) PLAN_ALIGN_UP((r) * (c) * weight_size)
 #define VEC(n) PLAN_ALIGN_UP((n) * act_size)
     size_t total = MAT(V, C) * (cfg->tie_word_embeddings ? 1 : 2) + VEC(C);
-    size_t layer = MAT(QD, C) + 2 * MAT(KVD, C) + MAT(C, QD) + 2 * MAT(FF, C) + MAT(C, FF) + 2 * VEC(C);
-    if (cfg->qkv_bias) layer += VEC(QD) + 2 * VEC(KVD);
+    size_t layer = MAT(QD + 2 * KVD, C + 3 * R) + MAT(C, QD) + MAT(2 * FF, C + 2 * R) + MAT(C, FF) + 2 * VEC(C);
+    if (cfg->qkv_bias) layer += VEC(QD + 2 * KVD);
 #undef MAT
 #undef VEC
     return (double)total + (double)layer * cfg->n_layers;
@@ -71,7 +72,7 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
     int cuda = target == FL_TARGET_CUDA;
     size_t act = cuda ? 2 : 4;
     double P = (double)fl_lora_param_count(cfg, lc), N = (double)B * T;
-    m.weights = weights_bytes(cfg, act, act);
+    m.weights = weights_bytes(cfg, lc->rank, act, act);
     m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: the compute copy aliases on CPU */
     m.lora_grads = P * sizeof(float);
     m.adamw = 2 * P * sizeof(float);
@@ -392,6 +393,7 @@ fl_plan_request fl_plan_request_default(void) {
     rq.epochs = 1;
     rq.recompute = FL_RECOMPUTE_AUTO;
     rq.target = FL_TARGET_CUDA;
+    rq.gpus = 1;
     return rq;
 }
 
@@ -473,10 +475,39 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
                  best_rc ? ", recompute" : "");
     else if (best_rc)
         snprintf(out->note, sizeof out->note, "needs recompute (projection: the engine has no --recompute yet)");
+    int n = rq->gpus > 1 ? rq->gpus : 1;
+    if (n > 1) {
+        double step_tokens = (double)best_mb * out->grad_accum * T, one = step_tokens / out->tok_s;
+        double bytes = 4.0 * (double)fl_lora_param_count(cfg, lc);
+        out->allreduce_s = fl_plan_allreduce_seconds(gpu, n, bytes, out->link, sizeof out->link);
+        out->tok_s_one = out->tok_s;
+        out->tok_s = n * step_tokens / (one + out->allreduce_s);
+        out->scaling = out->tok_s / (n * out->tok_s_one);
+        size_t len = strlen(out->note);
+        snprintf(out->note + len, sizeof out->note - len, "%s%d x %.0f tok/s, all-reduce %.2f ms/step over %s, scaling %.0f%%",
+                 len ? "; " : "", n, out->tok_s_one, out->allreduce_s * 1e3, out->link, 100 * out->scaling);
+    }
     if (rq->tokens > 0) {
         out->time_s = rq->tokens * (rq->epochs > 0 ? rq->epochs : 1) / out->tok_s;
-        if (gpu->price_usd_hr >= 0) out->cost_usd = out->time_s / 3600.0 * gpu->price_usd_hr;
+        if (gpu->price_usd_hr >= 0) out->cost_usd = out->time_s / 3600.0 * gpu->price_usd_hr * n;
     }
+}
+
+double fl_plan_allreduce_seconds(const fl_gpu_spec *gpu, int gpus, double bytes, char *link, size_t link_cap) {
+    if (gpus <= 1) { snprintf(link, link_cap, "-"); return 0; }
+    double two_way;
+    if (gpu->nvlink_gbs > 0 && gpus <= gpu->nvlink_gpus) {
+        two_way = gpu->nvlink_gbs;
+        snprintf(link, link_cap, "NVLink");
+    } else if (gpu->pcie_gbs > 0) {
+        two_way = gpu->pcie_gbs;
+        snprintf(link, link_cap, "PCIe");
+    } else {
+        two_way = 64.0;
+        snprintf(link, link_cap, "PCIe (assumed Gen4 x16)");
+    }
+    double per_direction = two_way / 2 * 1e9 * FL_PLAN_LINK_EFF;
+    return 2.0 * (gpus - 1) / gpus * bytes / per_direction + 2.0 * (gpus - 1) * FL_PLAN_HOP_US * 1e-6;
 }
 
 /* ---- words ----------------------------------------------------------------------------------- */

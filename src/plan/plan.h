@@ -152,6 +152,7 @@ typedef struct {
     double tokens;       /* tokens per epoch (0: no time/cost) */
     double epochs;
     fl_plan_target target;
+    int gpus;            /* data parallel over this many GPUs (1: one); batch is per GPU */
 } fl_plan_request;
 
 fl_plan_request fl_plan_request_default(void);
@@ -173,12 +174,26 @@ typedef struct {
     int measured;                /* tok_s is a measured bench record of this GPU and run */
     char tok_s_source[160];
     double time_s;               /* tokens * epochs / tok_s; <0 when no tokens given or no fit */
-    double cost_usd;             /* <0 unknown */
+    double cost_usd;             /* <0 unknown; with gpus > 1 the price of all of them */
     char note[256];
+    /* gpus > 1: tok_s above is the aggregate over the GPUs, this the rate of one */
+    double tok_s_one, allreduce_s, scaling; /* one GPU's tok/s; all-reduce seconds per step; tok_s / (gpus x tok_s_one) */
+    char link[32];                          /* "NVLink", "PCIe" or "PCIe (assumed Gen4 x16)" */
 } fl_plan_result;
 
+/* Ring all-reduce of `bytes` (the f32 LoRA gradients) over `gpus` of this card, in seconds: each GPU
+ * sends and receives 2(gpus-1)/gpus x bytes over its link at FL_PLAN_LINK_EFF of the link's rate in
+ * one direction (half the catalog's two-way figure), plus 2(gpus-1) hops of FL_PLAN_HOP_US. The link
+ * is NVLink when the card has it and gpus fits its NVLink domain (nvlink_gpus), else PCIe (Gen4 x16
+ * when the catalog has no figure). One node: the network between nodes is not modelled. */
+#define FL_PLAN_LINK_EFF 0.8 /* assumption: all-reduce bus bandwidth / link rate (not measured here) */
+#define FL_PLAN_HOP_US 10.0  /* assumption: latency of one ring step */
+double fl_plan_allreduce_seconds(const fl_gpu_spec *gpu, int gpus, double bytes, char *link, size_t link_cap);
+
 /* Plans the request on one GPU (target CUDA) or, with gpu NULL and target CPU, on the host
- * (capacity ignored). */
+ * (capacity ignored). With rq->gpus > 1 (CUDA): one optimizer step per GPU takes its one-GPU time
+ * plus the all-reduce of the LoRA gradients (not overlapped: fastlora all-reduces once after the
+ * accumulation), so tok_s = gpus x tokens per step / (step + all-reduce); time and cost follow. */
 void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_plan_calibration *cal,
                  fl_plan_result *out);
 

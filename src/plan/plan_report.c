@@ -150,6 +150,10 @@ void fl_plan_report_table(const fl_plan_report *r, FILE *out) {
             rq->target == FL_TARGET_CUDA ? "CUDA, bf16 activations" : "CPU, f32");
     if (rq->tokens > 0) fprintf(out, "  %.4g tokens x %g epoch%s; %s\n", rq->tokens, rq->epochs, rq->epochs == 1 ? "" : "s",
                                 r->tokens_note);
+    if (rq->gpus > 1)
+        fprintf(out, "  data parallel on %d GPUs of each kind (micro-batch per GPU; tok/s, time and cost are for all %d; "
+                     "the LoRA gradients, %.1f MiB f32, all-reduced once per step: docs/DISTRIBUTED.md)\n", rq->gpus,
+                rq->gpus, 4.0 * (double)fl_lora_param_count(&rq->cfg, &rq->lc) / 1048576.0);
     fprintf(out, "\nmemory at batch %d (the engine's allocations; recompute is a projection):\n", rq->batch);
     fl_plan_memory with_rc = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, 1);
     fl_plan_memory no_rc = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, 0);
@@ -231,6 +235,7 @@ json_t *fl_plan_report_json(const fl_plan_report *r) {
                                                       : rq->recompute == FL_RECOMPUTE_OFF ? "off" : "auto"));
     json_object_set_new(req, "tokens", rq->tokens > 0 ? json_real(rq->tokens) : json_null());
     json_object_set_new(req, "epochs", json_real(rq->epochs));
+    json_object_set_new(req, "gpus", json_integer(rq->gpus));
     json_object_set_new(req, "tokens_note", json_string(r->tokens_note));
     json_object_set_new(req, "flops_per_step", json_real(fl_model_flops_per_step(&rq->cfg, &rq->lc, rq->batch, rq->seq)));
     json_object_set_new(root, "request", req);
@@ -280,6 +285,12 @@ json_t *fl_plan_report_json(const fl_plan_report *r) {
         json_object_set_new(g, "time_human", x->time_s > 0 ? json_string(when) : json_null());
         json_object_set_new(g, "price_usd_hr", num_or_null(x->gpu->price_usd_hr));
         json_object_set_new(g, "cost_usd", num_or_null(x->cost_usd));
+        if (rq->gpus > 1 && x->fits) {
+            json_object_set_new(g, "tok_s_one_gpu", json_real(x->tok_s_one));
+            json_object_set_new(g, "allreduce_s", json_real(x->allreduce_s));
+            json_object_set_new(g, "scaling", json_real(x->scaling));
+            json_object_set_new(g, "link", json_string(x->link));
+        }
         json_object_set_new(g, "note", json_string(x->note));
         json_array_append_new(gpus, g);
     }

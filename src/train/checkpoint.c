@@ -106,6 +106,8 @@ static int write_state(const char *dir, const fl_train_state *st) {
     /* a JSON integer is signed 64-bit: a seed past it is written as its decimal string */
     json_object_set_new(o, "seed", st->seed <= INT64_MAX ? json_integer((json_int_t)st->seed)
                                                           : json_sprintf("%llu", (unsigned long long)st->seed));
+    json_object_set_new(o, "rows_per_step", json_integer((json_int_t)st->rows_per_step));
+    json_object_set_new(o, "world_size", json_integer((json_int_t)st->world_size));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     char *path = fl_path_join(dir, "trainer_state.json");
@@ -155,7 +157,8 @@ int fl_checkpoint_save(const char *root, const fl_model *m, const fl_train_state
         fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)n}, .data = host},
                                    {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)n}, .data = host + n}};
         char *path = fl_path_join(tmp, "optimizer.safetensors");
-        status = fl_safetensors_write(path, t, 2, NULL, 0);
+        const char *order[2] = {"param_order", FL_LORA_PARAM_ORDER}; /* the moments' flat layout (lora/lora.h) */
+        status = fl_safetensors_write(path, t, 2, order, 1);
         free(path);
         free(host);
     }
@@ -215,6 +218,9 @@ static int read_state(const char *dir, fl_train_state *st) {
     if (!status) status = get_u64(o, "tokens", path, any, &st->tokens);
     if (!status) status = get_u64(o, "n_params", path, any, &st->n_params);
     if (!status) status = get_u64(o, "seed", path, UINT64_MAX, &st->seed);
+    /* recorded since data-parallel runs: absent in older checkpoints */
+    if (!status && json_object_get(o, "rows_per_step")) status = get_u64(o, "rows_per_step", path, any, &st->rows_per_step);
+    if (!status && json_object_get(o, "world_size")) status = get_u64(o, "world_size", path, any, &st->world_size);
     json_decref(o);
     free(path);
     st->step = (int)step;
@@ -222,12 +228,18 @@ static int read_state(const char *dir, fl_train_state *st) {
     return status;
 }
 
-/* optimizer.safetensors into the model's AdamW moments: both F32 [n], finite, the second moment >= 0
- * (a negative or NaN one would turn every update into NaN). */
+/* optimizer.safetensors into the model's AdamW moments: written in this build's flat parameter order
+ * (metadata param_order, lora/lora.h), both F32 [n], finite, the second moment >= 0 (a negative or
+ * NaN one would turn every update into NaN). */
 static int read_moments(const char *dir, fl_model *m) {
     char *path = fl_path_join(dir, "optimizer.safetensors");
     fl_safetensors sf;
     int status = fl_safetensors_open(&sf, path);
+    const char *order = status ? NULL : fl_safetensors_metadata(&sf, "param_order");
+    if (!status && (!order || strcmp(order, FL_LORA_PARAM_ORDER)))
+        status = fl_input_error("%s: the AdamW moments are in parameter order '%s', this build uses '%s' (the "
+                                "checkpoint is from another fastlora version; start from its adapter with --adapter)",
+                                path, order ? order : "(unnamed, older)", FL_LORA_PARAM_ORDER);
     for (int i = 0; i < 2 && !status; i++) {
         const char *name = i ? "adam_v" : "adam_m";
         const fl_st_tensor *t = fl_safetensors_find(&sf, name);

@@ -5,7 +5,8 @@
  *   optimizer.safetensors                            AdamW moments "adam_m", "adam_v" (F32, flat, the
  *                                                    engine's LoRA layout, lora/lora.h)
  *   trainer_state.json                               step, adam_step, micro_step (dropout stream),
- *                                                    data position (epoch, row), tokens seen
+ *                                                    data position (epoch, row), tokens seen, rows
+ *                                                    per step and ranks
  * Written into OUT/checkpoints/.tmp-step-XXXXXXXX-PID (each file fsynced), then renamed: a crash or
  * kill -9 at any moment leaves either the complete new checkpoint or none, and the previous ones
  * untouched. trainer_state.json is written last, so a folder without it is never used. After a
@@ -31,6 +32,8 @@ typedef struct {
     uint64_t tokens;      /* target tokens trained so far */
     uint64_t n_params;    /* LoRA parameter count (a consistency check) */
     uint64_t seed;
+    uint64_t rows_per_step; /* --batch x --grad-accum x ranks (0: a checkpoint from before it was recorded) */
+    uint64_t world_size;    /* ranks of the run that wrote it (informative) */
 } fl_train_state;
 
 /* Test hooks of fl_checkpoint_save: SIGKILL itself in the middle of writing the checkpoint, or of

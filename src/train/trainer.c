@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "dist/dist.h"
 #include "io/file_util.h"
 #include "lora/adapter_io.h"
 #include "train/checkpoint.h"
@@ -26,26 +27,34 @@ static double now_s(void) {
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-fl_step_stats fl_train_accumulate(fl_model *m, const fl_batch *micro, int n_micro) {
+static size_t counted_tokens(const fl_batch *b) {
+    size_t N = (size_t)b->B * b->T, n = 0;
+    for (size_t t = 0; t < N; t++) n += b->targets[t] != -100;
+    return n;
+}
+
+fl_step_stats fl_train_accumulate_share(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks) {
     size_t total = 0;
-    for (int i = 0; i < n_micro; i++) {
-        size_t N = (size_t)micro[i].B * micro[i].T;
-        for (size_t t = 0; t < N; t++) total += micro[i].targets[t] != -100;
-    }
+    for (int i = 0; i < n_micro; i++) total += counted_tokens(&micro[i]);
     fl_step_stats sum = {0};
     float scale = total ? 1.0f / (float)total : 0.0f;
-    for (int i = 0; i < n_micro; i++) {
+    uint64_t first = m->micro_step;
+    for (int i = rank; i < n_micro; i += ranks) {
         /* a micro-batch with no counted token has nothing to contribute (and scale 0 would mean "its own mean") */
-        size_t N = (size_t)micro[i].B * micro[i].T, here = 0;
-        for (size_t t = 0; t < N; t++) here += micro[i].targets[t] != -100;
-        if (!here) continue;
+        if (!counted_tokens(&micro[i])) continue;
+        m->micro_step = first + (uint64_t)i; /* the forward counts it up: micro-batch i draws dropout stream first + i + 1 */
         fl_step_stats s = fl_model_forward(m, &micro[i], scale);
         fl_model_backward(m);
         sum.loss_sum += s.loss_sum;
         sum.n_counted += s.n_counted;
     }
+    m->micro_step = first + (uint64_t)n_micro;
     sum.loss = sum.n_counted ? sum.loss_sum / (double)sum.n_counted : 0.0;
     return sum;
+}
+
+fl_step_stats fl_train_accumulate(fl_model *m, const fl_batch *micro, int n_micro) {
+    return fl_train_accumulate_share(m, micro, n_micro, 0, 1);
 }
 
 /* Fills B rows starting at row r0 of rows (rows past the end are padding). */
@@ -71,15 +80,26 @@ double fl_train_eval_loss(fl_model *m, const fl_rows *rows, const fl_dataset *ds
     int was_training = m->training;
     uint64_t micro = m->micro_step;
     m->training = 0;
-    double sum = 0;
-    size_t counted = 0;
-    for (size_t r = 0; r < limit; r += (size_t)B) {
-        fill_rows(rows, ds, r, B, limit, ids, targets, pos, seg);
+    /* batch k on rank k mod ranks; its (loss sum, tokens) in part[2k..2k+1], zeros elsewhere, so the
+     * sum over ranks is exact and the total is added up in batch order whatever the rank count */
+    const fl_dist *dist = fl_dist_world();
+    size_t n_batches = (limit + (size_t)B - 1) / (size_t)B;
+    double *part = fl_calloc(2 * n_batches + 1, sizeof(double));
+    for (size_t k = (size_t)dist->rank; k < n_batches; k += (size_t)dist->size) {
+        fill_rows(rows, ds, k * (size_t)B, B, limit, ids, targets, pos, seg);
         fl_batch batch = {.B = B, .T = rows->T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
         fl_step_stats s = fl_model_eval_loss(m, &batch);
-        sum += s.loss_sum;
-        counted += s.n_counted;
+        part[2 * k] = s.loss_sum;
+        part[2 * k + 1] = (double)s.n_counted;
     }
+    if (dist->active) fl_dist_allreduce_sum_f64(part, 2 * n_batches, "the eval loss");
+    double sum = 0;
+    size_t counted = 0;
+    for (size_t k = 0; k < n_batches; k++) {
+        sum += part[2 * k];
+        counted += (size_t)part[2 * k + 1];
+    }
+    free(part);
     m->have_forward = 0;
     m->training = was_training;
     m->micro_step = micro;
@@ -128,6 +148,8 @@ typedef struct {
     progress prog;
     char *ckpt_root, *svg_path;
     int n_saves;
+    int lead;    /* rank 0: the one rank that writes OUT and prints progress */
+    FILE *quiet; /* the other ranks' progress stream (/dev/null) */
 } run_ctx;
 
 static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
@@ -175,6 +197,7 @@ static void run_free(run_ctx *c) {
     fl_metrics_close(&c->metrics);
     free(c->ckpt_root);
     free(c->svg_path);
+    if (c->quiet) fclose(c->quiet);
 }
 
 /* ---- the output folder ----------------------------------------------------------------------- */
@@ -289,21 +312,97 @@ static int save_checkpoint(run_ctx *c, const fl_train_state *st) {
 static void do_eval(run_ctx *c, int step, double *out) {
     size_t tokens;
     double loss = fl_train_eval_loss(c->m, &c->eval_rows, c->eval_ds, c->opt->batch, (size_t)c->opt->eval_max_rows, &tokens);
-    fl_metrics_eval(&c->metrics, step, loss, tokens);
+    if (c->lead) fl_metrics_eval(&c->metrics, step, loss, tokens);
     progress_message(&c->prog, "step %d: eval loss %.4f (%zu tokens)\n", step, loss, tokens);
     if (out) *out = loss;
+}
+
+/* ---- several ranks (dist/dist.h) ------------------------------------------------------------- */
+
+/* Rank 0's starting point to every rank: the state (zeros, or the checkpoint only rank 0 read), the
+ * LoRA parameters and AdamW moments (an --adapter or a checkpoint starts every rank alike), then the
+ * rows of the state's epoch. */
+static int share_start(run_ctx *c, fl_train_state *st) {
+    fl_model *m = c->m;
+    fl_dist_broadcast_host(st, sizeof *st, "the training state");
+    size_t bytes = m->lora.n * sizeof(float);
+    fl_dist_broadcast(m->lora.data, bytes, "the LoRA parameters");
+    fl_dist_broadcast(m->adam_m.data, bytes, "the AdamW first moments");
+    fl_dist_broadcast(m->adam_v.data, bytes, "the AdamW second moments");
+    fl_model_sync_lora(m);
+    m->adam_step = st->adam_step;
+    m->micro_step = st->micro_step;
+    if (!c->lead && st->epoch != 0) {
+        fl_rows_free(&c->rows);
+        fl_rows_build(&c->rows, &c->train_ds, c->train_idx, c->n_train, &c->pack, st->epoch);
+    }
+    return 0;
+}
+
+/* The step's LoRA gradients and loss summed over the ranks (each holds the sum over its own
+ * micro-batches, already scaled by 1 / the counted tokens of the whole step); returns whether any
+ * rank was interrupted (Ctrl-C), so that all stop after the same step. */
+static int sum_over_ranks(fl_model *m, fl_step_stats *s, int interrupted_here, int step) {
+    char what[64];
+    snprintf(what, sizeof what, "the LoRA gradients of step %d", step);
+    fl_dist_allreduce_sum_f32(m->grads.data, m->grads.n, what);
+    double v[3] = {s->loss_sum, (double)s->n_counted, interrupted_here ? 1.0 : 0.0};
+    snprintf(what, sizeof what, "the loss of step %d", step);
+    fl_dist_allreduce_sum_f64(v, 3, what);
+    s->loss_sum = v[0];
+    s->n_counted = (size_t)v[1];
+    s->loss = s->n_counted ? s->loss_sum / (double)s->n_counted : 0.0;
+    return v[2] > 0;
+}
+
+/* Rank 0's status after writing `what` (it alone writes), so every rank stops when it failed. */
+static int lead_status(int rc, const char *what, int step) {
+    char label[96];
+    snprintf(label, sizeof label, "rank 0's status after writing %s at step %d", what, step);
+    fl_dist_broadcast_host(&rc, sizeof rc, label);
+    if (rc && fl_dist_world()->rank != 0) fl_fail(rc, "rank 0 could not write %s at step %d (its message is above)", what, step);
+    return rc;
+}
+
+/* At each checkpoint: the ranks apply the same update to the same sums, so their LoRA parameters
+ * must be equal bit for bit; a checksum that differs between ranks is a bug, and the run stops. */
+static int check_ranks_agree(const fl_model *m, int step) {
+    size_t n = m->lora.n;
+    uint32_t *bits = fl_malloc(n * sizeof(float) + 1);
+    m->be->download(bits, m->lora.data, n * sizeof(float));
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the words */
+    for (size_t i = 0; i < n; i++) h = (h ^ bits[i]) * 1099511628211ull;
+    free(bits);
+    double x = (double)(h >> 11), lo, hi; /* 53 bits: exact in a double */
+    fl_dist_allreduce_minmax_f64(&x, &lo, &hi, 1, "the checksum of the LoRA parameters");
+    if (lo != hi)
+        return fl_fail(FL_ERR_INTERNAL, "step %d: the ranks' LoRA parameters differ (checksums %.0f to %.0f): a bug in "
+                       "the data-parallel path; rank 0's checkpoint is kept", step, lo, hi);
+    return 0;
+}
+
+static const char *ranks_note(const fl_dist *dist) {
+    static char note[32];
+    note[0] = 0;
+    if (dist->size > 1) snprintf(note, sizeof note, " x %d ranks", dist->size);
+    return note;
 }
 
 int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl_train_result *res) {
     memset(res, 0, sizeof *res);
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
-    FL_TRY(check_out_dir(opt));
-    FL_TRY(fl_mkdir_p(opt->out));
-    FL_TRY(check_out_files(opt->out));
-    run_ctx c = {.opt = opt, .m = m};
-    c.prog.log = opt->log ? opt->log : stderr;
+    /* In a job of several ranks (dist/dist.h) rank 0 alone reads and writes OUT and prints progress;
+     * every rank loads the data and packs the same rows. A failure of any rank before the setup
+     * agreement below stops them all there (a rank that returns early agrees in cmd_train). */
+    const fl_dist *dist = fl_dist_world();
+    run_ctx c = {.opt = opt, .m = m, .lead = dist->rank == 0};
+    if (c.lead) FL_TRY(check_out_dir(opt));
+    c.prog.log = !c.lead ? (c.quiet = fopen("/dev/null", "w")) : opt->log ? opt->log : stderr;
+    if (!c.prog.log) return fl_fail(FL_ERR_INTERNAL, "cannot open /dev/null");
     c.prog.tty = isatty(fileno(c.prog.log));
+    if (c.lead) FL_TRY(fl_mkdir_p(opt->out));
+    if (c.lead) FL_TRY(check_out_files(opt->out));
     int status = load_data(&c, tok, res);
     if (status) { run_free(&c); return status; }
     c.pack = (fl_pack_options){.T = opt->seq, .packing = !opt->no_packing, .truncate = opt->truncate,
@@ -317,7 +416,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     fl_train_state st = {.seed = (uint64_t)opt->seed, .n_params = m->lora.n};
     fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, 0);
     if (!c.rows.n_rows) { run_free(&c); return fl_input_error("%s: no training rows (every document lacks target tokens)", opt->data); }
-    size_t rows_per_step = (size_t)opt->batch * opt->grad_accum;
+    size_t rows_per_step = (size_t)opt->batch * opt->grad_accum * (size_t)dist->size;
     double total_d = opt->max_steps > 0 ? opt->max_steps : count_steps(&c, opt->epochs, rows_per_step);
     if (total_d > FL_TRAIN_MAX_STEPS) { /* (int) of a larger double is undefined; checkpoints cap steps at 2^30 */
         status = fl_input_error("--epochs %g over %zu rows of %zu per step is %.0f steps; at most %d are supported",
@@ -334,13 +433,19 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
 
     c.ckpt_root = fl_path_join(opt->out, "checkpoints");
     c.svg_path = fl_path_join(opt->out, "loss.svg");
-    if (opt->resume) {
+    if (opt->resume && c.lead) {
         char *dir = NULL;
         status = fl_checkpoint_find(opt->resume, &dir);
         if (!status) status = fl_checkpoint_load(dir, m, &st);
         if (!status && st.seed != (uint64_t)opt->seed)
             status = fl_input_error("%s: the checkpoint was made with --seed %llu, this run has %llu", dir,
                                     (unsigned long long)st.seed, (unsigned long long)opt->seed);
+        if (!status && st.rows_per_step && st.rows_per_step != rows_per_step) /* else data order and schedule change */
+            status = fl_input_error("%s: the checkpoint's run took %llu rows per step (%llu rank%s); this run takes %zu "
+                                    "(--batch %d x --grad-accum %d x %d rank%s): resume with the same rows per step",
+                                    dir, (unsigned long long)st.rows_per_step, (unsigned long long)st.world_size,
+                                    st.world_size == 1 ? "" : "s", rows_per_step, opt->batch, opt->grad_accum,
+                                    dist->size, dist->size == 1 ? "" : "s");
         if (!status && st.epoch != 0) {
             fl_rows_free(&c.rows);
             fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
@@ -352,21 +457,28 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                                       (unsigned long long)st.epoch, (unsigned long long)st.row);
         free(dir);
     }
-    if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
-    /* a resumed older step: the later checkpoints are a branch this run replaces */
-    if (!status && opt->resume) status = fl_checkpoint_abandon_after(c.ckpt_root, st.step, c.prog.log);
-    char *config_path = fl_path_join(opt->out, "train_config.json");
-    if (!status) status = fl_train_options_save_json(opt, config_path);
-    free(config_path);
-    if (!status) status = fl_metrics_open(&c.metrics, opt->out, opt->resume ? st.step : -1);
+    if (c.lead) {
+        if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
+        /* a resumed older step: the later checkpoints are a branch this run replaces */
+        if (!status && opt->resume) status = fl_checkpoint_abandon_after(c.ckpt_root, st.step, c.prog.log);
+        char *config_path = fl_path_join(opt->out, "train_config.json");
+        if (!status) status = fl_train_options_save_json(opt, config_path);
+        free(config_path);
+        if (!status) status = fl_metrics_open(&c.metrics, opt->out, opt->resume ? st.step : -1);
+    }
+    status = fl_dist_setup_done(status);
+    if (!status && dist->active) status = share_start(&c, &st);
     if (status) { run_free(&c); return status; }
+    st.rows_per_step = rows_per_step;
+    st.world_size = (uint64_t)dist->size;
 
     progress_message(&c.prog,
                      "train: %zu documents (%zu bad lines skipped), %zu rows of %d per epoch%s; eval: %zu documents, %zu rows\n"
-                     "%d steps of %d x %d rows (%zu per epoch, the last with the %zu rows left), lr %g %s (warmup %d), "
+                     "%d steps of %d x %d rows%s (%zu per epoch, the last with the %zu rows left), lr %g %s (warmup %d), "
                      "LoRA r %d alpha %g on %zu parameters\n",
                      c.n_train, res->n_bad_lines, c.rows.n_rows, opt->seq, opt->no_packing ? "" : " (packed)", c.n_eval,
-                     c.eval_rows.n_rows, total, opt->grad_accum, opt->batch, ceil_div(c.rows.n_rows, rows_per_step),
+                     c.eval_rows.n_rows, total, opt->grad_accum, opt->batch, ranks_note(dist),
+                     ceil_div(c.rows.n_rows, rows_per_step),
                      c.rows.n_rows - (ceil_div(c.rows.n_rows, rows_per_step) - 1) * rows_per_step, opt->lr, opt->schedule,
                      sched.warmup, m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
     if (c.prog.log) fl_model_print_memory(m, opt->batch, opt->seq, c.prog.log);
@@ -374,7 +486,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     if (have_eval && !opt->resume) do_eval(&c, 0, &res->first_eval_loss);
 
     /* the step's rows: grad_accum micro-batches of B rows */
-    int B = opt->batch, T = opt->seq, A = opt->grad_accum;
+    int B = opt->batch, T = opt->seq, A = opt->grad_accum * dist->size; /* micro-batches of a step, all ranks */
     size_t N = (size_t)B * T;
     int32_t *buf = fl_malloc(4 * N * (size_t)A * sizeof(int32_t));
     fl_batch *micro = fl_calloc((size_t)A, sizeof *micro);
@@ -410,16 +522,19 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         double epoch_pos = (double)st.epoch + (double)st.row / (double)c.rows.n_rows;
         char partial[96] = "";
         if (step_rows < rows_per_step) snprintf(partial, sizeof partial, " (end of epoch: %zu of %zu rows)", step_rows, rows_per_step);
-        fl_step_stats s = fl_train_accumulate(m, micro, n_micro);
+        fl_dist_test_fault(st.step + 1);
+        fl_step_stats s = fl_train_accumulate_share(m, micro, n_micro, dist->rank, dist->size);
+        /* several ranks stop after the same step: on the Ctrl-C seen by any rank at the sum (a later one waits a step) */
+        int stop_agreed = dist->active && sum_over_ranks(m, &s, interrupted, st.step + 1);
         double lr = fl_lr_at(&sched, st.step);
-        double norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
+        double norm = fl_model_grad_norm(m); /* cached: the optimizer step clips with the same value */
         if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
         if (!isfinite(s.loss) || !isfinite(norm)) {
             progress_message(&c.prog, "step %d: %s is %s; stopping. The last good checkpoint is in %s (resume from it "
                              "with a lower --lr or more --warmup).\n", st.step + 1,
                              !isfinite(s.loss) ? "the loss" : "the gradient norm",
                              isnan(!isfinite(s.loss) ? s.loss : norm) ? "NaN" : "Inf", c.ckpt_root);
-            fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss (stopped: NaN/Inf)");
+            if (c.lead) fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss (stopped: NaN/Inf)");
             rc = fl_fail(FL_ERR_INTERNAL, "step %d: non-finite loss or gradients (loss %g, grad norm %g)", st.step + 1,
                          s.loss, norm);
             break;
@@ -434,7 +549,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         double dt = now_s() - t0;
         train_time += dt;
         double tps = train_time > 0 ? run_tokens / train_time : 0;
-        fl_metrics_train(&c.metrics, st.step, epoch_pos, s.loss, lr, norm, s.n_counted, tps);
+        if (c.lead) fl_metrics_train(&c.metrics, st.step, epoch_pos, s.loss, lr, norm, s.n_counted, tps);
         res->last_loss = s.loss;
         char eta[32];
         format_duration(eta, sizeof eta, (total - st.step) * (train_time / (st.step - start_step)));
@@ -448,11 +563,13 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                              st.step, total, epoch_pos, s.loss, lr, norm, tps, eta, partial);
         }
         if (have_eval && opt->eval_every && st.step % opt->eval_every == 0) do_eval(&c, st.step, &last_eval);
-        int stop = interrupted || opt->stop_at_step == st.step;
+        int stop = (dist->active ? stop_agreed : interrupted) || opt->stop_at_step == st.step;
         if ((opt->save_every && st.step % opt->save_every == 0) || stop || st.step == total) {
             if (have_eval && st.step == total && !(opt->eval_every && st.step % opt->eval_every == 0))
                 do_eval(&c, st.step, &last_eval);
-            rc = save_checkpoint(&c, &st);
+            rc = c.lead ? save_checkpoint(&c, &st) : 0;
+            if (dist->active) rc = lead_status(rc, "the checkpoint", st.step);
+            if (!rc && dist->active) rc = check_ranks_agree(m, st.step);
             saved_at = st.step;
             if (rc) break;
         }
@@ -466,8 +583,9 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     sigaction(SIGINT, &old_sa, NULL);
     if (rc == 0) {
         res->last_eval_loss = last_eval;
-        rc = fl_adapter_save(opt->out, &m->lora, &m->cfg, &m->lora_cfg, opt->model);
-        if (!rc) rc = fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss");
+        if (c.lead) rc = fl_adapter_save(opt->out, &m->lora, &m->cfg, &m->lora_cfg, opt->model);
+        if (!rc && c.lead) rc = fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss");
+        if (dist->active) rc = lead_status(rc, "the adapter", st.step);
         if (!rc) progress_message(&c.prog, "done: %d steps, last loss %.4f%s; adapter in %s\n", st.step, res->last_loss,
                                   have_eval ? "" : " (no eval set)", opt->out);
     }

@@ -17,6 +17,11 @@
  * adapter_config.json + adapter_model.safetensors (final), checkpoints/step-N/, metrics.jsonl,
  * loss.svg, train_config.json. Returns 0; 130 when interrupted (checkpoint saved); 1 when the loss
  * or gradients became NaN/Inf (nothing saved past the last good checkpoint); 2 for bad input.
+ * Several ranks (mpirun/srun, dist/dist.h; docs/DISTRIBUTED.md): a step is grad_accum micro-batches
+ * per rank, dealt round-robin (micro-batch i of the step to rank i mod ranks) from the same packed
+ * rows on every rank; the LoRA gradients and the loss are summed over the ranks once per step, so
+ * the update is the one-process step with ranks x grad_accum micro-batches. Rank 0 alone writes
+ * OUT and prints; a resume needs the same rows per step (batch x grad_accum x ranks), any rank count.
  * Not data loading (train/data.h) or packing (train/batch.h).
  */
 #ifndef FL_TRAIN_TRAINER_H
@@ -37,8 +42,13 @@ typedef struct {
 } fl_train_result;
 
 /* Forward + backward over n_micro micro-batches, gradients (+=) normalized by the counted tokens of
- * all of them. Returns the summed stats (loss = Σ loss / Σ counted). */
+ * all of them. Returns the summed stats (loss = Σ loss / Σ counted). Micro-batch i of the step draws
+ * dropout stream m->micro_step + i + 1, and m->micro_step moves on by n_micro. */
 fl_step_stats fl_train_accumulate(fl_model *m, const fl_batch *micro, int n_micro);
+/* The share of rank `rank` of `ranks` in a step: only micro-batches i with i mod ranks == rank run,
+ * with the dropout streams and the 1 / (counted tokens of ALL n_micro) scale the one-process step
+ * gives them, so the sum of the ranks' gradients is that step's gradient. Returns this rank's sums. */
+fl_step_stats fl_train_accumulate_share(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks);
 
 /* Mean eval loss over the first max_rows rows (0: all), B rows per forward, no dropout. The dropout
  * stream counter is left as it was. */

@@ -5,7 +5,8 @@
  *   backward: D_t = dout_t·out_t, dp_tj = dout_t·v_j, ds_tj = p_tj (dp_tj − D_t),
  *             dq_t = Σ_j ds_tj k_j / sqrt(HS), dk_j += ds_tj q_t / sqrt(HS), dv_j += p_tj dout_t.
  * Query head h reads key/value head h / (NH/NKV), never a materialized copy. Query t of row b
- * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention).
+ * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention). q, k, v (and dq, dk, dv) are
+ * views with row stride ld_qkv (one fused q/k/v buffer); out and dout are contiguous (N, NH·HS).
  *
  * Blocking: queries go in blocks of QB rows; a block sees keys [0, t_end) and its scores are one
  * (QB, t_end) GEMM, so all the arithmetic runs in sgemm (single-threaded inside our parallel
@@ -55,12 +56,12 @@ static void masked_softmax_rows(float *P, const float *S, int rows, int n_keys, 
 }
 
 void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
-                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS) {
+                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
     int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
     float scale = 1.0f / sqrtf((float)HS);
-    int ldq = NH * HS, ldkv = NKV * HS;
+    int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     #pragma omp parallel
     {
         float *S = fl_malloc(sizeof(float) * QB * (size_t)T), *P = fl_malloc(sizeof(float) * QB * (size_t)T);
@@ -77,7 +78,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                     masked_softmax_rows(P, S, rows, n_keys, t0, seg_start + (size_t)b * T + t0, scale, NULL, lse_block);
                     /* out_blk (rows, HS) = P · V */
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, n_keys, 1.0f, P, n_keys, v_b, ldkv,
-                                0.0f, out + ((size_t)b * T + t0) * ldq + (size_t)h * HS, ldq);
+                                0.0f, out + ((size_t)b * T + t0) * ldo + (size_t)h * HS, ldo);
                     memcpy(lse + ((size_t)b * NH + h) * T + t0, lse_block, sizeof(float) * (size_t)rows);
                 }
         free(S);
@@ -87,12 +88,12 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
 
 void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, const void *out_, const float *lse,
                             const void *q_, const void *k_, const void *v_, const int32_t *seg_start, int B, int T,
-                            int NH, int NKV, int HS) {
+                            int NH, int NKV, int HS, int ld_qkv) {
     float *dq = dq_, *dk = dk_, *dv = dv_;
     const float *dout = dout_, *out = out_, *q = q_, *k = k_, *v = v_;
     int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
     float scale = 1.0f / sqrtf((float)HS);
-    int ldq = NH * HS, ldkv = NKV * HS;
+    int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     /* One task per (batch, kv head): it owns dk/dv of that head, so no two threads write the same row. */
     #pragma omp parallel
     {
@@ -112,17 +113,18 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                     for (int blk = 0; blk < n_blocks; blk++) {
                         int t0 = blk * QB, rows = T - t0 < QB ? T - t0 : QB, n_keys = t0 + rows;
                         size_t q_off = ((size_t)b * T + t0) * ldq + (size_t)h * HS;
-                        const float *q_blk = q + q_off, *do_blk = dout + q_off, *o_blk = out + q_off;
+                        size_t o_off = ((size_t)b * T + t0) * ldo + (size_t)h * HS;
+                        const float *q_blk = q + q_off, *do_blk = dout + o_off, *o_blk = out + o_off;
                         const float *lse_blk = lse + ((size_t)b * NH + h) * T + t0;
                         scores_gemm(S, q_blk, ldq, k_b, ldkv, rows, n_keys, HS);
                         masked_softmax_rows(P, S, rows, n_keys, t0, seg_start + (size_t)b * T + t0, scale, lse_blk, NULL);
                         /* dV += Pᵀ · dO */
                         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, P, n_keys, do_blk,
-                                    ldq, 1.0f, dv_b, ldkv);
+                                    ldo, 1.0f, dv_b, ldkv);
                         /* dP (in S) = dO · Vᵀ;  dS = P ⊙ (dP − D) · scale */
-                        scores_gemm(S, do_blk, ldq, v_b, ldkv, rows, n_keys, HS);
+                        scores_gemm(S, do_blk, ldo, v_b, ldkv, rows, n_keys, HS);
                         for (int r = 0; r < rows; r++) {
-                            const float *dor = do_blk + (size_t)r * ldq, *orow = o_blk + (size_t)r * ldq;
+                            const float *dor = do_blk + (size_t)r * ldo, *orow = o_blk + (size_t)r * ldo;
                             float D = 0.0f;
                             #pragma omp simd reduction(+ : D)
                             for (int e = 0; e < HS; e++) D += dor[e] * orow[e];

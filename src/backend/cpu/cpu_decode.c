@@ -11,7 +11,7 @@
 #include "common/error.h"
 
 void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void *v_, int start, int Tn, int NH, int NKV,
-                          int HS) {
+                          int HS, int ld_q) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
     int group = NH / NKV, T = start + Tn;
@@ -23,7 +23,7 @@ void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void
         for (int i = 0; i < Tn; i++)
             for (int h = 0; h < NH; h++) {
                 int kvh = h / group, last = start + i;
-                const float *qi = q + ((size_t)i * NH + h) * HS;
+                const float *qi = q + (size_t)i * ld_q + (size_t)h * HS;
                 float max = -INFINITY;
                 for (int j = 0; j <= last; j++) {
                     const float *kj = k + ((size_t)j * NKV + kvh) * HS;

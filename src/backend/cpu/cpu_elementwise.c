@@ -1,44 +1,59 @@
 /* cpu_elementwise.c — SwiGLU, dropout and the residual add.
- * silu(g) = g·σ(g);  d silu/dg = σ(g)·(1 + g·(1 − σ(g))). */
+ * silu(g) = g·σ(g);  d silu/dg = σ(g)·(1 + g·(1 − σ(g))). SwiGLU reads the fused gate/up projection's
+ * rows [gate (FF) | up (FF)] and writes its gradient in the same layout. */
 #include <math.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "common/fastmath.h"
 #include "common/rng.h"
 
-void swiglu_forward_cpu(void *out_, const void *gate_, const void *up_, size_t N) {
+void swiglu_forward_cpu(void *out_, const void *gate_up_, size_t N, int FF) {
     float *out = out_;
-    const float *gate = gate_, *up = up_;
-    #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < N; i++) {
-        float g = gate[i];
-        out[i] = g / (1.0f + fl_expf(-g)) * up[i];
+    const float *gate_up = gate_up_;
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *gate = gate_up + n * 2 * (size_t)FF, *up = gate + FF;
+        float *o = out + n * (size_t)FF;
+        #pragma omp simd
+        for (int i = 0; i < FF; i++) {
+            float g = gate[i];
+            o[i] = g / (1.0f + fl_expf(-g)) * up[i];
+        }
     }
 }
 
-void swiglu_backward_cpu(void *dgate_, void *dup_, const void *dout_, const void *gate_, const void *up_, size_t N) {
-    float *dgate = dgate_, *dup = dup_;
-    const float *dout = dout_, *gate = gate_, *up = up_;
-    #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < N; i++) {
-        float g = gate[i], sig = 1.0f / (1.0f + fl_expf(-g));
-        float d = dout[i];
-        dgate[i] = d * up[i] * sig * (1.0f + g * (1.0f - sig));
-        dup[i] = d * g * sig;
+void swiglu_backward_cpu(void *dgate_up_, const void *dout_, const void *gate_up_, size_t N, int FF) {
+    float *dgate_up = dgate_up_;
+    const float *dout = dout_, *gate_up = gate_up_;
+    #pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *gate = gate_up + n * 2 * (size_t)FF, *up = gate + FF, *d = dout + n * (size_t)FF;
+        float *dgate = dgate_up + n * 2 * (size_t)FF, *dup = dgate + FF;
+        #pragma omp simd
+        for (int i = 0; i < FF; i++) {
+            float g = gate[i], sig = 1.0f / (1.0f + fl_expf(-g));
+            dgate[i] = d[i] * up[i] * sig * (1.0f + g * (1.0f - sig));
+            dup[i] = d[i] * g * sig;
+        }
     }
 }
 
-void dropout_cpu(void *out_, const void *inp_, float p, uint64_t stream, size_t N) {
+void dropout_cpu(void *out_, const void *inp_, float p, uint64_t stream, size_t rows, int cols, int ld_inp) {
     float *out = out_;
     const float *inp = inp_;
     float keep_scale = 1.0f / (1.0f - p);
     #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < N; i++) out[i] = fl_rng_uniform(stream, i) >= p ? inp[i] * keep_scale : 0.0f;
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            size_t i = r * (size_t)cols + c;
+            out[i] = fl_rng_uniform(stream, i) >= p ? inp[r * (size_t)ld_inp + c] * keep_scale : 0.0f;
+        }
 }
 
-void add_inplace_cpu(void *acc_, const void *x_, size_t N) {
+void add_inplace_cpu(void *acc_, const void *x_, size_t rows, int cols, int ld_acc) {
     float *acc = acc_;
     const float *x = x_;
     #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < N; i++) acc[i] += x[i];
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) acc[r * (size_t)ld_acc + c] += x[r * (size_t)cols + c];
 }

@@ -20,6 +20,11 @@ void cpu_synchronize(void) {}
 void cpu_upload_act(void *dst, const float *host_src, size_t n) { memcpy(dst, host_src, n * sizeof(float)); }
 void cpu_download_act(float *host_dst, const void *src, size_t n) { memcpy(host_dst, src, n * sizeof(float)); }
 void cpu_cast_to_weight(void *dst, const float *src, size_t n) { if (dst != src) memcpy(dst, src, n * sizeof(float)); }
+void cpu_cast_to_weight_2d(void *dst_, const float *src, float scale, size_t rows, int cols, int ld_dst) {
+    float *dst = dst_;
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) dst[r * (size_t)ld_dst + c] = scale * src[r * (size_t)cols + c];
+}
 
 /* bf16 weights */
 void cpu_upload_weight_bf16(void *dst, const float *host_src, size_t n) { cpu_cast_to_weight_bf16(dst, host_src, n); }
@@ -27,4 +32,9 @@ void cpu_cast_to_weight_bf16(void *dst_, const float *src, size_t n) {
     uint16_t *dst = dst_;
     #pragma omp parallel for schedule(static) if (n > 1 << 16)
     for (size_t i = 0; i < n; i++) dst[i] = fl_f32_to_bf16(src[i]);
+}
+void cpu_cast_to_weight_2d_bf16(void *dst_, const float *src, float scale, size_t rows, int cols, int ld_dst) {
+    uint16_t *dst = dst_;
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) dst[r * (size_t)ld_dst + c] = fl_f32_to_bf16(scale * src[r * (size_t)cols + c]);
 }

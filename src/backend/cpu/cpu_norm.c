@@ -23,13 +23,14 @@ void embedding_forward_cpu_bf16(void *out_, const int32_t *ids, const void *tabl
         for (int c = 0; c < C; c++) out[n * C + c] = fl_bf16_to_f32(table[(size_t)ids[n] * C + c]);
 }
 
-void rmsnorm_forward_cpu(void *out_, float *rstd, const void *inp_, const void *weight_, float eps, size_t N, int C) {
+void rmsnorm_forward_cpu(void *out_, float *rstd, const void *inp_, const void *weight_, float eps, size_t N, int C,
+                         int ld_out) {
     float *out = out_;
     const float *inp = inp_, *weight = weight_;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         const float *x = inp + n * C;
-        float *y = out + n * C;
+        float *y = out + n * (size_t)ld_out;
         float ss = 0.0f;
         for (int c = 0; c < C; c++) ss += x[c] * x[c];
         float r = 1.0f / sqrtf(ss / C + eps);
@@ -39,12 +40,12 @@ void rmsnorm_forward_cpu(void *out_, float *rstd, const void *inp_, const void *
 }
 
 void rmsnorm_backward_cpu(void *dinp_, const void *dout_, const void *inp_, const void *weight_, const float *rstd,
-                          size_t N, int C) {
+                          size_t N, int C, int ld_dout) {
     float *dinp = dinp_;
     const float *dout = dout_, *inp = inp_, *weight = weight_;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
-        const float *x = inp + n * C, *dy = dout + n * C;
+        const float *x = inp + n * C, *dy = dout + n * (size_t)ld_dout;
         float *dx = dinp + n * C;
         float r = rstd[n], dot = 0.0f;
         for (int c = 0; c < C; c++) dot += weight[c] * dy[c] * x[c];

@@ -17,28 +17,30 @@ void cpu_synchronize(void);
 void cpu_upload_act(void *dst, const float *host_src, size_t n);
 void cpu_download_act(float *host_dst, const void *src, size_t n);
 void cpu_cast_to_weight(void *dst, const float *src, size_t n);
+void cpu_cast_to_weight_2d(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
 
 void embedding_forward_cpu(void *out, const int32_t *ids, const void *table, size_t N, int C);
-void rmsnorm_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C);
+void rmsnorm_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C,
+                         int ld_out);
 void rmsnorm_backward_cpu(void *dinp, const void *dout, const void *inp, const void *weight, const float *rstd,
-                          size_t N, int C);
+                          size_t N, int C, int ld_dout);
 void matmul_forward_cpu(void *out, const void *inp, const void *weight, const void *bias, float alpha, float beta,
-                        size_t N, int IC, int OC);
+                        size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w);
 void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
-                               int IC, int OC);
+                               int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
 void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
-                                int OC);
-void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS);
-void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS);
+                                int OC, int ld_dout, int ld_inp);
+void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
+void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
 void attention_forward_cpu(void *out, float *lse, const void *q, const void *k, const void *v,
-                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS);
+                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
 void attention_backward_cpu(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                             const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
-                            int NH, int NKV, int HS);
-void swiglu_forward_cpu(void *out, const void *gate, const void *up, size_t N);
-void swiglu_backward_cpu(void *dgate, void *dup, const void *dout, const void *gate, const void *up, size_t N);
-void dropout_cpu(void *out, const void *inp, float p, uint64_t stream, size_t N);
-void add_inplace_cpu(void *acc, const void *x, size_t N);
+                            int NH, int NKV, int HS, int ld_qkv);
+void swiglu_forward_cpu(void *out, const void *gate_up, size_t N, int FF);
+void swiglu_backward_cpu(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
+void dropout_cpu(void *out, const void *inp, float p, uint64_t stream, size_t rows, int cols, int ld_inp);
+void add_inplace_cpu(void *acc, const void *x, size_t rows, int cols, int ld_acc);
 double lm_head_loss_cpu(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
                         float grad_scale, size_t N, int C, int V, size_t *n_counted);
 void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
@@ -48,11 +50,12 @@ double sum_squares_cpu(const float *x, size_t n);
 /* The same ops for the bf16-weight CPU backend (weights bf16, activations f32). */
 void cpu_upload_weight_bf16(void *dst, const float *host_src, size_t n);
 void cpu_cast_to_weight_bf16(void *dst, const float *src, size_t n);
+void cpu_cast_to_weight_2d_bf16(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
 void embedding_forward_cpu_bf16(void *out, const int32_t *ids, const void *table, size_t N, int C);
 void matmul_forward_cpu_bf16(void *out, const void *inp, const void *weight, const void *bias, float alpha,
-                             float beta, size_t N, int IC, int OC);
+                             float beta, size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w);
 void matmul_backward_input_cpu_bf16(void *dinp, const void *dout, const void *weight, float alpha, float beta,
-                                    size_t N, int IC, int OC);
+                                    size_t N, int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
 double lm_head_loss_cpu_bf16(void *dinp, float *logits_out, const void *inp, const int32_t *targets,
                              const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted);
 void adamw_update_cpu_bf16(float *params, void *params_w, float *m, float *v, const float *grads, float lr,

@@ -1,4 +1,5 @@
-/* cpu_rope.c — rotate-half RoPE (GPT-NeoX / transformers convention, not interleaved pairs).
+/* cpu_rope.c — rotate-half RoPE (GPT-NeoX / transformers convention, not interleaved pairs), in
+ * place on the first n_heads heads of rows of stride ld (q and k of a fused q/k/v row in one call).
  * Element j pairs with j + HS/2, angle θ = pos · inv_freq[j] in f32:
  *   y[j] = x[j]·cosθ − x[j+h]·sinθ,  y[j+h] = x[j+h]·cosθ + x[j]·sinθ.
  * The backward is the transposed rotation (angle −θ). */
@@ -6,7 +7,8 @@
 
 #include "backend/cpu/cpu_ops.h"
 
-static void rope_rotate(float *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, float sign) {
+static void rope_rotate(float *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
+                        float sign) {
     int half = HS / 2;
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
@@ -17,7 +19,7 @@ static void rope_rotate(float *x, const int32_t *pos, const float *inv_freq, siz
             sin_t[j] = sign * sinf(angle);
         }
         for (int h = 0; h < n_heads; h++) {
-            float *v = x + (n * n_heads + h) * HS;
+            float *v = x + n * (size_t)ld + (size_t)h * HS;
             for (int j = 0; j < half; j++) {
                 float a = v[j], b = v[j + half];
                 v[j] = a * cos_t[j] - b * sin_t[j];
@@ -27,10 +29,10 @@ static void rope_rotate(float *x, const int32_t *pos, const float *inv_freq, siz
     }
 }
 
-void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
-    rope_rotate(x, pos, inv_freq, N, n_heads, HS, 1.0f);
+void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld) {
+    rope_rotate(x, pos, inv_freq, N, n_heads, HS, ld, 1.0f);
 }
 
-void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
-    rope_rotate(dx, pos, inv_freq, N, n_heads, HS, -1.0f);
+void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld) {
+    rope_rotate(dx, pos, inv_freq, N, n_heads, HS, ld, -1.0f);
 }

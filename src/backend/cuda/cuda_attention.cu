@@ -4,7 +4,9 @@
  *
  * Mirrors backend/cpu/cpu_attention.c (see its header for the math). Query t of row b sees keys
  * seg_start[b*T+t] .. t; query head h reads key/value head h / (NH/NKV) in place (no repeated
- * copies). The forward saves lse (B, NH, T); the backward recomputes probabilities from it.
+ * copies). q, k, v, dq, dk, dv are views with row stride ld_qkv (one fused q/k/v buffer: token n,
+ * head h at base + n·ld_qkv + h·HS); out and dout are contiguous (N, NH·HS). The forward saves lse
+ * (B, NH, T); the backward recomputes probabilities from it.
  *
  * Simple kernels, 8 warps per block, K/V (or Q/dout) tiles of 32 rows staged in shared memory as
  * f32 with rows padded to HS+1 floats so that "lane j reads row j" is bank-conflict free:
@@ -25,19 +27,19 @@
 #define SW FL_ATTN_SIMPLE_WARPS
 #define TILE 32
 
-/* Loads rows r0..r0+31 (head `head` of `heads`) of a (B, T, heads, HS) bf16 tensor into a padded
+/* Loads rows r0..r0+31 (head `head`) of a (B, T, ·) bf16 tensor with row stride ld into a padded
  * f32 tile; rows outside [0, T) become zeros. */
-__device__ __forceinline__ void load_tile(float *tile, const bf16 *x, int b, int r0, int T, int heads, int head, int HS) {
+__device__ __forceinline__ void load_tile(float *tile, const bf16 *x, int b, int r0, int T, int ld, int head, int HS) {
     for (int i = threadIdx.x; i < TILE * HS; i += blockDim.x) {
         int r = i / HS, d = i % HS, t = r0 + r;
         float v = 0.0f;
-        if (t >= 0 && t < T) v = __bfloat162float(x[(((size_t)b * T + t) * heads + head) * HS + d]);
+        if (t >= 0 && t < T) v = __bfloat162float(x[((size_t)b * T + t) * ld + (size_t)head * HS + d]);
         tile[r * (HS + 1) + d] = v;
     }
 }
 
 __global__ void attention_forward_simple_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-                                                const int32_t *seg_start, int T, int NH, int NKV, int HS) {
+                                                const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld) {
     extern __shared__ float smem[];
     float *Ks = smem, *Vs = Ks + TILE * (HS + 1), *Qw = Vs + TILE * (HS + 1);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -50,14 +52,14 @@ __global__ void attention_forward_simple_kernel(bf16 *out, float *lse, const bf1
     float *qv = Qw + warp * 2 * HS;
     const float scale = rsqrtf((float)HS);
     if (valid)
-        for (int d = lane; d < HS; d += 32) qv[d] = __bfloat162float(q[(((size_t)b * T + t) * NH + h) * HS + d]);
+        for (int d = lane; d < HS; d += 32) qv[d] = __bfloat162float(q[((size_t)b * T + t) * ld + (size_t)h * HS + d]);
     float m = -INFINITY, l = 0.0f, acc[8]; /* HS <= 256: dims lane + 32i */
 #pragma unroll
     for (int i = 0; i < 8; i++) acc[i] = 0.0f;
     for (int base = kmin; base <= last; base += TILE) {
         __syncthreads();
-        load_tile(Ks, k, b, base, T, NKV, kvh, HS);
-        load_tile(Vs, v, b, base, T, NKV, kvh, HS);
+        load_tile(Ks, k, b, base, T, ld, kvh, HS);
+        load_tile(Vs, v, b, base, T, ld, kvh, HS);
         __syncthreads();
         if (!valid) continue;
         int j = base + lane;
@@ -110,7 +112,7 @@ __global__ void attention_rowdot_kernel(float *D, const bf16 *dout, const bf16 *
 
 __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *D,
                                                     const bf16 *q, const bf16 *k, const bf16 *v,
-                                                    const int32_t *seg_start, int T, int NH, int NKV, int HS) {
+                                                    const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld) {
     extern __shared__ float smem[];
     float *Ks = smem, *Vs = Ks + TILE * (HS + 1), *W = Vs + TILE * (HS + 1);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -124,10 +126,10 @@ __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, 
     const float scale = rsqrtf((float)HS);
     float L = 0.0f, Dt = 0.0f;
     if (valid) {
-        size_t off = (((size_t)b * T + t) * NH + h) * HS;
+        size_t q_off = ((size_t)b * T + t) * ld + (size_t)h * HS, o_off = (((size_t)b * T + t) * NH + h) * HS;
         for (int d = lane; d < HS; d += 32) {
-            qv[d] = __bfloat162float(q[off + d]);
-            dov[d] = __bfloat162float(dout[off + d]);
+            qv[d] = __bfloat162float(q[q_off + d]);
+            dov[d] = __bfloat162float(dout[o_off + d]);
         }
         L = lse[((size_t)b * NH + h) * T + t];
         Dt = D[((size_t)b * NH + h) * T + t];
@@ -137,8 +139,8 @@ __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, 
     for (int i = 0; i < 8; i++) acc[i] = 0.0f;
     for (int base = kmin; base <= last; base += TILE) {
         __syncthreads();
-        load_tile(Ks, k, b, base, T, NKV, kvh, HS);
-        load_tile(Vs, v, b, base, T, NKV, kvh, HS);
+        load_tile(Ks, k, b, base, T, ld, kvh, HS);
+        load_tile(Vs, v, b, base, T, ld, kvh, HS);
         __syncthreads();
         if (!valid) continue;
         int j = base + lane;
@@ -165,12 +167,12 @@ __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, 
     if (!valid) return;
 #pragma unroll
     for (int i = 0; i < 8; i++)
-        if (lane + 32 * i < HS) dq[(((size_t)b * T + t) * NH + h) * HS + lane + 32 * i] = __float2bfloat16_rn(acc[i]);
+        if (lane + 32 * i < HS) dq[((size_t)b * T + t) * ld + (size_t)h * HS + lane + 32 * i] = __float2bfloat16_rn(acc[i]);
 }
 
 __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse,
                                                      const float *D, const bf16 *q, const bf16 *k, const bf16 *v,
-                                                     const int32_t *seg_start, int T, int NH, int NKV, int HS) {
+                                                     const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld) {
     extern __shared__ float smem[];
     float *Qs = smem, *Os = Qs + TILE * (HS + 1), *W = Os + TILE * (HS + 1);
     __shared__ float Ls[TILE], Ds[TILE];
@@ -182,7 +184,7 @@ __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const b
     float *kv = W + warp * 2 * HS, *vv = kv + HS;
     const float scale = rsqrtf((float)HS);
     if (valid) {
-        size_t off = (((size_t)b * T + j) * NKV + kvh) * HS;
+        size_t off = ((size_t)b * T + j) * ld + (size_t)kvh * HS;
         for (int d = lane; d < HS; d += 32) {
             kv[d] = __bfloat162float(k[off + d]);
             vv[d] = __bfloat162float(v[off + d]);
@@ -194,8 +196,8 @@ __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const b
     for (int h = kvh * group; h < (kvh + 1) * group; h++)
         for (int base = jfirst; base < T; base += TILE) {
             __syncthreads();
-            load_tile(Qs, q, b, base, T, NH, h, HS);
-            load_tile(Os, dout, b, base, T, NH, h, HS);
+            load_tile(Qs, q, b, base, T, ld, h, HS);
+            load_tile(Os, dout, b, base, T, NH * HS, h, HS);
             if (threadIdx.x < TILE) {
                 int t = base + threadIdx.x;
                 Ls[threadIdx.x] = t < T ? lse[((size_t)b * NH + h) * T + t] : 0.0f;
@@ -229,7 +231,7 @@ __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const b
             }
         }
     if (!valid) return;
-    size_t off = (((size_t)b * T + j) * NKV + kvh) * HS;
+    size_t off = ((size_t)b * T + j) * ld + (size_t)kvh * HS;
 #pragma unroll
     for (int i = 0; i < 8; i++)
         if (lane + 32 * i < HS) {
@@ -253,19 +255,20 @@ template <typename K> static void allow_smem(K kernel, size_t bytes) {
 }
 
 void attention_forward_simple(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, cudaStream_t stream) {
+                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                              cudaStream_t stream) {
     check_heads(NH, NKV, HS, "attention_forward");
     if (!B || !T) return;
     fl_cuda_launch l = fl_cuda_attn_simple_launch(B, T, NH, HS);
     allow_smem(attention_forward_simple_kernel, l.smem_bytes);
     attention_forward_simple_kernel<<<dim3(l.grid_x, l.grid_y, l.grid_z), l.threads, l.smem_bytes, stream>>>(
-        out, lse, q, k, v, seg_start, T, NH, NKV, HS);
+        out, lse, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv);
     CUDA_LAUNCH_CHECK();
 }
 
 void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                                const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
-                               int NH, int NKV, int HS, cudaStream_t stream) {
+                               int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream) {
     check_heads(NH, NKV, HS, "attention_backward");
     if (!B || !T) return;
     size_t rows = (size_t)B * T * NH;
@@ -275,12 +278,12 @@ void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, c
     fl_cuda_launch lq = fl_cuda_attn_simple_launch(B, T, NH, HS);
     allow_smem(attention_backward_dq_simple_kernel, lq.smem_bytes);
     attention_backward_dq_simple_kernel<<<dim3(lq.grid_x, lq.grid_y, lq.grid_z), lq.threads, lq.smem_bytes, stream>>>(
-        dq, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS);
+        dq, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv);
     CUDA_LAUNCH_CHECK();
     fl_cuda_launch lk = fl_cuda_attn_simple_launch(B, T, NKV, HS);
     allow_smem(attention_backward_dkv_simple_kernel, lk.smem_bytes);
     attention_backward_dkv_simple_kernel<<<dim3(lk.grid_x, lk.grid_y, lk.grid_z), lk.threads, lk.smem_bytes, stream>>>(
-        dk, dv, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS);
+        dk, dv, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv);
     CUDA_LAUNCH_CHECK();
 }
 
@@ -292,9 +295,9 @@ extern "C" void fl_cuda_set_attention_variant(const char *name) {
     attn_mode = name && !strcmp(name, "simple") ? 0 : 1;
 }
 
-static int use_mma(int HS, const void *q, const void *k, const void *v, const void *out) {
+static int use_mma(int HS, int ld_qkv, const void *q, const void *k, const void *v, const void *out) {
     if (attn_mode < 0) fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
-    return attn_mode && fl_cuda_attn_mma_supported(HS) && fl_aligned16(q, k, v, out);
+    return attn_mode && fl_cuda_attn_mma_supported(HS) && ld_qkv % 8 == 0 && fl_aligned16(q, k, v, out);
 }
 
 extern "C" const char *fl_cuda_attention_variant(void) {
@@ -303,19 +306,19 @@ extern "C" const char *fl_cuda_attention_variant(void) {
 }
 
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,
-                       int T, int NH, int NKV, int HS, cudaStream_t stream) {
-    if (use_mma(HS, q, k, v, out)) attention_forward_mma(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, stream);
-    else attention_forward_simple(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, stream);
+                       int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream) {
+    if (use_mma(HS, ld_qkv, q, k, v, out))
+        attention_forward_mma(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
+    else attention_forward_simple(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
 }
 
 void attention_backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
                         const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int HS,
-                        cudaStream_t stream) {
+                        int ld_qkv, cudaStream_t stream) {
     /* FL_CUDA_ATTN_BWD=simple keeps the simple backward under the tensor-core forward */
     static int bwd_simple = -1;
     if (bwd_simple < 0) bwd_simple = getenv("FL_CUDA_ATTN_BWD") && !strcmp(getenv("FL_CUDA_ATTN_BWD"), "simple");
-    if (!bwd_simple && use_mma(HS, q, k, v, out) && fl_aligned16(dq, dk, dv, dout))
-        attention_backward_mma_strided(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, NH * HS,
-                                       NKV * HS, stream);
-    else attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, stream);
+    if (!bwd_simple && use_mma(HS, ld_qkv, q, k, v, out) && fl_aligned16(dq, dk, dv, dout))
+        attention_backward_mma(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
+    else attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
 }

@@ -25,8 +25,8 @@
  * grid has NH, not NKV, blocks per key tile and stays balanced under the causal mask) and writes
  * f32 partials; a small kernel sums each kv head's group in head order.
  *
- * Layouts (the backend interface): q/k/v and dq/dk/dv are strided views, token n of head h at
- * base + n·ld + h·HS (ld_q for q/dq, ld_kv for k/v/dk/dv; a fused qkv buffer has one ld for all);
+ * Layouts (the backend interface): q/k/v and dq/dk/dv are views of one fused q/k/v buffer, token n
+ * of head h at base + n·ld_qkv + h·HS (each of the six its own base);
  * dout and out are contiguous (N, NH·HS); lse is (B, NH, T) f32. Rows must be 16-byte aligned
  * (the dispatch checks pointers and ld % 8). Tile and launch arithmetic: cuda_plan.c. */
 #include <limits.h>
@@ -181,7 +181,7 @@ template <int HS, int QT>
 __global__ void __launch_bounds__(128)
     attention_bwd_dkv_kernel(bf16 *dk, bf16 *dv, float *dk_part, float *dv_part, const bf16 *q, const bf16 *k,
                              const bf16 *v, const bf16 *dout, const float *L2, const float *D, const int32_t *seg_start,
-                             const int32_t *seg_min, int T, int NH, int NKV, int ld_q, int ld_kv, int seg_chunks) {
+                             const int32_t *seg_min, int T, int NH, int NKV, int ld_qkv, int seg_chunks) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *Ks = (bf16 *)smem_raw, *Vs = Ks + BKV * HS;
     bf16 *Qs = Vs + BKV * HS, *dOs = Qs + 2 * QT * HS; /* [2][QT * HS] each */
@@ -192,19 +192,19 @@ __global__ void __launch_bounds__(128)
     const int k0 = blockIdx.x * BKV, k_last = min(T - 1, k0 + BKV - 1);
     const float scale_log2 = rsqrtf((float)HS) * LOG2E;
 
-    const bf16 *q_bh = q + (size_t)b * T * ld_q + (size_t)h * HS;
+    const bf16 *q_bh = q + (size_t)b * T * ld_qkv + (size_t)h * HS;
     const bf16 *do_bh = dout + (size_t)b * T * NH * HS + (size_t)h * HS;
     const float *L_bh = L2 + ((size_t)b * NH + h) * T, *D_bh = D + ((size_t)b * NH + h) * T;
     const int32_t *seg_b = seg_start + (size_t)b * T, *seg_min_b = seg_min + (size_t)b * seg_chunks;
 
-    load_rows_async<HS, BKV>(Ks, k + (size_t)b * T * ld_kv + (size_t)kvh * HS, ld_kv, k0, T);
-    load_rows_async<HS, BKV>(Vs, v + (size_t)b * T * ld_kv + (size_t)kvh * HS, ld_kv, k0, T);
+    load_rows_async<HS, BKV>(Ks, k + (size_t)b * T * ld_qkv + (size_t)kvh * HS, ld_qkv, k0, T);
+    load_rows_async<HS, BKV>(Vs, v + (size_t)b * T * ld_qkv + (size_t)kvh * HS, ld_qkv, k0, T);
     cp_async_commit();
 
     const int n_qt = (T + QT - 1) / QT;
     int qt = next_visible_tile<QT>(k0 / QT, n_qt, k_last, seg_min_b, seg_chunks);
     if (qt < n_qt)
-        load_query_tile<HS, QT>(Qs, dOs, Ls, Ds, Ss, q_bh, ld_q, do_bh, (size_t)NH * HS, L_bh, D_bh, seg_b, qt * QT, T);
+        load_query_tile<HS, QT>(Qs, dOs, Ls, Ds, Ss, q_bh, ld_qkv, do_bh, (size_t)NH * HS, L_bh, D_bh, seg_b, qt * QT, T);
     cp_async_commit();
 
     float dk_acc[HS / 8][4], dv_acc[HS / 8][4];
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(128)
         const int nxt = next_visible_tile<QT>(qt + 1, n_qt, k_last, seg_min_b, seg_chunks);
         if (nxt < n_qt) /* the other buffer was released by the barrier ending the previous step */
             load_query_tile<HS, QT>(Qs + (buf ^ 1) * QT * HS, dOs + (buf ^ 1) * QT * HS, Ls + (buf ^ 1) * QT,
-                                    Ds + (buf ^ 1) * QT, Ss + (buf ^ 1) * QT, q_bh, ld_q, do_bh, (size_t)NH * HS, L_bh,
+                                    Ds + (buf ^ 1) * QT, Ss + (buf ^ 1) * QT, q_bh, ld_qkv, do_bh, (size_t)NH * HS, L_bh,
                                     D_bh, seg_b, nxt * QT, T);
         cp_async_commit();
         cp_async_wait<1>(); /* K/V and this step's tile have landed (only the prefetch may fly) */
@@ -279,12 +279,12 @@ __global__ void __launch_bounds__(128)
             }
         } else { /* NH == NKV: this head's rows of dK, dV directly */
             if (j_a < T) {
-                size_t off = ((size_t)b * T + j_a) * ld_kv + (size_t)kvh * HS + d;
+                size_t off = ((size_t)b * T + j_a) * ld_qkv + (size_t)kvh * HS + d;
                 *(__nv_bfloat162 *)(dk + off) = __floats2bfloat162_rn(dk_acc[i][0] * scale, dk_acc[i][1] * scale);
                 *(__nv_bfloat162 *)(dv + off) = __floats2bfloat162_rn(dv_acc[i][0], dv_acc[i][1]);
             }
             if (j_b < T) {
-                size_t off = ((size_t)b * T + j_b) * ld_kv + (size_t)kvh * HS + d;
+                size_t off = ((size_t)b * T + j_b) * ld_qkv + (size_t)kvh * HS + d;
                 *(__nv_bfloat162 *)(dk + off) = __floats2bfloat162_rn(dk_acc[i][2] * scale, dk_acc[i][3] * scale);
                 *(__nv_bfloat162 *)(dv + off) = __floats2bfloat162_rn(dv_acc[i][2], dv_acc[i][3]);
             }
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(128)
 /* dK, dV (strided bf16) of each kv head = Σ over its NH/NKV query heads' f32 partials, in head
  * order; one thread per 8 dims of a (token, kv head) row. */
 __global__ void attention_bwd_gqa_reduce_kernel(bf16 *dk, bf16 *dv, const float *dk_part, const float *dv_part,
-                                                size_t n_items, int NH, int NKV, int HS, int ld_kv) {
+                                                size_t n_items, int NH, int NKV, int HS, int ld_qkv) {
     const int pieces = HS / 8, group = NH / NKV;
     for (size_t it = (size_t)blockIdx.x * blockDim.x + threadIdx.x; it < n_items; it += (size_t)gridDim.x * blockDim.x) {
         const int piece = (int)(it % pieces), kvh = (int)(it / pieces % NKV);
@@ -310,7 +310,7 @@ __global__ void attention_bwd_gqa_reduce_kernel(bf16 *dk, bf16 *dv, const float 
             sv[0] += v0.x; sv[1] += v0.y; sv[2] += v0.z; sv[3] += v0.w;
             sv[4] += v1.x; sv[5] += v1.y; sv[6] += v1.z; sv[7] += v1.w;
         }
-        size_t out = n * ld_kv + (size_t)kvh * HS + piece * 8;
+        size_t out = n * ld_qkv + (size_t)kvh * HS + piece * 8;
         *(bf16x8 *)(dk + out) = float_to_bf16x8(sk);
         *(bf16x8 *)(dv + out) = float_to_bf16x8(sv);
     }
@@ -322,7 +322,7 @@ template <int HS>
 __global__ void __launch_bounds__(128)
     attention_bwd_dq_kernel(bf16 *dq, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *dout, const float *L2,
                             const float *D, const int32_t *seg_start, const int32_t *seg_min, int T, int NH, int NKV,
-                            int ld_q, int ld_kv, int seg_chunks) {
+                            int ld_qkv, int seg_chunks) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *Qs = (bf16 *)smem_raw, *dOs = Qs + BQ * HS;
     bf16 *Ks = dOs + BQ * HS, *Vs = Ks + 2 * BKV * HS; /* [2][BKV * HS] each */
@@ -332,9 +332,9 @@ __global__ void __launch_bounds__(128)
     const int q_last = min(T - 1, q0 + BQ - 1);
     const float scale_log2 = rsqrtf((float)HS) * LOG2E;
 
-    const bf16 *k_bh = k + (size_t)b * T * ld_kv + (size_t)kvh * HS;
-    const bf16 *v_bh = v + (size_t)b * T * ld_kv + (size_t)kvh * HS;
-    load_rows_async<HS, BQ>(Qs, q + (size_t)b * T * ld_q + (size_t)h * HS, ld_q, q0, T);
+    const bf16 *k_bh = k + (size_t)b * T * ld_qkv + (size_t)kvh * HS;
+    const bf16 *v_bh = v + (size_t)b * T * ld_qkv + (size_t)kvh * HS;
+    load_rows_async<HS, BQ>(Qs, q + (size_t)b * T * ld_qkv + (size_t)h * HS, ld_qkv, q0, T);
     load_rows_async<HS, BQ>(dOs, dout + (size_t)b * T * NH * HS + (size_t)h * HS, (size_t)NH * HS, q0, T);
     cp_async_commit();
 
@@ -343,8 +343,8 @@ __global__ void __launch_bounds__(128)
     int kmin = INT_MAX;
     for (int ch = q0 / CHUNK; ch < min(seg_chunks, (q0 + BQ) / CHUNK); ch++) kmin = min(kmin, seg_min_b[ch]);
     const int k_begin = kmin / BKV * BKV;
-    load_rows_async<HS, BKV>(Ks, k_bh, ld_kv, k_begin, T);
-    load_rows_async<HS, BKV>(Vs, v_bh, ld_kv, k_begin, T);
+    load_rows_async<HS, BKV>(Ks, k_bh, ld_qkv, k_begin, T);
+    load_rows_async<HS, BKV>(Vs, v_bh, ld_qkv, k_begin, T);
     cp_async_commit();
 
     const int tq_a = q0 + warp * 16 + g, tq_b = tq_a + 8; /* this thread's two queries */
@@ -362,8 +362,8 @@ __global__ void __launch_bounds__(128)
     int buf = 0;
     for (int k0 = k_begin; k0 <= q_last; k0 += BKV, buf ^= 1) {
         if (k0 + BKV <= q_last) { /* prefetch the next key tile into the buffer freed by the last barrier */
-            load_rows_async<HS, BKV>(Ks + (buf ^ 1) * BKV * HS, k_bh, ld_kv, k0 + BKV, T);
-            load_rows_async<HS, BKV>(Vs + (buf ^ 1) * BKV * HS, v_bh, ld_kv, k0 + BKV, T);
+            load_rows_async<HS, BKV>(Ks + (buf ^ 1) * BKV * HS, k_bh, ld_qkv, k0 + BKV, T);
+            load_rows_async<HS, BKV>(Vs + (buf ^ 1) * BKV * HS, v_bh, ld_qkv, k0 + BKV, T);
         }
         cp_async_commit();
         cp_async_wait<1>();
@@ -400,10 +400,10 @@ __global__ void __launch_bounds__(128)
     for (int i = 0; i < HS / 8; i++) {
         const int d = i * 8 + 2 * c;
         if (tq_a < T)
-            *(__nv_bfloat162 *)(dq + ((size_t)b * T + tq_a) * ld_q + (size_t)h * HS + d) =
+            *(__nv_bfloat162 *)(dq + ((size_t)b * T + tq_a) * ld_qkv + (size_t)h * HS + d) =
                 __floats2bfloat162_rn(dq_acc[i][0] * scale, dq_acc[i][1] * scale);
         if (tq_b < T)
-            *(__nv_bfloat162 *)(dq + ((size_t)b * T + tq_b) * ld_q + (size_t)h * HS + d) =
+            *(__nv_bfloat162 *)(dq + ((size_t)b * T + tq_b) * ld_qkv + (size_t)h * HS + d) =
                 __floats2bfloat162_rn(dq_acc[i][2] * scale, dq_acc[i][3] * scale);
     }
 }
@@ -416,8 +416,8 @@ template <typename K> static void set_smem(K kernel, size_t bytes) {
 
 template <int HS, int QT>
 static void launch(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
-                   const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int ld_q,
-                   int ld_kv, const fl_cuda_attn_bwd_plan &p, cudaStream_t stream) {
+                   const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int ld_qkv,
+                   const fl_cuda_attn_bwd_plan &p, cudaStream_t stream) {
     static int attributes_set; /* per instantiation: dynamic shared memory above 48 KiB is opt-in */
     if (!attributes_set) {
         set_smem(attention_bwd_dkv_kernel<HS, QT>, p.dkv.smem_bytes);
@@ -435,55 +435,38 @@ static void launch(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *o
     CUDA_LAUNCH_CHECK();
     attention_bwd_dkv_kernel<HS, QT><<<dim3(p.dkv.grid_x, p.dkv.grid_y, p.dkv.grid_z), p.dkv.threads, p.dkv.smem_bytes,
                                        stream>>>(dk, dv, dk_part, dv_part, q, k, v, dout, L2, D, seg_start, seg_min, T,
-                                                 NH, NKV, ld_q, ld_kv, p.seg_chunks);
+                                                 NH, NKV, ld_qkv, p.seg_chunks);
     CUDA_LAUNCH_CHECK();
     attention_bwd_dq_kernel<HS><<<dim3(p.dq.grid_x, p.dq.grid_y, p.dq.grid_z), p.dq.threads, p.dq.smem_bytes, stream>>>(
-        dq, q, k, v, dout, L2, D, seg_start, seg_min, T, NH, NKV, ld_q, ld_kv, p.seg_chunks);
+        dq, q, k, v, dout, L2, D, seg_start, seg_min, T, NH, NKV, ld_qkv, p.seg_chunks);
     CUDA_LAUNCH_CHECK();
     if (p.gqa_partials) {
         attention_bwd_gqa_reduce_kernel<<<p.reduce.grid_x, p.reduce.threads, 0, stream>>>(
-            dk, dv, dk_part, dv_part, (size_t)B * T * NKV * (HS / 8), NH, NKV, HS, ld_kv);
+            dk, dv, dk_part, dv_part, (size_t)B * T * NKV * (HS / 8), NH, NKV, HS, ld_qkv);
         CUDA_LAUNCH_CHECK();
-    }
-}
-
-void attention_backward_mma_strided(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
-                                    const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
-                                    int NH, int NKV, int HS, int ld_q, int ld_kv, cudaStream_t stream) {
-    if (!B || !T) return;
-    if (!fl_cuda_attn_mma_supported(HS) || NKV <= 0 || NH % NKV || ld_q % 8 || ld_kv % 8 ||
-        !fl_aligned16(q, k, v, dout) || !fl_aligned16(dq, dk, dv, out)) {
-        fprintf(stderr,
-                "fastlora: attention_backward_mma: unsupported shape NH=%d NKV=%d HS=%d ld_q=%d ld_kv=%d (HS 64 or 128, "
-                "NH %% NKV == 0, 16-byte aligned rows)\n",
-                NH, NKV, HS, ld_q, ld_kv);
-        abort();
-    }
-    fl_cuda_attn_bwd_plan p = fl_cuda_attn_bwd_make_plan(B, T, NH, NKV, HS);
-    /* the plan's query tile picks the instantiation; a plan without one is a build bug */
-    if (HS == 64 && p.dkv_q_tile == 64)
-        launch<64, 64>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_q, ld_kv, p, stream);
-    else if (HS == 128 && p.dkv_q_tile == 64)
-        launch<128, 64>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_q, ld_kv, p, stream);
-    else {
-        fprintf(stderr, "fastlora: attention_backward_mma: no kernel for HS %d with query tile %d\n", HS, p.dkv_q_tile);
-        abort();
     }
 }
 
 void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                             const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH,
                             int NKV, int HS, int ld_qkv, cudaStream_t stream) {
-    attention_backward_mma_strided(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, ld_qkv,
-                                   stream);
-}
-
-extern "C" void fl_cuda_attention_backward_qkv(void *dqkv, const void *dout, const void *out, const float *lse,
-                                               const void *qkv, const int32_t *seg_start, int B, int T, int NH, int NKV,
-                                               int HS, int ld_qkv) {
-    bf16 *g = (bf16 *)dqkv;
-    const bf16 *x = (const bf16 *)qkv;
-    size_t k_col = (size_t)NH * HS, v_col = (size_t)(NH + NKV) * HS;
-    attention_backward_mma(g, g + k_col, g + v_col, (const bf16 *)dout, (const bf16 *)out, lse, x, x + k_col, x + v_col,
-                           seg_start, B, T, NH, NKV, HS, ld_qkv, fl_cuda.stream);
+    if (!B || !T) return;
+    if (!fl_cuda_attn_mma_supported(HS) || NKV <= 0 || NH % NKV || ld_qkv % 8 ||
+        !fl_aligned16(q, k, v, dout) || !fl_aligned16(dq, dk, dv, out)) {
+        fprintf(stderr,
+                "fastlora: attention_backward_mma: unsupported shape NH=%d NKV=%d HS=%d ld_qkv=%d (HS 64 or 128, "
+                "NH %% NKV == 0, 16-byte aligned rows)\n",
+                NH, NKV, HS, ld_qkv);
+        abort();
+    }
+    fl_cuda_attn_bwd_plan p = fl_cuda_attn_bwd_make_plan(B, T, NH, NKV, HS);
+    /* the plan's query tile picks the instantiation; a plan without one is a build bug */
+    if (HS == 64 && p.dkv_q_tile == 64)
+        launch<64, 64>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, p, stream);
+    else if (HS == 128 && p.dkv_q_tile == 64)
+        launch<128, 64>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, p, stream);
+    else {
+        fprintf(stderr, "fastlora: attention_backward_mma: no kernel for HS %d with query tile %d\n", HS, p.dkv_q_tile);
+        abort();
+    }
 }

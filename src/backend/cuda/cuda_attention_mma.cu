@@ -1,7 +1,8 @@
 /* cuda_attention_mma.cu — the tensor-core flash-attention forward (FlashAttention-2 scheme) for
  * head sizes 64 and 128 on sm_80+: mma.sync m16n8k16 bf16 -> f32 and ldmatrix, causal, GQA read
  * in place, document boundaries (seg_start), saving lse. Same contract as the simple kernel in
- * cuda_attention.cu, which the tests compare it with.
+ * cuda_attention.cu, which the tests compare it with: q, k, v rows of stride ld_qkv (a multiple of
+ * 8, so every 16-byte cp.async stays aligned), out contiguous.
  *
  * Block = 4 warps = BQ 64 query rows of one (b, h), 16 rows per warp. Q is loaded once into shared
  * memory and then into registers (A fragments); K and V tiles of BK 64 keys are streamed through
@@ -25,13 +26,14 @@
 #define BQ FL_ATTN_BQ
 #define BK FL_ATTN_BK
 
-/* rows r0.. r0+63 of head `head` of a (B, T, heads, HS) tensor -> swizzled smem tile (zeros past T) */
+/* rows r0.. r0+63 of head `head` of a (B, T, ·) tensor with row stride ld -> swizzled smem tile
+ * (zeros past T) */
 template <int HS>
-__device__ __forceinline__ void load_tile_async(bf16 *tile, const bf16 *x, int b, int r0, int T, int heads, int head) {
+__device__ __forceinline__ void load_tile_async(bf16 *tile, const bf16 *x, int b, int r0, int T, int ld, int head) {
     constexpr int CHUNKS = HS / 8;
     for (int i = threadIdx.x; i < 64 * CHUNKS; i += 128) {
         int r = i / CHUNKS, c = i % CHUNKS, t = r0 + r;
-        const bf16 *src = x + (((size_t)b * T + (t < T ? t : 0)) * heads + head) * HS + c * 8;
+        const bf16 *src = x + ((size_t)b * T + (t < T ? t : 0)) * ld + (size_t)head * HS + c * 8;
         cp_async16(tile + swz<HS>(r, c * 8), src, t < T ? 16 : 0);
     }
 }
@@ -39,7 +41,7 @@ __device__ __forceinline__ void load_tile_async(bf16 *tile, const bf16 *x, int b
 template <int HS>
 __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k,
                                                                     const bf16 *v, const int32_t *seg_start, int T,
-                                                                    int NH, int NKV) {
+                                                                    int NH, int NKV, int ld) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *Qs = (bf16 *)smem_raw, *Ks = Qs + BQ * HS, *Vs = Ks + BK * HS;
     __shared__ int seg_s[BQ];
@@ -50,7 +52,7 @@ __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, f
     const int q_last = min(T - 1, q0 + BQ - 1);
     const float scale_log2 = rsqrtf((float)HS) * 1.4426950408889634f;
 
-    load_tile_async<HS>(Qs, q, b, q0, T, NH, h);
+    load_tile_async<HS>(Qs, q, b, q0, T, ld, h);
     cp_async_commit();
     if (threadIdx.x < BQ) {
         int t = q0 + threadIdx.x;
@@ -81,9 +83,9 @@ __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, f
     const int k_begin = kmin_s / BK * BK;
     for (int k0 = k_begin; k0 <= q_last; k0 += BK) {
         __syncthreads(); /* previous tile fully consumed */
-        load_tile_async<HS>(Ks, k, b, k0, T, NKV, kvh);
+        load_tile_async<HS>(Ks, k, b, k0, T, ld, kvh);
         cp_async_commit();
-        load_tile_async<HS>(Vs, v, b, k0, T, NKV, kvh);
+        load_tile_async<HS>(Vs, v, b, k0, T, ld, kvh);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
@@ -183,7 +185,7 @@ __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, f
 
 template <int HS>
 static void launch_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
-                           int B, int T, int NH, int NKV, cudaStream_t stream) {
+                           int B, int T, int NH, int NKV, int ld, cudaStream_t stream) {
     fl_cuda_launch l = fl_cuda_attn_forward_launch(B, T, NH, HS);
     static int attribute_set; /* per head size: dynamic + static shared memory passes 48 KiB at HS 128 */
     if (!attribute_set) {
@@ -192,15 +194,15 @@ static void launch_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, 
         attribute_set = 1;
     }
     attention_forward_mma_kernel<HS><<<dim3(l.grid_x, l.grid_y, l.grid_z), l.threads, l.smem_bytes, stream>>>(
-        out, lse, q, k, v, seg_start, T, NH, NKV);
+        out, lse, q, k, v, seg_start, T, NH, NKV, ld);
     CUDA_LAUNCH_CHECK();
 }
 
 void attention_forward_mma(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
-                           int B, int T, int NH, int NKV, int HS, cudaStream_t stream) {
+                           int B, int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream) {
     if (!B || !T) return;
-    if (HS == 64) launch_forward<64>(out, lse, q, k, v, seg_start, B, T, NH, NKV, stream);
-    else if (HS == 128) launch_forward<128>(out, lse, q, k, v, seg_start, B, T, NH, NKV, stream);
+    if (HS == 64) launch_forward<64>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, stream);
+    else if (HS == 128) launch_forward<128>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, stream);
     else {
         fprintf(stderr, "fastlora: attention_forward_mma: head size %d not supported (64 or 128)\n", HS);
         abort();

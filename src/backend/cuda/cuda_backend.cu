@@ -29,54 +29,58 @@ static int deferred_loss;
 static void embedding_forward_cuda(void *out, const int32_t *ids, const void *table, size_t N, int C) {
     embedding_forward((bf16 *)out, ids, (const bf16 *)table, N, C, fl_cuda.stream);
 }
-static void rmsnorm_forward_cuda(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C) {
-    rmsnorm_forward((bf16 *)out, rstd, (const bf16 *)inp, (const bf16 *)weight, eps, N, C, fl_cuda.stream);
+static void rmsnorm_forward_cuda(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C,
+                                 int ld_out) {
+    rmsnorm_forward((bf16 *)out, rstd, (const bf16 *)inp, (const bf16 *)weight, eps, N, C, ld_out, fl_cuda.stream);
 }
 static void rmsnorm_backward_cuda(void *dinp, const void *dout, const void *inp, const void *weight, const float *rstd,
-                                  size_t N, int C) {
-    rmsnorm_backward((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight, rstd, N, C, fl_cuda.stream);
+                                  size_t N, int C, int ld_dout) {
+    rmsnorm_backward((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight, rstd, N, C, ld_dout,
+                     fl_cuda.stream);
 }
 static void matmul_forward_cuda(void *out, const void *inp, const void *weight, const void *bias, float alpha, float beta,
-                                size_t N, int IC, int OC) {
-    matmul_forward((bf16 *)out, (const bf16 *)inp, (const bf16 *)weight, (const bf16 *)bias, alpha, beta, N, IC, OC,
-                   fl_cuda.stream);
+                                size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w) {
+    matmul_forward((bf16 *)out, (const bf16 *)inp, (const bf16 *)weight, (const bf16 *)bias, alpha, beta, N, IC, OC, ld_out,
+                   ld_inp, ld_w, fl_cuda.stream);
 }
 static void matmul_backward_input_cuda(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
-                                       int IC, int OC) {
-    matmul_backward_input((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)weight, alpha, beta, N, IC, OC, fl_cuda.stream);
+                                       int IC, int OC, int ld_dinp, int ld_dout, int ld_w) {
+    matmul_backward_input((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)weight, alpha, beta, N, IC, OC, ld_dinp, ld_dout,
+                          ld_w, fl_cuda.stream);
 }
 static void matmul_backward_weight_cuda(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
-                                        int OC) {
-    matmul_backward_weight(dweight, (const bf16 *)dout, (const bf16 *)inp, alpha, N, IC, OC, fl_cuda.stream);
+                                        int OC, int ld_dout, int ld_inp) {
+    matmul_backward_weight(dweight, (const bf16 *)dout, (const bf16 *)inp, alpha, N, IC, OC, ld_dout, ld_inp,
+                           fl_cuda.stream);
 }
-static void rope_forward_cuda(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
-    rope_forward((bf16 *)x, pos, inv_freq, N, n_heads, HS, fl_cuda.stream);
+static void rope_forward_cuda(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld) {
+    rope_forward((bf16 *)x, pos, inv_freq, N, n_heads, HS, ld, fl_cuda.stream);
 }
-static void rope_backward_cuda(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS) {
-    rope_backward((bf16 *)dx, pos, inv_freq, N, n_heads, HS, fl_cuda.stream);
+static void rope_backward_cuda(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld) {
+    rope_backward((bf16 *)dx, pos, inv_freq, N, n_heads, HS, ld, fl_cuda.stream);
 }
 static void attention_forward_cuda(void *out, float *lse, const void *q, const void *k, const void *v,
-                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS) {
+                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv) {
     attention_forward((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS,
-                      fl_cuda.stream);
+                      ld_qkv, fl_cuda.stream);
 }
 static void attention_backward_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                                     const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
-                                    int NH, int NKV, int HS) {
+                                    int NH, int NKV, int HS, int ld_qkv) {
     attention_backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, (const bf16 *)out, lse, (const bf16 *)q,
-                       (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, fl_cuda.stream);
+                       (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, ld_qkv, fl_cuda.stream);
 }
-static void swiglu_forward_cuda(void *out, const void *gate, const void *up, size_t N) {
-    swiglu_forward((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, N, fl_cuda.stream);
+static void swiglu_forward_cuda(void *out, const void *gate_up, size_t N, int FF) {
+    swiglu_forward((bf16 *)out, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
 }
-static void swiglu_backward_cuda(void *dgate, void *dup, const void *dout, const void *gate, const void *up, size_t N) {
-    swiglu_backward((bf16 *)dgate, (bf16 *)dup, (const bf16 *)dout, (const bf16 *)gate, (const bf16 *)up, N, fl_cuda.stream);
+static void swiglu_backward_cuda(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF) {
+    swiglu_backward((bf16 *)dgate_up, (const bf16 *)dout, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
 }
-static void dropout_cuda(void *out, const void *inp, float p, uint64_t stream, size_t N) {
-    dropout((bf16 *)out, (const bf16 *)inp, p, stream, N, fl_cuda.stream);
+static void dropout_cuda(void *out, const void *inp, float p, uint64_t stream, size_t rows, int cols, int ld_inp) {
+    dropout((bf16 *)out, (const bf16 *)inp, p, stream, rows, cols, ld_inp, fl_cuda.stream);
 }
-static void add_inplace_cuda(void *acc, const void *x, size_t N) {
-    add_inplace((bf16 *)acc, (const bf16 *)x, N, fl_cuda.stream);
+static void add_inplace_cuda(void *acc, const void *x, size_t rows, int cols, int ld_acc) {
+    add_inplace((bf16 *)acc, (const bf16 *)x, rows, cols, ld_acc, fl_cuda.stream);
 }
 
 static double lm_head_loss_cuda(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
@@ -126,6 +130,7 @@ static const fl_backend cuda_backend = {
     .upload_weight = cuda_upload_act, /* weights and activations are both bf16 here */
     .download_act = cuda_download_act,
     .cast_to_weight = cuda_cast_to_weight,
+    .cast_to_weight_2d = cuda_cast_to_weight_2d,
     .embedding_forward = embedding_forward_cuda,
     .rmsnorm_forward = rmsnorm_forward_cuda,
     .rmsnorm_backward = rmsnorm_backward_cuda,

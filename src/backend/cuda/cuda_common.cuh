@@ -123,56 +123,60 @@ __device__ __forceinline__ float fl_rng_uniform_dev(uint64_t stream, uint64_t in
 /* cuda_memory.cu */
 void convert_f32_to_bf16(bf16 *dst, const float *src, size_t n, cudaStream_t stream);
 void convert_bf16_to_f32(float *dst, const bf16 *src, size_t n, cudaStream_t stream);
+/* dst (rows, cols; ld_dst) bf16 = scale · src (rows, cols) f32 */
+void convert_f32_to_bf16_2d(bf16 *dst, const float *src, float scale, size_t rows, int cols, int ld_dst,
+                            cudaStream_t stream);
 /* cuda_norm.cu */
 void embedding_forward(bf16 *out, const int32_t *ids, const bf16 *table, size_t N, int C, cudaStream_t stream);
 void rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N, int C,
-                     cudaStream_t stream);
+                     int ld_out, cudaStream_t stream);
 void rmsnorm_backward(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight, const float *rstd, size_t N,
-                      int C, cudaStream_t stream);
-/* cuda_matmul.cu (cuBLASLt) */
+                      int C, int ld_dout, cudaStream_t stream);
+/* cuda_matmul.cu (cuBLASLt); ld_* are the operands' row strides (backend.h) */
 void matmul_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias, float alpha, float beta, size_t N,
-                    int IC, int OC, cudaStream_t stream);
+                    int IC, int OC, int ld_out, int ld_inp, int ld_w, cudaStream_t stream);
 void matmul_backward_input(bf16 *dinp, const bf16 *dout, const bf16 *weight, float alpha, float beta, size_t N, int IC,
-                           int OC, cudaStream_t stream);
+                           int OC, int ld_dinp, int ld_dout, int ld_w, cudaStream_t stream);
 void matmul_backward_weight(float *dweight, const bf16 *dout, const bf16 *inp, float alpha, size_t N, int IC, int OC,
-                            cudaStream_t stream);
+                            int ld_dout, int ld_inp, cudaStream_t stream);
 /* out (N, OC) f32 = inp · weightᵀ (the LM head's logits when a caller wants them in f32) */
 void matmul_forward_f32out(float *out, const bf16 *inp, const bf16 *weight, size_t N, int IC, int OC,
                            cudaStream_t stream);
 /* cuda_rope.cu */
-void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, cudaStream_t stream);
-void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS,
+void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
+                  cudaStream_t stream);
+void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
                    cudaStream_t stream);
 /* cuda_attention.cu (dispatch: mma kernels for HS 64/128 on sm_80+, simple kernels otherwise) */
+/* q, k, v and dq, dk, dv: token n, head h at base + n·ld_qkv + h·HS; out, dout contiguous (N, NH·HS) */
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,
-                       int T, int NH, int NKV, int HS, cudaStream_t stream);
+                       int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream);
 void attention_backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
                         const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int HS,
-                        cudaStream_t stream);
+                        int ld_qkv, cudaStream_t stream);
 /* the variants, for the lab and the tests (FL_CUDA_ATTN=simple|mma picks one at run time) */
 void attention_forward_simple(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, cudaStream_t stream);
+                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                              cudaStream_t stream);
 void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                                const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
-                               int NH, int NKV, int HS, cudaStream_t stream);
+                               int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream);
 void attention_forward_mma(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
-                           int B, int T, int NH, int NKV, int HS, cudaStream_t stream);
-/* cuda_attention_bwd_mma.cu: the tensor-core backward (HS 64/128) over strided views: token n, head h
- * of q/dq at base + n·ld_qkv + h·HS (k, v, dk, dv alike, their own bases); dout/out contiguous
- * (N, NH·HS); lse (B, NH, T). The _strided form takes separate row strides for q/dq and k/v/dk/dv
- * (separate contiguous buffers: ld_q = NH·HS, ld_kv = NKV·HS). */
+                           int B, int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream);
+/* cuda_attention_bwd_mma.cu: the tensor-core backward (HS 64/128), same layouts as attention_backward
+ * (ld_qkv a multiple of 8, 16-byte aligned bases) */
 void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                             const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH,
                             int NKV, int HS, int ld_qkv, cudaStream_t stream);
-void attention_backward_mma_strided(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
-                                    const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
-                                    int NH, int NKV, int HS, int ld_q, int ld_kv, cudaStream_t stream);
 /* cuda_elementwise.cu */
-void swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t N, cudaStream_t stream);
-void swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t N,
-                     cudaStream_t stream);
-void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t N, cudaStream_t stream);
-void add_inplace(bf16 *acc, const bf16 *x, size_t N, cudaStream_t stream);
+/* gate_up (N, 2FF) rows [gate | up]; dgate_up likewise */
+void swiglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
+void swiglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
+/* out (rows, cols) contiguous = mask(inp (rows, cols; ld_inp)), mask index r·cols + c */
+void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t rows, int cols, int ld_inp,
+             cudaStream_t stream);
+/* acc (rows, cols; ld_acc) += x (rows, cols) */
+void add_inplace(bf16 *acc, const bf16 *x, size_t rows, int cols, int ld_acc, cudaStream_t stream);
 /* cuda_loss.cu: enqueues everything; the loss sum and count land in *loss_dev (double) and
  * *count_dev (unsigned long long) on the device */
 void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t *targets, const bf16 *weight,

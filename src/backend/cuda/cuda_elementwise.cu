@@ -2,9 +2,11 @@
  *
  * Mirrors backend/cpu/cpu_elementwise.c: silu(g) = g·σ(g), d silu/dg = σ(g)(1 + g(1 − σ(g)));
  * dropout keeps element i when fl_rng_uniform(stream, i) >= p — the same counter-based hash as
- * common/rng.h, so the mask is the CPU's bit for bit. Each op is a small functor run by one
- * grid-stride kernel: 8 elements (16 bytes) per step when every pointer is 16-byte aligned, the
- * ragged tail one at a time. */
+ * common/rng.h, so the mask is the CPU's bit for bit. SwiGLU reads the fused gate/up rows
+ * [gate (FF) | up (FF)]; dropout and the add take a row stride for their strided operand. Each op
+ * is a small functor over the contiguous index i = row·cols + col, run by one grid-stride kernel:
+ * 8 elements (16 bytes) per step when every pointer is 16-byte aligned and every row width and
+ * stride a multiple of 8 (so the 8 stay in one row), the ragged tail one at a time. */
 #include "backend/cuda/cuda_common.cuh"
 
 template <int W> __device__ __forceinline__ void load_w(const bf16 *p, float *f) {
@@ -16,11 +18,17 @@ template <int W> __device__ __forceinline__ void store_w(bf16 *p, const float *f
     else *p = __float2bfloat16_rn(f[0]);
 }
 
+/* element i = n·FF + f of an (N, FF) matrix -> its offset in (N, 2FF) gate/up rows */
+__device__ __forceinline__ size_t gate_at(size_t i, int FF) { return i / FF * 2 * FF + i % FF; }
+/* element i = r·cols + c -> its offset in rows of stride ld */
+__device__ __forceinline__ size_t strided_at(size_t i, int cols, int ld) { return i / cols * ld + i % cols; }
+
 struct swiglu_fwd_op {
-    bf16 *out; const bf16 *gate, *up;
+    bf16 *out; const bf16 *gate_up; int FF;
     template <int W> __device__ void apply(size_t i) const {
         float g[W], u[W], o[W];
-        load_w<W>(gate + i, g); load_w<W>(up + i, u);
+        size_t gi = gate_at(i, FF);
+        load_w<W>(gate_up + gi, g); load_w<W>(gate_up + gi + FF, u);
 #pragma unroll
         for (int k = 0; k < W; k++) o[k] = g[k] / (1.0f + expf(-g[k])) * u[k];
         store_w<W>(out + i, o);
@@ -28,25 +36,26 @@ struct swiglu_fwd_op {
 };
 
 struct swiglu_bwd_op {
-    bf16 *dgate, *dup; const bf16 *dout, *gate, *up;
+    bf16 *dgate_up; const bf16 *dout, *gate_up; int FF;
     template <int W> __device__ void apply(size_t i) const {
         float g[W], u[W], d[W], dg[W], du[W];
-        load_w<W>(gate + i, g); load_w<W>(up + i, u); load_w<W>(dout + i, d);
+        size_t gi = gate_at(i, FF);
+        load_w<W>(gate_up + gi, g); load_w<W>(gate_up + gi + FF, u); load_w<W>(dout + i, d);
 #pragma unroll
         for (int k = 0; k < W; k++) {
             float sig = 1.0f / (1.0f + expf(-g[k]));
             dg[k] = d[k] * u[k] * sig * (1.0f + g[k] * (1.0f - sig));
             du[k] = d[k] * g[k] * sig;
         }
-        store_w<W>(dgate + i, dg); store_w<W>(dup + i, du);
+        store_w<W>(dgate_up + gi, dg); store_w<W>(dgate_up + gi + FF, du);
     }
 };
 
 struct dropout_op {
-    bf16 *out; const bf16 *inp; float p, keep_scale; uint64_t key;
+    bf16 *out; const bf16 *inp; float p, keep_scale; uint64_t key; int cols, ld;
     template <int W> __device__ void apply(size_t i) const {
         float x[W];
-        load_w<W>(inp + i, x);
+        load_w<W>(inp + strided_at(i, cols, ld), x);
 #pragma unroll
         for (int k = 0; k < W; k++) x[k] = fl_rng_uniform_dev(key, i + k) >= p ? x[k] * keep_scale : 0.0f;
         store_w<W>(out + i, x);
@@ -54,13 +63,14 @@ struct dropout_op {
 };
 
 struct add_op {
-    bf16 *acc; const bf16 *x;
+    bf16 *acc; const bf16 *x; int cols, ld;
     template <int W> __device__ void apply(size_t i) const {
         float a[W], b[W];
-        load_w<W>(acc + i, a); load_w<W>(x + i, b);
+        size_t ai = strided_at(i, cols, ld);
+        load_w<W>(acc + ai, a); load_w<W>(x + i, b);
 #pragma unroll
         for (int k = 0; k < W; k++) a[k] += b[k];
-        store_w<W>(acc + i, a);
+        store_w<W>(acc + ai, a);
     }
 };
 
@@ -79,23 +89,23 @@ template <typename Op> static void elementwise_launch(const Op &op, size_t N, in
     CUDA_LAUNCH_CHECK();
 }
 
-void swiglu_forward(bf16 *out, const bf16 *gate, const bf16 *up, size_t N, cudaStream_t stream) {
-    swiglu_fwd_op op = {out, gate, up};
-    elementwise_launch(op, N, fl_aligned16(out, gate, up), stream);
+void swiglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream) {
+    swiglu_fwd_op op = {out, gate_up, FF};
+    elementwise_launch(op, N * (size_t)FF, FF % 8 == 0 && fl_aligned16(out, gate_up), stream);
 }
 
-void swiglu_backward(bf16 *dgate, bf16 *dup, const bf16 *dout, const bf16 *gate, const bf16 *up, size_t N,
-                     cudaStream_t stream) {
-    swiglu_bwd_op op = {dgate, dup, dout, gate, up};
-    elementwise_launch(op, N, fl_aligned16(dgate, dup, dout) && fl_aligned16(gate, up), stream);
+void swiglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream) {
+    swiglu_bwd_op op = {dgate_up, dout, gate_up, FF};
+    elementwise_launch(op, N * (size_t)FF, FF % 8 == 0 && fl_aligned16(dgate_up, dout, gate_up), stream);
 }
 
-void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t N, cudaStream_t stream) {
-    dropout_op op = {out, inp, p, 1.0f / (1.0f - p), stream_key};
-    elementwise_launch(op, N, fl_aligned16(out, inp), stream);
+void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t rows, int cols, int ld_inp,
+             cudaStream_t stream) {
+    dropout_op op = {out, inp, p, 1.0f / (1.0f - p), stream_key, cols, ld_inp};
+    elementwise_launch(op, rows * (size_t)cols, cols % 8 == 0 && ld_inp % 8 == 0 && fl_aligned16(out, inp), stream);
 }
 
-void add_inplace(bf16 *acc, const bf16 *x, size_t N, cudaStream_t stream) {
-    add_op op = {acc, x};
-    elementwise_launch(op, N, fl_aligned16(acc, x), stream);
+void add_inplace(bf16 *acc, const bf16 *x, size_t rows, int cols, int ld_acc, cudaStream_t stream) {
+    add_op op = {acc, x, cols, ld_acc};
+    elementwise_launch(op, rows * (size_t)cols, cols % 8 == 0 && ld_acc % 8 == 0 && fl_aligned16(acc, x), stream);
 }

@@ -28,11 +28,11 @@ extern "C" double fl_cuda_measure_matmul_tflops(int m, int n, int k, int iters) 
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
-    for (int w = 0; w < 3; w++) matmul_forward(c, a, b, NULL, 1.0f, 0.0f, (size_t)m, k, n, s);
+    for (int w = 0; w < 3; w++) matmul_forward(c, a, b, NULL, 1.0f, 0.0f, (size_t)m, k, n, n, k, k, s);
     float *ms = (float *)malloc(sizeof(float) * iters);
     for (int i = 0; i < iters; i++) {
         CUDA_CHECK(cudaEventRecord(e0, s));
-        matmul_forward(c, a, b, NULL, 1.0f, 0.0f, (size_t)m, k, n, s);
+        matmul_forward(c, a, b, NULL, 1.0f, 0.0f, (size_t)m, k, n, n, k, k, s);
         CUDA_CHECK(cudaEventRecord(e1, s));
         CUDA_CHECK(cudaEventSynchronize(e1));
         CUDA_CHECK(cudaEventElapsedTime(&ms[i], e0, e1));

@@ -12,7 +12,6 @@
 #define FL_CUDA_INFO_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "backend/backend.h"
 
@@ -47,13 +46,6 @@ void fl_cuda_set_deferred_loss(int on);
  * backward under the mma forward (docs/CUDA.md). */
 const char *fl_cuda_attention_variant(void);
 void fl_cuda_set_attention_variant(const char *name);
-
-/* The tensor-core attention backward on the backend's stream over strided views of two fused
- * (N, ld_qkv) bf16 buffers: q | k | v in `qkv` (q at column 0, k at NH·HS, v at (NH+NKV)·HS) and
- * dq | dk | dv likewise in `dqkv`; dout/out (N, NH·HS) bf16, lse (B, NH, T) f32. HS 64 or 128.
- * The layout a fused q/k/v projection gives; tests call it directly. */
-void fl_cuda_attention_backward_qkv(void *dqkv, const void *dout, const void *out, const float *lse, const void *qkv,
-                                    const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
 
 #ifdef __cplusplus
 }

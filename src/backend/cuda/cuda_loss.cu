@@ -112,7 +112,7 @@ void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t 
     float *row_loss = (float *)(scratch + (rows_max * (size_t)V * 2 + 255) / 256 * 256);
     for (size_t n0 = 0; n0 < N; n0 += rows_max) {
         size_t rows = N - n0 < rows_max ? N - n0 : rows_max;
-        matmul_forward(logits, inp + n0 * C, weight, NULL, 1.0f, 0.0f, rows, C, V, stream);
+        matmul_forward(logits, inp + n0 * C, weight, NULL, 1.0f, 0.0f, rows, C, V, V, C, C, stream);
         if (logits_out) {
             /* f32 logits for the caller: the same product with an f32 output */
             matmul_forward_f32out(logits_out + n0 * (size_t)V, inp + n0 * C, weight, rows, C, V, stream);
@@ -121,7 +121,7 @@ void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t 
         softmax_xent_kernel<<<(unsigned)rows, XENT_THREADS, 0, stream>>>(logits, row_loss + n0, targets + n0, grad_scale,
                                                                          V, dinp != NULL, vec);
         CUDA_LAUNCH_CHECK();
-        if (dinp) matmul_backward_input(dinp + n0 * C, logits, weight, 1.0f, 0.0f, rows, C, V, stream);
+        if (dinp) matmul_backward_input(dinp + n0 * C, logits, weight, 1.0f, 0.0f, rows, C, V, C, V, C, stream);
     }
     loss_sum_kernel<<<1, 1024, 0, stream>>>(loss_dev, count_dev, row_loss, targets, N);
     CUDA_LAUNCH_CHECK();

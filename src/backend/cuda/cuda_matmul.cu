@@ -4,7 +4,7 @@
  * straight into its f32 accumulator.
  *
  * Row-major (HF layout, weight (OC, IC)) mapped onto cuBLAS's column-major: a row-major (R, C)
- * matrix is a column-major (C, R) one, so
+ * matrix with row stride ld is a column-major (C, R) one with leading dimension ld, so
  *   forward      out (N,OC)  = inp·Wᵀ        ->  outᵀ (OC,N)  = op_T(W) · inpᵀ          "TN", m=OC n=N  k=IC
  *   bwd input    dinp (N,IC) = dout·W        ->  dinpᵀ (IC,N) = Wᵀ_cm · doutᵀ           "NN", m=IC n=N  k=OC
  *   bwd weight   dW (OC,IC) += doutᵀ·inp     ->  dWᵀ (IC,OC) += inpᵀ · op_T(doutᵀ)      "NT", m=IC n=OC k=N
@@ -90,18 +90,17 @@ static gemm_plan *plan_get(const gemm_key *key) {
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     if (getenv("FL_CUDA_FORCE_GEMM_EX")) found = 0; /* tests: take the fallback on purpose */
     if (st != CUBLAS_STATUS_SUCCESS || !found) {
-        /* Tiny LoRA ranks give 8-byte leading dimensions, which some cuBLASLt versions find no
-         * kernel for: cublasGemmEx takes any layout. It has no bias epilogue, so a biased problem
-         * without an algorithm still stops here. */
+        /* Tiny LoRA ranks give leading dimensions that are not a multiple of 16 bytes (a rank-4
+         * product's 8 bytes; the K-concatenated q/k/v weight's C + 3·R columns), which some
+         * cuBLASLt versions find no kernel for: cublasGemmEx takes any layout (and the bias, which
+         * it has no epilogue for, is added by a kernel after it). */
         fprintf(stderr,
                 "fastlora: cuBLASLt has no algorithm for %c%c m=%lld n=%lld k=%lld (ld %lld/%lld/%lld, %s output, "
-                "alignment %d/%d/%d bytes, bias %d): %s%s\n",
+                "alignment %d/%d/%d bytes, bias %d): %s; using cublasGemmEx\n",
                 key->transa ? 'T' : 'N', key->transb ? 'T' : 'N', (long long)key->m, (long long)key->n,
                 (long long)key->k, (long long)key->lda, (long long)key->ldb, (long long)key->ldc,
                 key->ctype == CUDA_R_32F ? "f32" : "bf16", key->align_a, key->align_b, key->align_c, key->bias,
-                st != CUBLAS_STATUS_SUCCESS ? fl_cublas_status_string(st) : "0 results",
-                key->bias ? "" : "; using cublasGemmEx");
-        if (key->bias) abort();
+                st != CUBLAS_STATUS_SUCCESS ? fl_cublas_status_string(st) : "0 results");
         p->gemm_ex = 1;
     } else {
         p->algo = result.algo;
@@ -110,10 +109,21 @@ static gemm_plan *plan_get(const gemm_key *key) {
     return p;
 }
 
+/* D (m, n) col-major (bf16, column stride ldc) += bias (m): the bias epilogue of the GemmEx
+ * fallback. Rounds twice (the product to bf16, then the sum) where the epilogue rounds once: a
+ * bf16 ulp at most, on a path that only runs when cuBLASLt has no algorithm. */
+__global__ void add_bias_kernel(bf16 *D, const bf16 *bias, int64_t m, int64_t n, int64_t ldc) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m * n; i += (int64_t)gridDim.x * blockDim.x) {
+        bf16 *d = D + (i / m) * ldc + i % m;
+        *d = __float2bfloat16_rn(__bfloat162float(*d) + __bfloat162float(bias[i % m]));
+    }
+}
+
 /* The fallback for problems cuBLASLt has no algorithm for: the same product through cublasGemmEx
- * (bf16 operands, f32 compute), on the backend's stream. Deterministic like the rest of cuBLAS. */
-static void gemm_ex_fallback(const gemm_key *key, const bf16 *A, const bf16 *B, void *D, float alpha, float beta,
-                             cudaStream_t stream) {
+ * (bf16 operands, f32 compute), on the backend's stream, then the bias if any. Deterministic like
+ * the rest of cuBLAS. */
+static void gemm_ex_fallback(const gemm_key *key, const bf16 *A, const bf16 *B, void *D, const bf16 *bias, float alpha,
+                             float beta, cudaStream_t stream) {
     static cublasHandle_t handle;
     if (!handle) CUBLAS_CHECK(cublasCreate(&handle));
     CUBLAS_CHECK(cublasSetStream(handle, stream));
@@ -121,6 +131,11 @@ static void gemm_ex_fallback(const gemm_key *key, const bf16 *A, const bf16 *B, 
                               (int)key->m, (int)key->n, (int)key->k, &alpha, A, CUDA_R_16BF, (int)key->lda, B,
                               CUDA_R_16BF, (int)key->ldb, &beta, D, key->ctype, (int)key->ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
+    if (bias) { /* biased problems are forwards: bf16 output */
+        unsigned blocks = fl_cuda_grid_1d((size_t)(key->m * key->n), 256, 1, (unsigned)fl_cuda.prop.multiProcessorCount * 8);
+        add_bias_kernel<<<blocks ? blocks : 1, 256, 0, stream>>>((bf16 *)D, bias, key->m, key->n, key->ldc);
+        CUDA_LAUNCH_CHECK();
+    }
 }
 
 /* D (m, n) col-major = alpha · op(A) · op(B) + beta · D (+ bias (m)) */
@@ -141,7 +156,7 @@ static void lt_gemm(int transa, int transb, int64_t m, int64_t n, int64_t k, con
     key.align_c = pointer_alignment(D);
     gemm_plan *p = plan_get(&key);
     if (p->gemm_ex) {
-        gemm_ex_fallback(&key, A, B, D, alpha, beta, stream);
+        gemm_ex_fallback(&key, A, B, D, bias, alpha, beta, stream);
         return;
     }
     if (bias) CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -150,23 +165,23 @@ static void lt_gemm(int transa, int transb, int64_t m, int64_t n, int64_t k, con
 }
 
 void matmul_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias, float alpha, float beta, size_t N,
-                    int IC, int OC, cudaStream_t stream) {
+                    int IC, int OC, int ld_out, int ld_inp, int ld_w, cudaStream_t stream) {
     if (IC == 0) {
         /* nothing to multiply; the interface still asks for beta·out + bias — never used by the engine */
         fprintf(stderr, "fastlora: matmul_forward with IC == 0\n");
         abort();
     }
-    lt_gemm(1, 0, OC, (int64_t)N, IC, weight, IC, inp, IC, out, OC, CUDA_R_16BF, bias, alpha, beta, stream);
+    lt_gemm(1, 0, OC, (int64_t)N, IC, weight, ld_w, inp, ld_inp, out, ld_out, CUDA_R_16BF, bias, alpha, beta, stream);
 }
 
 void matmul_backward_input(bf16 *dinp, const bf16 *dout, const bf16 *weight, float alpha, float beta, size_t N, int IC,
-                           int OC, cudaStream_t stream) {
-    lt_gemm(0, 0, IC, (int64_t)N, OC, weight, IC, dout, OC, dinp, IC, CUDA_R_16BF, NULL, alpha, beta, stream);
+                           int OC, int ld_dinp, int ld_dout, int ld_w, cudaStream_t stream) {
+    lt_gemm(0, 0, IC, (int64_t)N, OC, weight, ld_w, dout, ld_dout, dinp, ld_dinp, CUDA_R_16BF, NULL, alpha, beta, stream);
 }
 
 void matmul_backward_weight(float *dweight, const bf16 *dout, const bf16 *inp, float alpha, size_t N, int IC, int OC,
-                            cudaStream_t stream) {
-    lt_gemm(0, 1, IC, OC, (int64_t)N, inp, IC, dout, OC, dweight, IC, CUDA_R_32F, NULL, alpha, 1.0f, stream);
+                            int ld_dout, int ld_inp, cudaStream_t stream) {
+    lt_gemm(0, 1, IC, OC, (int64_t)N, inp, ld_inp, dout, ld_dout, dweight, IC, CUDA_R_32F, NULL, alpha, 1.0f, stream);
 }
 
 /* out (N, OC) f32 = inp · weightᵀ: the LM head's logits when the caller wants them in f32. */

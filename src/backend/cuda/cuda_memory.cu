@@ -20,6 +20,22 @@ __global__ void convert_bf16_to_f32_kernel(float *dst, const bf16 *src, size_t n
         dst[i] = __bfloat162float(src[i]);
 }
 
+__global__ void convert_f32_to_bf16_2d_kernel(bf16 *dst, const float *src, float scale, size_t rows, int cols,
+                                              int ld_dst) {
+    size_t n = rows * (size_t)cols;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i / cols * ld_dst + i % cols] = __float2bfloat16_rn(scale * src[i]);
+}
+
+void convert_f32_to_bf16_2d(bf16 *dst, const float *src, float scale, size_t rows, int cols, int ld_dst,
+                            cudaStream_t stream) {
+    size_t n = rows * (size_t)cols;
+    if (!n) return;
+    convert_f32_to_bf16_2d_kernel<<<fl_cuda_grid_1d(n, 256, 4, 65535), 256, 0, stream>>>(dst, src, scale, rows, cols,
+                                                                                          ld_dst);
+    CUDA_LAUNCH_CHECK();
+}
+
 void convert_f32_to_bf16(bf16 *dst, const float *src, size_t n, cudaStream_t stream) {
     if (!n) return;
     convert_f32_to_bf16_kernel<<<fl_cuda_grid_1d(n, 256, 4, 65535), 256, 0, stream>>>(dst, src, n);
@@ -90,3 +106,7 @@ void cuda_download_act(float *host_dst, const void *src, size_t n) {
 }
 
 void cuda_cast_to_weight(void *dst, const float *src, size_t n) { convert_f32_to_bf16((bf16 *)dst, src, n, fl_cuda.stream); }
+
+void cuda_cast_to_weight_2d(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst) {
+    convert_f32_to_bf16_2d((bf16 *)dst, src, scale, rows, cols, ld_dst, fl_cuda.stream);
+}

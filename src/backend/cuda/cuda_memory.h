@@ -15,5 +15,6 @@ void cuda_synchronize(void);
 void cuda_upload_act(void *dst, const float *host_src, size_t n);
 void cuda_download_act(float *host_dst, const void *src, size_t n);
 void cuda_cast_to_weight(void *dst, const float *src, size_t n);
+void cuda_cast_to_weight_2d(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
 
 #endif

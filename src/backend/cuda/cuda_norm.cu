@@ -1,9 +1,10 @@
 /* cuda_norm.cu — embedding gather and RMSNorm forward/backward on bf16 rows, f32 math.
  *
  * Mirrors backend/cpu/cpu_norm.c: y = w·(x·r), r = (mean(x²) + eps)^-1/2 saved in f32;
- * backward dx += r·(w·dy − x·r²·mean(w·dy·x)) (docs/DERIVATIONS.md). One warp per row, 8 rows per
- * block; rows whose width is a multiple of 8 with 16-byte aligned pointers move 8 bf16 per load
- * (the common case), others go element by element. The row is read twice (reduce, then write);
+ * backward dx += r·(w·dy − x·r²·mean(w·dy·x)) (docs/DERIVATIONS.md). y (forward) and dy (backward)
+ * are rows of stride ld (the K-concatenated [x | x·Aᵀ] of the fused projections). One warp per
+ * row, 8 rows per block; rows whose width and stride are multiples of 8 with 16-byte aligned
+ * pointers move 8 bf16 per load (the common case), others go element by element. The row is read twice (reduce, then write);
  * the second read hits L1/L2 for C <= 8k. */
 #include "backend/cuda/cuda_common.cuh"
 
@@ -23,12 +24,12 @@ __global__ void embedding_forward_kernel(bf16 *out, const int32_t *ids, const bf
 }
 
 __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N,
-                                       int C, int vec) {
+                                       int C, int ld_out, int vec) {
     size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= N) return;
     const bf16 *x = inp + row * C;
-    bf16 *y = out + row * C;
+    bf16 *y = out + row * ld_out;
     float ss = 0.0f;
     if (vec) {
         for (int c = lane * 8; c < C; c += 256) {
@@ -62,11 +63,11 @@ __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, 
 }
 
 __global__ void rmsnorm_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight,
-                                        const float *rstd, size_t N, int C, int vec) {
+                                        const float *rstd, size_t N, int C, int ld_dout, int vec) {
     size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= N) return;
-    const bf16 *x = inp + row * C, *dy = dout + row * C;
+    const bf16 *x = inp + row * C, *dy = dout + row * ld_dout;
     bf16 *dx = dinp + row * C;
     float r = rstd[row], dot = 0.0f;
     if (vec) {
@@ -114,17 +115,19 @@ void embedding_forward(bf16 *out, const int32_t *ids, const bf16 *table, size_t 
 }
 
 void rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N, int C,
-                     cudaStream_t stream) {
+                     int ld_out, cudaStream_t stream) {
     if (!N) return;
-    int vec = C % 8 == 0 && fl_aligned16(out, inp, weight);
-    rmsnorm_forward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(out, rstd, inp, weight, eps, N, C, vec);
+    int vec = C % 8 == 0 && ld_out % 8 == 0 && fl_aligned16(out, inp, weight);
+    rmsnorm_forward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(out, rstd, inp, weight, eps, N, C, ld_out,
+                                                                              vec);
     CUDA_LAUNCH_CHECK();
 }
 
 void rmsnorm_backward(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight, const float *rstd, size_t N,
-                      int C, cudaStream_t stream) {
+                      int C, int ld_dout, cudaStream_t stream) {
     if (!N) return;
-    int vec = C % 8 == 0 && fl_aligned16(dinp, dout, inp, weight);
-    rmsnorm_backward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(dinp, dout, inp, weight, rstd, N, C, vec);
+    int vec = C % 8 == 0 && ld_dout % 8 == 0 && fl_aligned16(dinp, dout, inp, weight);
+    rmsnorm_backward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(dinp, dout, inp, weight, rstd, N, C,
+                                                                               ld_dout, vec);
     CUDA_LAUNCH_CHECK();
 }

@@ -1,20 +1,21 @@
-/* cuda_rope.cu — rotate-half RoPE in place on bf16 q or k (N, n_heads, HS), f32 angles.
+/* cuda_rope.cu — rotate-half RoPE in place on the first n_heads heads (HS each) of bf16 rows of
+ * stride ld (q and k of a fused q/k/v row in one launch), f32 angles.
  *
  * Mirrors backend/cpu/cpu_rope.c: element j pairs with j + HS/2, θ = pos·inv_freq[j] (f32, precise
  * sincosf as the CPU's cosf/sinf), y[j] = x[j]cosθ − x[j+h]sinθ, y[j+h] = x[j+h]cosθ + x[j]sinθ;
- * the backward is the same rotation by −θ. One thread per 8 pairs when HS/2 is a multiple of 8 and
- * the buffer is 16-byte aligned (HS 64 and 128), else one thread per pair. */
+ * the backward is the same rotation by −θ. One thread per 8 pairs when HS/2 and ld are multiples of
+ * 8 and the buffer is 16-byte aligned (HS 64 and 128), else one thread per pair. */
 #include "backend/cuda/cuda_common.cuh"
 
 template <int W>
-__global__ void rope_kernel(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS,
+__global__ void rope_kernel(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
                             float sign) {
     int half = HS / 2, groups = half / W;
     size_t total = N * (size_t)n_heads * groups;
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (size_t)gridDim.x * blockDim.x) {
         int g = (int)(idx % groups);
         size_t nh = idx / groups, n = nh / n_heads;
-        bf16 *v = x + nh * HS;
+        bf16 *v = x + n * (size_t)ld + (nh % n_heads) * (size_t)HS;
         int j0 = g * W;
         float a[W], b[W];
         if (W == 8) {
@@ -42,25 +43,28 @@ __global__ void rope_kernel(bf16 *x, const int32_t *pos, const float *inv_freq, 
     }
 }
 
-static void rope_launch(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, float sign,
-                        cudaStream_t stream) {
+static void rope_launch(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
+                        float sign, cudaStream_t stream) {
     if (!N || !n_heads) return;
     int half = HS / 2;
-    if (half % 8 == 0 && fl_aligned16(x)) {
+    if (half % 8 == 0 && ld % 8 == 0 && fl_aligned16(x)) {
         size_t total = N * (size_t)n_heads * (half / 8);
-        rope_kernel<8><<<fl_cuda_grid_1d(total, 256, 1, 1u << 20), 256, 0, stream>>>(x, pos, inv_freq, N, n_heads, HS, sign);
+        rope_kernel<8><<<fl_cuda_grid_1d(total, 256, 1, 1u << 20), 256, 0, stream>>>(x, pos, inv_freq, N, n_heads, HS, ld,
+                                                                                     sign);
     } else {
         size_t total = N * (size_t)n_heads * half;
-        rope_kernel<1><<<fl_cuda_grid_1d(total, 256, 1, 1u << 20), 256, 0, stream>>>(x, pos, inv_freq, N, n_heads, HS, sign);
+        rope_kernel<1><<<fl_cuda_grid_1d(total, 256, 1, 1u << 20), 256, 0, stream>>>(x, pos, inv_freq, N, n_heads, HS, ld,
+                                                                                     sign);
     }
     CUDA_LAUNCH_CHECK();
 }
 
-void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, cudaStream_t stream) {
-    rope_launch(x, pos, inv_freq, N, n_heads, HS, 1.0f, stream);
+void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
+                  cudaStream_t stream) {
+    rope_launch(x, pos, inv_freq, N, n_heads, HS, ld, 1.0f, stream);
 }
 
-void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS,
+void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
                    cudaStream_t stream) {
-    rope_launch(dx, pos, inv_freq, N, n_heads, HS, -1.0f, stream);
+    rope_launch(dx, pos, inv_freq, N, n_heads, HS, ld, -1.0f, stream);
 }

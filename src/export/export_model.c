@@ -1,0 +1,213 @@
+/* export_model.c — the whole model (optionally with a LoRA adapter folded in) as one GGUF file.
+ *
+ * Plan first, then stream: the tensors config.json implies are looked up in the safetensors
+ * shards and checked (presence, shape, float dtype) before the output is opened, and every tensor
+ * in the files must have a GGUF name (the rotary inv_freq buffer and a tied lm_head are skipped).
+ * Then each tensor is converted on its own — copied byte for byte when nothing changes it, else
+ * converted through f32 in row chunks, or whole when the adapter is merged in (W + s·B·A,
+ * infer/merge.h) or llama's q/k rows are permuted — so memory stays at about one tensor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "export/export_internal.h"
+#include "export/gguf_quant.h"
+#include "infer/merge.h"
+#include "lora/adapter_io.h"
+
+typedef struct {
+    char hf[96];              /* safetensors name; "" for a generated tensor */
+    char name[FL_GGUF_MAX_NAME + 1];
+    const fl_st_tensor *src;
+    const char *src_file;
+    int64_t rows, cols;       /* torch shape (rows, cols); cols == 0: a vector of rows */
+    int layer, proj;          /* the adapted projection, or proj -1 */
+    int permute_heads;        /* llama q/k: heads whose rows are permuted */
+    fl_ggml_type type;
+} plan_item;
+
+typedef struct {
+    plan_item *items;
+    int n, cap;
+} plan;
+
+static plan_item *plan_add(plan *p, const char *hf, const char *name, int64_t rows, int64_t cols) {
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        plan_item *g = fl_malloc(sizeof *g * (size_t)p->cap);
+        if (p->n) memcpy(g, p->items, sizeof *g * (size_t)p->n);
+        free(p->items);
+        p->items = g;
+    }
+    plan_item *it = &p->items[p->n++];
+    memset(it, 0, sizeof *it);
+    snprintf(it->hf, sizeof it->hf, "%s", hf);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    it->rows = rows;
+    it->cols = cols;
+    it->proj = -1;
+    return it;
+}
+
+/* The tensors of a llama / qwen2 model in llama.cpp's names, in HF layout. */
+static void plan_model(plan *p, const fl_model_config *cfg) {
+    const int64_t C = cfg->hidden_size, V = cfg->vocab_size;
+    char hf[96], name[64];
+    if (cfg->rope_llama3) plan_add(p, "", "rope_freqs.weight", cfg->head_dim / 2, 0);
+    plan_add(p, "model.embed_tokens.weight", "token_embd.weight", V, C);
+    static const char *const norm_hf[2] = {"input_layernorm", "post_attention_layernorm"};
+    static const char *const norm_gguf[2] = {"attn_norm", "ffn_norm"};
+    for (int l = 0; l < cfg->n_layers; l++) {
+        for (int k = 0; k < 2; k++) {
+            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, norm_hf[k]);
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, norm_gguf[k]);
+            plan_add(p, hf, name, C, 0);
+        }
+        for (int j = 0; j < FL_N_PROJ; j++) {
+            int in, oc;
+            fl_proj_dims(cfg, (fl_proj)j, &in, &oc);
+            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, fl_proj_modules[j]);
+            fl_gguf_proj_name(name, sizeof name, l, (fl_proj)j);
+            plan_item *it = plan_add(p, hf, name, oc, in);
+            it->layer = l;
+            it->proj = j;
+            it->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
+            if (cfg->qkv_bias && j <= FL_PROJ_V) {
+                snprintf(hf, sizeof hf, "model.layers.%d.%s.bias", l, fl_proj_modules[j]);
+                name[strlen(name) - strlen("weight")] = 0;
+                strcat(name, "bias");
+                plan_add(p, hf, name, oc, 0)->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
+            }
+        }
+    }
+    plan_add(p, "model.norm.weight", "output_norm.weight", C, 0);
+    if (!cfg->tie_word_embeddings) plan_add(p, "lm_head.weight", "output.weight", V, C);
+}
+
+static int check_sources(plan *p, const fl_hf_shards *sh, const char *dir, const char *arch) {
+    for (int i = 0; i < p->n; i++) {
+        plan_item *it = &p->items[i];
+        if (!it->hf[0]) continue;
+        const fl_st_tensor *t = fl_hf_shards_find(sh, it->hf, &it->src_file);
+        if (!t) return fl_input_error("%s: tensor '%s' is missing from the safetensors files", dir, it->hf);
+        int ok = it->cols ? t->ndim == 2 && t->shape[0] == it->rows && t->shape[1] == it->cols : t->ndim == 1 && t->shape[0] == it->rows;
+        if (!ok) return fl_input_error("%s: tensor '%s' has a shape that disagrees with config.json", it->src_file, it->hf);
+        if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16)
+            return fl_input_error("%s: tensor '%s' has dtype %s (export reads F32, BF16, F16)", it->src_file, it->hf, fl_dtype_name(t->dtype));
+        it->src = t;
+    }
+    /* every stored tensor must be one we write (or one llama.cpp has no use for) */
+    for (int f = 0; f < sh->n; f++)
+        for (int k = 0; k < sh->files[f].n_tensors; k++) {
+            const char *name = sh->files[f].tensors[k].name;
+            size_t n = strlen(name);
+            if (n >= 20 && !strcmp(name + n - 20, ".rotary_emb.inv_freq")) continue;
+            if (!strcmp(name, "lm_head.weight")) continue; /* tied: the embedding serves as output */
+            int known = 0;
+            for (int i = 0; i < p->n && !known; i++) known = !strcmp(p->items[i].hf, name);
+            if (!known) return fl_input_error("%s: tensor '%s' has no llama.cpp counterpart in a %s model", sh->files[f].path, name, arch);
+        }
+    return 0;
+}
+
+/* Streams one tensor in its planned type. */
+static int write_item(fl_gguf_writer *w, const plan_item *it, const fl_model_config *cfg, const fl_lora_config *lc,
+                      const fl_lora_buffer *lora) {
+    const int64_t rows = it->rows, cols = it->cols ? it->cols : 1;
+    const size_t n = (size_t)(rows * cols);
+    if (!it->src) { /* rope_freqs */
+        float *f = fl_malloc(sizeof(float) * n);
+        fl_gguf_rope_factors(cfg, f);
+        int status = fl_gguf_write_data(w, f, sizeof(float) * n);
+        free(f);
+        return status;
+    }
+    const fl_st_tensor *t = it->src;
+    const float *lora_a = NULL, *lora_b = NULL;
+    if (lora && it->proj >= 0) {
+        lora_a = lora->layers[it->layer].a[it->proj];
+        lora_b = lora->layers[it->layer].b[it->proj];
+    }
+    const int same = (t->dtype == FL_F32 && it->type == FL_GGML_F32) || (t->dtype == FL_BF16 && it->type == FL_GGML_BF16) ||
+                     (t->dtype == FL_F16 && it->type == FL_GGML_F16);
+    if (same && !lora_a && !it->permute_heads) return fl_gguf_write_data(w, t->data, t->nbytes);
+    const size_t esize = fl_dtype_size(t->dtype);
+    /* rows per step: the whole tensor when it is merged or permuted, else chunks of ~1M values */
+    int64_t step = lora_a || it->permute_heads ? rows : (int64_t)((1 << 20) / (size_t)cols) + 1;
+    if (step > rows) step = rows;
+    float *x = fl_malloc(sizeof(float) * (size_t)(step * cols));
+    float *y = it->permute_heads ? fl_malloc(sizeof(float) * (size_t)(step * cols)) : NULL;
+    void *enc = fl_malloc(fl_ggml_nbytes(it->type, step * cols) + 1);
+    int status = 0;
+    for (int64_t r = 0; r < rows && !status; r += step) {
+        int64_t nr = rows - r < step ? rows - r : step;
+        size_t cnt = (size_t)(nr * cols);
+        fl_convert_to_f32(x, (const char *)t->data + (size_t)(r * cols) * esize, t->dtype, cnt);
+        if (lora_a) fl_merge_lora_f32(x, lora_b, lora_a, (int)rows, (int)cols, lc->rank, fl_lora_scale(lc));
+        const float *src = x;
+        if (y) {
+            fl_gguf_permute_rows(y, x, it->permute_heads, rows, cols);
+            src = y;
+        }
+        fl_ggml_from_f32(it->type, src, enc, cnt);
+        status = fl_gguf_write_data(w, enc, fl_ggml_nbytes(it->type, (int64_t)cnt));
+    }
+    free(x);
+    free(y);
+    free(enc);
+    return status;
+}
+
+int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int *n_tensors) {
+    fl_lora_config lc;
+    fl_lora_buffer lora = {0};
+    int have_lora = 0, status = 0;
+    if (o->adapter_dir) {
+        FL_TRY(fl_export_load_adapter(o->adapter_dir, cfg, &lc, &lora));
+        have_lora = 1;
+    }
+    fl_hf_shards sh = {0};
+    plan p = {0};
+    fl_gguf_writer w;
+    fl_gguf_writer_init(&w);
+    status = fl_hf_shards_open(&sh, o->model_dir);
+    if (!status) {
+        plan_model(&p, cfg);
+        status = check_sources(&p, &sh, o->model_dir, fl_gguf_arch_name(cfg->arch));
+    }
+    fl_ggml_type want = FL_GGML_F16;
+    if (!status) {
+        const fl_st_tensor *embd = p.items[cfg->rope_llama3 ? 1 : 0].src;
+        want = o->type != FL_EXPORT_AUTO ? fl_gguf_type_of(o->type) : embd->dtype == FL_BF16 ? FL_GGML_BF16 : FL_GGML_F16;
+        fl_gguf_put_general(&w, cfg, "model", o->model_dir, o->alignment);
+        fl_gguf_put_hparams(&w, cfg, want);
+        if (!o->no_tokenizer) status = fl_gguf_put_tokenizer(&w, o->model_dir, cfg);
+        else { /* llama.cpp's "no vocab": ids only; it takes the vocabulary size from <arch>.vocab_size */
+            fl_gguf_kv_str(&w, "tokenizer.ggml.model", "none");
+            if (cfg->arch != FL_ARCH_LLAMA) {
+                char key[64];
+                snprintf(key, sizeof key, "%s.vocab_size", fl_gguf_arch_name(cfg->arch));
+                fl_gguf_kv_u32(&w, key, (uint32_t)cfg->vocab_size);
+            }
+        }
+    }
+    for (int i = 0; i < p.n && !status; i++) {
+        plan_item *it = &p.items[i];
+        int64_t ne[2] = {it->cols ? it->cols : it->rows, it->rows};
+        int nd = it->cols ? 2 : 1;
+        it->type = fl_gguf_pick_type(it->name, nd, ne[0], want);
+        status = fl_gguf_add_tensor(&w, it->name, nd, ne, it->type);
+    }
+    if (!status) status = fl_gguf_writer_begin(&w, o->out_path);
+    for (int i = 0; i < p.n && !status; i++) status = write_item(&w, &p.items[i], cfg, &lc, have_lora ? &lora : NULL);
+    if (!status) status = fl_gguf_writer_finish(&w);
+    if (!status && n_tensors) *n_tensors = p.n;
+    fl_gguf_writer_free(&w);
+    free(p.items);
+    fl_hf_shards_close(&sh);
+    if (have_lora) fl_lora_buffer_free(&lora);
+    return status;
+}

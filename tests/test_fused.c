@@ -1,0 +1,180 @@
+/* test_fused.c — the fused projections (one GEMM for q/k/v and one for gate/up, LoRA
+ * K-concatenated into them, engine/model.c) against every projection run alone (m->fused = 0, the
+ * sequence the HF fixtures and finite differences check), on both CPU backends.
+ *
+ * Two models with the same seed take the same steps: the loss and every LoRA gradient must agree
+ * at each step, and two optimizer steps run in between so that a LoRA B compute copy that is not
+ * refreshed after AdamW (the fused path keeps s·B inside the frozen weight) shows up. Configs cover
+ * GQA, q/k/v biases, rsLoRA (a scale that is not a power of two), partly adapted groups (q and v
+ * without k, up without gate) and dropout.
+ *
+ * Tolerances (relative L2 error over all gradients): f32 backend 1e-5 — the paths differ in
+ * summation order and in multiplying s into B before the product (each ~1e-7 relative, grown by
+ * a few layers of accumulation), so this bound checks the engine's logic tightly (a stale B copy
+ * or a wrong block gives > 1e-2). bf16 backend 5e-2 — each path is ~1% away from the f32
+ * reference (bf16 keeps 8 bits of every GEMM operand: the fused path rounds s·B where the unfused
+ * rounds B, K-concatenation changes the summation order; measured 0.5–0.9% between the two at the
+ * first step), within the bound test_cpu_bf16.c uses against f32. The bf16 run compares one step
+ * only: after an AdamW step the two models' parameters differ by that noise and drift apart
+ * (measured 1–6% by the third step); it checks the bf16 ops' row strides, whose errors are O(1),
+ * and the f32 run checks the steps.
+ *
+ * On the CUDA backend (skipped without a device) head_dim is 64, so attention runs the tensor-core
+ * forward and backward through the interface's ld_qkv views of the fused q|k|v rows; the fused
+ * CUDA model is compared with the unfused CPU f32 model (the spec) and with the unfused CUDA model,
+ * one step, within 5e-2 (the CUDA fixture tests' bound for LoRA gradients through two bf16 layers;
+ * a wrong stride or block is O(1)). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef FL_HAVE_CUDA
+#include "backend/cuda/cuda_info.h"
+#endif
+#include "common/error.h"
+#include "common/rng.h"
+#include "engine/model.h"
+#include "io/file_util.h"
+#include "io/safetensors.h"
+#include "test.h"
+#include "train/checkpoint.h"
+
+static double rel_l2(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (a[i] != a[i] || b[i] != b[i]) return INFINITY;
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+typedef struct {
+    int qwen;           /* q/k/v bias, tied embeddings, rsLoRA */
+    unsigned targets;   /* LoRA target mask */
+    float dropout;
+    int head_dim, T;    /* 0: 8 and 7 */
+} fused_case;
+
+/* The fused model on `be` against the unfused one on `ref` (== be, or the CPU f32 spec): same seed,
+ * same steps, loss and LoRA gradients within tol (relative) at every step. */
+static void compare_fused(const fl_backend *be, const fl_backend *ref, const fused_case *fc, int steps, double tol) {
+    int HS = fc->head_dim ? fc->head_dim : 8;
+    fl_model_config cfg = {.arch = fc->qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 50, .hidden_size = 32,
+                           .intermediate_size = 48, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = HS,
+                           .max_position_embeddings = 128, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f,
+                           .tie_word_embeddings = fc->qwen, .qkv_bias = fc->qwen};
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 4;
+    lc.alpha = 7;
+    lc.use_rslora = fc->qwen;
+    lc.dropout = fc->dropout;
+    lc.target_mask = fc->targets;
+    fl_model fused, alone;
+    fl_model_init_random(&fused, &cfg, 3, be, &lc);
+    fl_model_init_random(&alone, &cfg, 3, ref, &lc);
+    alone.fused = 0;
+    /* non-zero B (PEFT's init has B = 0, which would hide the B half of the LoRA terms) */
+    float *host = malloc(sizeof(float) * fused.lora.n);
+    fl_rng_fill_uniform(host, fused.lora.n, fl_rng_stream(11, 1, 2, 3), -0.2f, 0.2f);
+    be->upload(fused.lora.data, host, sizeof(float) * fused.lora.n);
+    ref->upload(alone.lora.data, host, sizeof(float) * fused.lora.n);
+    fl_model_sync_lora(&fused);
+    fl_model_sync_lora(&alone);
+    int B = 2, T = fc->T ? fc->T : 7;
+    int32_t *ids = malloc(sizeof(int32_t) * B * T), *targets = malloc(sizeof(int32_t) * B * T);
+    for (int i = 0; i < B * T; i++) {
+        ids[i] = (i * 17 + 3) % cfg.vocab_size;
+        targets[i] = i % 5 == 4 ? -100 : (i * 29 + 1) % cfg.vocab_size;
+    }
+    fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = targets};
+    fl_adamw_config opt = fl_adamw_config_default();
+    opt.lr = 1e-2f;
+    float *g_fused = malloc(sizeof(float) * fused.grads.n), *g_alone = malloc(sizeof(float) * fused.grads.n);
+    for (int step = 0; step < steps; step++) {
+        fl_step_stats a = fl_model_forward(&fused, &batch, 0.0f), b = fl_model_forward(&alone, &batch, 0.0f);
+        CHECK_MSG(fabs(a.loss - b.loss) <= tol * fabs(b.loss), "step %d: loss fused %.9g vs alone %.9g", step, a.loss,
+                  b.loss);
+        fl_model_backward(&fused);
+        fl_model_backward(&alone);
+        be->download(g_fused, fused.grads.data, sizeof(float) * fused.grads.n);
+        ref->download(g_alone, alone.grads.data, sizeof(float) * fused.grads.n);
+        double e = rel_l2(g_fused, g_alone, fused.grads.n);
+        CHECK_MSG(e <= tol, "%s step %d: LoRA gradients differ, relative L2 %.3g > %.3g", be->name, step, e, tol);
+        double n_fused = fl_model_optimizer_step(&fused, &opt), n_alone = fl_model_optimizer_step(&alone, &opt);
+        CHECK(n_alone > 0 && fabs(n_fused - n_alone) <= tol * n_alone);
+    }
+    free(host);
+    free(ids);
+    free(targets);
+    free(g_fused);
+    free(g_alone);
+    fl_model_free(&fused);
+    fl_model_free(&alone);
+}
+
+#define ALL ((1u << FL_N_PROJ) - 1)
+#define PARTIAL ((1u << FL_PROJ_Q) | (1u << FL_PROJ_V) | (1u << FL_PROJ_O) | (1u << FL_PROJ_UP) | (1u << FL_PROJ_DOWN))
+
+static void both_backends(const fused_case *fc) {
+    compare_fused(fl_backend_cpu(), fl_backend_cpu(), fc, 3, 1e-5);
+    compare_fused(fl_backend_cpu_bf16(), fl_backend_cpu_bf16(), fc, 1, 5e-2);
+}
+
+TEST(fused_projections_match_unfused_llama_all) { both_backends(&(fused_case){0, ALL, 0.0f, 0, 0}); }
+TEST(fused_projections_match_unfused_qwen_partial_rslora) { both_backends(&(fused_case){1, PARTIAL, 0.0f, 0, 0}); }
+TEST(fused_projections_match_unfused_dropout) {
+    both_backends(&(fused_case){0, ALL, 0.2f, 0, 0});
+    both_backends(&(fused_case){1, PARTIAL, 0.2f, 0, 0});
+}
+
+#ifdef FL_HAVE_CUDA
+/* GQA 2:1 at head_dim 64 (the tensor-core attention both ways), T = 70 (a ragged second tile),
+ * q/k/v biases on the K-concatenated GEMM, partial groups. */
+TEST(fused_projections_match_unfused_cuda_mma_attention) {
+    const fl_backend *cu = fl_backend_cuda();
+    if (!cu) SKIP("no CUDA device");
+    fl_cuda_set_attention_variant("mma");
+    const fused_case cases[2] = {{0, ALL, 0.0f, 64, 70}, {1, PARTIAL, 0.0f, 64, 70}};
+    for (int i = 0; i < 2; i++) {
+        compare_fused(cu, fl_backend_cpu(), &cases[i], 1, 5e-2);
+        compare_fused(cu, cu, &cases[i], 1, 5e-2);
+    }
+    fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
+}
+#endif
+
+/* A checkpoint whose optimizer.safetensors lacks the parameter-order name (an older build's) is
+ * an input error naming the order, not moments silently loaded into the wrong parameters. */
+TEST(checkpoint_refuses_moments_of_another_param_order) {
+    fl_model m;
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 2;
+    fl_model_config cfg = {.arch = FL_ARCH_LLAMA, .vocab_size = 40, .hidden_size = 16, .intermediate_size = 24,
+                           .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .head_dim = 8,
+                           .max_position_embeddings = 32, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f};
+    fl_model_init_random(&m, &cfg, 1, fl_backend_cpu(), &lc);
+    char root[] = "/tmp/fastlora-order-XXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    fl_train_state st = {.step = 3, .adam_step = 3, .n_params = m.lora.n, .seed = 1};
+    char *saved = NULL;
+    CHECK_EQ_INT(fl_checkpoint_save(root, &m, &st, "base", 2, 0, &saved), 0);
+    fl_train_state back;
+    CHECK_EQ_INT(fl_checkpoint_load(saved, &m, &back), 0); /* this build's own checkpoint loads */
+    /* rewrite the moments without the name, as builds before the grouped order wrote them */
+    char *path = fl_path_join(saved, "optimizer.safetensors");
+    float *zeros = calloc(m.lora.n, sizeof(float));
+    fl_st_write_tensor t[2] = {{.name = "adam_m", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)m.lora.n}, .data = zeros},
+                               {.name = "adam_v", .dtype = FL_F32, .ndim = 1, .shape = {(int64_t)m.lora.n}, .data = zeros}};
+    CHECK_EQ_INT(fl_safetensors_write(path, t, 2, NULL, 0), 0);
+    CHECK_EQ_INT(fl_checkpoint_load(saved, &m, &back), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "parameter order");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
+    free(zeros);
+    free(path);
+    free(saved);
+    fl_model_free(&m);
+}
