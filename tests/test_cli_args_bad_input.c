@@ -107,7 +107,7 @@ static int run_in_process(int (*cmd)(int, char **), const char *line, char *err,
 static int run_line(const char *line, char *err, size_t cap) {
     static const struct { const char *name; int (*cmd)(int, char **); } commands[] = {
         {"train", cmd_train}, {"bench", cmd_bench}, {"generate", cmd_generate}, {"gpus", cmd_gpus},
-        {"plan", cmd_plan}, {"board", cmd_board}, {"tokenize", cmd_tokenize},
+        {"plan", cmd_plan}, {"board", cmd_board}, {"tokenize", cmd_tokenize}, {"export", cmd_export},
     };
     size_t n = strcspn(line, " ");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -125,9 +125,10 @@ TEST(cli_args_bad_input_every_numeric_option) {
         {cmd_bench, "bench", "", "batch seq rank alpha dropout steps warmup threads seed"},
         {cmd_generate, "generate", "--model M --prompt hi ", "max-tokens temperature top-p seed"},
         {cmd_gpus, "gpus", "", "min-vram"},
-        {cmd_plan, "plan", "--preset smollm2-135m ", "seq batch rank alpha dropout epochs"},
+        {cmd_plan, "plan", "--preset smollm2-135m ", "seq batch rank alpha dropout epochs gpus"},
         {cmd_board, "board", "F ", "batch seq"},
         {cmd_tokenize, "tokenize", "--model M --text hi ", "bench"},
+        {cmd_export, "export", "--model M --gguf G ", "alignment"},
     };
     char err[4096];
     for (size_t c = 0; c < sizeof table / sizeof table[0]; c++) {
@@ -153,7 +154,8 @@ TEST(cli_args_bad_input_every_numeric_option) {
         "train --rank 0", "train --alpha 0", "train --clip -0.5", "train --warmup -1", "train --epochs 0",
         "train --beta2 1", "train --seed -1", "bench --batch 0", "bench --seq 1", "bench --steps 0",
         "generate --top-p 0", "generate --top-p 1.01", "generate --temperature -0.1", "generate --max-tokens 0",
-        "generate --max-tokens 1048577", "gpus --min-vram -1", "plan --epochs 1e9", "board --seq 0",
+        "generate --max-tokens 1048577", "gpus --min-vram -1", "plan --epochs 1e9", "plan --gpus 0", "board --seq 0",
+        "export --alignment 65",
     };
     for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
         rc = run_line(out_of_range[i], out, sizeof out);
