@@ -1,4 +1,5 @@
-/* main.c — the test runner: runs every registered test (or those whose name contains argv[1])
+/* main.c — the test runner: runs every registered test (or those whose name or file contains one of
+ * the comma-separated substrings of argv[1])
  * and prints `N passed, N failed, N skipped`. Exit status 1 when any test failed. */
 #include "test.h"
 
@@ -76,11 +77,21 @@ int fl_test_run_cli(char *out, size_t cap, const char *fmt, ...) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
 }
 
+/* Whether a test's name or file contains one of the comma-separated substrings of filter (several,
+ * to run tests together that interact through process state: `fastlora_tests cli_args,train_one`). */
+static int matches(const char *filter, const char *name, const char *file) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", filter);
+    for (char *save = NULL, *f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save))
+        if (strstr(name, f) || strstr(file, f)) return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < test_count; i++) {
-        if (filter && !strstr(tests[i].name, filter) && !strstr(tests[i].file, filter)) continue;
+        if (filter && !matches(filter, tests[i].name, tests[i].file)) continue;
         current_failures = 0;
         current_skip = NULL;
         struct timespec t0, t1;

@@ -80,8 +80,9 @@ TEST(cli_args_bad_input_number_syntax) {
 }
 
 /* Runs a command in this process with argv built from `line`, stderr captured into err; returns its
- * exit status. Only for lines the option parser refuses: past it, cmd_train joins the once-a-process
- * agreement of a distributed job (dist/dist.h), whose result would stay for every later run here. */
+ * exit status. Not for train lines that pass the option parser, nor for bench at all: a failing
+ * cmd_train past the parser and any failing cmd_bench join the once-a-process agreement of a
+ * distributed job (dist/dist.h), whose failure would stay for every later train run of the suite. */
 static int run_in_process(int (*cmd)(int, char **), const char *line, char *err, size_t cap) {
     char copy[1024], *argv[64];
     snprintf(copy, sizeof copy, "%s", line);
@@ -107,7 +108,7 @@ static int run_in_process(int (*cmd)(int, char **), const char *line, char *err,
 /* run_in_process on "COMMAND ARGS..." */
 static int run_line(const char *line, char *err, size_t cap) {
     static const struct { const char *name; int (*cmd)(int, char **); } commands[] = {
-        {"train", cmd_train}, {"bench", cmd_bench}, {"generate", cmd_generate}, {"gpus", cmd_gpus},
+        {"train", cmd_train}, {"generate", cmd_generate}, {"gpus", cmd_gpus},
         {"plan", cmd_plan}, {"board", cmd_board}, {"tokenize", cmd_tokenize}, {"export", cmd_export},
     };
     size_t n = strcspn(line, " ");
@@ -123,7 +124,6 @@ TEST(cli_args_bad_input_every_numeric_option) {
         {cmd_train, "train", "", "eval-frac seq batch grad-accum epochs max-steps lr warmup warmup-ratio min-lr-ratio "
                                  "weight-decay beta1 beta2 adam-eps clip rank alpha dropout seed eval-every eval-max-rows "
                                  "save-every keep log-every"},
-        {cmd_bench, "bench", "", "batch seq rank alpha dropout steps warmup threads seed"},
         {cmd_generate, "generate", "--model M --prompt hi ", "max-tokens temperature top-p seed"},
         {cmd_gpus, "gpus", "", "min-vram"},
         {cmd_plan, "plan", "--preset smollm2-135m ", "seq batch rank alpha dropout epochs gpus"},
@@ -153,7 +153,7 @@ TEST(cli_args_bad_input_every_numeric_option) {
     static const char *const out_of_range[] = {
         "train --lr -1", "train --seq 1", "train --batch 65537", "train --grad-accum 0", "train --dropout 1",
         "train --rank 0", "train --alpha 0", "train --clip -0.5", "train --warmup -1", "train --epochs 0",
-        "train --beta2 1", "train --seed -1", "bench --batch 0", "bench --seq 1", "bench --steps 0",
+        "train --beta2 1", "train --seed -1",
         "generate --top-p 0", "generate --top-p 1.01", "generate --temperature -0.1", "generate --max-tokens 0",
         "generate --max-tokens 1048577", "gpus --min-vram -1", "plan --epochs 1e9", "plan --gpus 0", "board --seq 0",
         "export --alignment 65",
@@ -163,19 +163,37 @@ TEST(cli_args_bad_input_every_numeric_option) {
         CHECK_MSG(rc == 2 && strstr(out, ": expected ") && strchr(out, '\n') && !strchr(out, '\n')[1], "%s: exit %d: %s",
                   out_of_range[i], rc, out);
     }
-    /* shapes whose products would overflow the step's buffers (train's through the binary: past the
-     * option parser, cmd_train takes part in the once-a-process agreement of a distributed job) */
-    const char *products[] = {"bench --batch 65536 --seq 65536", "plan --preset smollm2-135m --batch 65536 --seq 65536",
-                              "bench --sweep batch=4096 seq=8192",
+    /* shapes whose products would overflow the step's buffers (train's and bench's through the binary,
+     * see run_in_process) */
+    const char *products[] = {"plan --preset smollm2-135m --batch 65536 --seq 65536",
+                              "bench --batch 65536 --seq 65536", "bench --sweep batch=4096 seq=8192",
                               "train --model x --data y --out z --batch 65536 --seq 1048576",
                               "train --model x --data y --out z --batch 1024 --seq 16384 --grad-accum 64"};
     for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
-        int in_process = strncmp(products[i], "train", 5) != 0;
+        int in_process = !strncmp(products[i], "plan", 4);
         if (!in_process && !fl_test_bin()) continue;
         rc = in_process ? run_line(products[i], out, sizeof out) : fl_test_run_cli(out, sizeof out, "%s", products[i]);
         CHECK_MSG(rc == 2 && strstr(out, "positions per"), "%s: exit %d: %s", products[i], rc, out);
     }
     if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    /* bench's options through the binary (see run_in_process): a sample of the hostile values, the
+     * parser being the one tried in full above */
+    const char *bench_options[] = {"batch", "seq", "rank", "alpha", "dropout", "steps", "warmup", "threads", "seed"};
+    const char *bench_values[] = {"inf", "nan", "0x10", "''", "-1"};
+    for (size_t i = 0; i < sizeof bench_options / sizeof bench_options[0]; i++)
+        for (size_t v = 0; v < sizeof bench_values / sizeof bench_values[0]; v++) {
+            if (!strcmp(bench_options[i], "alpha") && v == 4) continue;   /* -1: covered, alpha > 0 */
+            rc = fl_test_run_cli(out, sizeof out, "bench --%s %s", bench_options[i], bench_values[v]);
+            char want[128];
+            snprintf(want, sizeof want, "fastlora bench: --%s: expected ", bench_options[i]);
+            CHECK_MSG(rc == 2 && strstr(out, want) && strchr(out, '\n') && !strchr(out, '\n')[1], "bench --%s %s: exit %d: %s",
+                      bench_options[i], bench_values[v], rc, out);
+        }
+    const char *bench_ranges[] = {"--batch 0", "--seq 1", "--steps 0", "--threads 4097"};
+    for (size_t i = 0; i < sizeof bench_ranges / sizeof bench_ranges[0]; i++) {
+        rc = fl_test_run_cli(out, sizeof out, "bench %s", bench_ranges[i]);
+        CHECK_MSG(rc == 2 && strstr(out, ": expected "), "bench %s: exit %d: %s", bench_ranges[i], rc, out);
+    }
     /* the binary, once per command, with a value the shell passes as an empty argument */
     for (size_t c = 0; c < sizeof table / sizeof table[0]; c++) {
         rc = fl_test_run_cli(out, sizeof out, "%s %s--%.*s ''", table[c].name, table[c].args,
