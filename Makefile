@@ -59,7 +59,7 @@ bench: $(BUILD)/fastlora
 	$(BUILD)/fastlora bench
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 # ---- CUDA (src/backend/cuda/*.cu, dev/cuda/) ----------------------------------------------------
 # Built whenever nvcc is on PATH (or CUDA=1); CUDA=0 gives the pure CPU build. Sanitizer builds
@@ -106,5 +106,30 @@ endif
 # One call on a GPU machine: build for sm_90 only, CUDA tests, benchmarks, summary table.
 device-check:
 	scripts/device-check
+
+# ---- fuzzing (fuzz/: one libFuzzer harness per parser; docs/FUZZING.md) ---------------------------
+# `make fuzz` builds the library with clang, ASan + UBSan and coverage into build-fuzz/ (CPU only),
+# links each fuzz/fuzz_*.c with libFuzzer, then fuzz/run.sh assembles the seed corpora and runs each
+# harness for FUZZ_SECONDS, one after another, printing executions, coverage and findings per
+# target; it fails on any crash, leak, UB, timeout or memory blow-up. FUZZ_TARGETS="a b" narrows it.
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+FUZZ_OPT      = -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -Wno-pass-failed -Wno-psabi
+FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
+
+.PHONY: fuzz fuzz-build fuzz-bins
+fuzz: fuzz-build
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-build:
+	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="$(FUZZ_OPT)" CUDA=0 fuzz-bins
+
+# (inside the sub-make above, where BUILD is the fuzz build folder)
+fuzz-bins: $(FUZZ_SRC:fuzz/%.c=$(BUILD)/%)
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(BUILD)/libfastlora.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libfastlora.a -o $@ $(LDLIBS)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
