@@ -129,7 +129,8 @@ fuzz-build:
 
 # (inside the sub-make above, where BUILD is the fuzz build folder)
 fuzz-bins: $(FUZZ_SRC:fuzz/%.c=$(BUILD)/%)
-$(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(BUILD)/libfastlora.a
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c $(BUILD)/libfastlora.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libfastlora.a -o $@ $(LDLIBS)
+-include $(wildcard $(BUILD)/fuzz_*.d)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

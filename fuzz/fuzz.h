@@ -145,6 +145,41 @@ static inline const char *fz_shared_dir(void) {
     return NULL;
 }
 
+/* Where a harness writes the valid inputs it builds at start-up, as seeds: FZ_SEEDS_OUT (set by
+ * fuzz/corpus.sh, which then runs the harness with -runs=0), or NULL. */
+static inline const char *fz_seeds_out(void) {
+    const char *d = getenv("FZ_SEEDS_OUT");
+    return d && *d ? d : NULL;
+}
+
+/* Writes the parts joined by FZ_SEP as FZ_SEEDS_OUT/name. */
+static inline void fz_write_seed(const char *name, const fz_part *parts, int n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", fz_seeds_out(), name);
+    FILE *f = fopen(path, "wb");
+    if (!f) { perror(path); abort(); }
+    for (int i = 0; i < n; i++) {
+        if (i) fwrite(FZ_SEP, 1, FZ_SEP_LEN, f);
+        if (parts[i].size) fwrite(parts[i].data, 1, parts[i].size, f);
+    }
+    if (fclose(f) != 0) abort();
+}
+
+/* The bytes of a file (malloc'd, NUL-terminated), or abort. */
+static inline uint8_t *fz_slurp(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); abort(); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    uint8_t *b = malloc((size_t)n + 1);
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) abort();
+    b[n] = 0;
+    fclose(f);
+    *size = (size_t)n;
+    return b;
+}
+
 /* A FILE that swallows what loaders report line by line (bad rows are expected here). */
 static inline FILE *fz_devnull(void) {
     static FILE *f;

@@ -5,6 +5,7 @@
  * an adapter that loads is saved with fl_adapter_save and loaded again: the same LoRA config and
  * bit-identical parameters.
  */
+/* fuzz-dict: json safetensors lora config */
 #include "fuzz.h"
 
 #include "lora/adapter_io.h"

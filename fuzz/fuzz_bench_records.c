@@ -4,6 +4,7 @@
  * records that read are grouped into boards (with the shipped reference board) and rendered as
  * Markdown and HTML, as `board` does.
  */
+/* fuzz-dict: json records */
 #include "fuzz.h"
 
 #include "bench/board.h"

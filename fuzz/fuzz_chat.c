@@ -7,6 +7,7 @@
  * formats each assistant span starts with that message's content, byte for byte.
  * (Role/content extraction mirrors cmd_tokenize.c's; the JSON itself is Jansson's.)
  */
+/* fuzz-dict: json chat */
 #include "fuzz.h"
 
 #include <jansson.h>

@@ -5,8 +5,9 @@
  * file of a checkpoint saved at start-up from a tiny model (r 4, every projection), so an input can
  * corrupt one file and keep the rest. Resume = find the checkpoint, load it into the model, reopen
  * metrics.jsonl cut back to the checkpoint's step and draw the loss curve; each step must succeed
- * or fail with an input error.
+ * or fail with an input error. With FZ_SEEDS_OUT set it writes one seed per file and exits.
  */
+/* fuzz-dict: json safetensors lora */
 #include "fuzz.h"
 
 #include "engine/model.h"
@@ -18,17 +19,6 @@ static const char *names[5] = {"trainer_state.json", "optimizer.safetensors", "a
                                "adapter_model.safetensors", "metrics.jsonl"};
 static uint8_t *valid[5];
 static size_t valid_size[5];
-
-static void slurp(const char *path, uint8_t **out, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { perror(path); abort(); }
-    fseek(f, 0, SEEK_END);
-    *size = (size_t)ftell(f);
-    rewind(f);
-    *out = malloc(*size + 1);
-    if (fread(*out, 1, *size, f) != *size) abort();
-    fclose(f);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -59,7 +49,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     for (int i = 0; i < 4; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", saved, names[i]);
-        slurp(path, &valid[i], &valid_size[i]);
+        valid[i] = fz_slurp(path, &valid_size[i]);
     }
     free(saved);
     static const char metrics[] =
@@ -70,6 +60,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     valid[4] = (uint8_t *)metrics;
     valid_size[4] = sizeof metrics - 1;
     fz_clear();
+    if (fz_seeds_out()) { /* one seed per file: that file given, the others empty (= valid) */
+        for (int i = 0; i < 5; i++) {
+            fz_part p[5] = {{0}};
+            p[i] = (fz_part){valid[i], valid_size[i]};
+            fz_write_seed(names[i], p, i + 1);
+        }
+        exit(0);
+    }
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * frequencies, the LoRA parameter count and the planner's memory table (train, plan, bench) — where
  * UBSan sees any integer overflow the limits let through. Not the weights (fuzz_model_weights).
  */
+/* fuzz-dict: json config */
 #include "fuzz.h"
 
 #include "engine/model.h"

@@ -4,6 +4,7 @@
  * the second, when present, is merged onto the first. Whatever loads is then searched by name and
  * printed column by column, as `gpus` and `plan` do. Failures must be input errors.
  */
+/* fuzz-dict: csv json */
 #include "fuzz.h"
 
 #include "plan/gpu_catalog.h"

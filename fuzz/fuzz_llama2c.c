@@ -5,6 +5,7 @@
  * it writes must then load: config.json, the weights against it, and the tokenizer (used as in
  * fuzz_tokenizer_json).
  */
+/* fuzz-dict: tokenizer */
 #include "fuzz.h"
 
 #include "fuzz_tokenizer.h"

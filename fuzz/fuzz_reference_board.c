@@ -3,6 +3,7 @@
  * load or fail with an input error; a board that loads is looked up for names and joined with the
  * records of tests/fixtures/board/seed-records.jsonl into boards rendered as Markdown and HTML.
  */
+/* fuzz-dict: csv */
 #include "fuzz.h"
 
 #include "bench/board.h"

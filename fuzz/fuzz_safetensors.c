@@ -5,6 +5,7 @@
  * accepted file is written back with fl_safetensors_write and read again: same names, dtypes,
  * shapes, bytes and metadata. Not the model loader's shape checks (fuzz_adapter, fuzz_checkpoint).
  */
+/* fuzz-dict: json safetensors */
 #include "fuzz.h"
 
 #include "io/safetensors.h"

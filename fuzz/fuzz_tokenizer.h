@@ -110,7 +110,7 @@ static inline void fz_tokenizer_load_and_use(const char *dir) {
 typedef struct {
     const char *name;
     fl_tokenizer *tok;
-    int roundtrip; /* byte-level with no normalizer: decode(encode(text)) == text for valid UTF-8 */
+    int roundtrip; /* byte-level, all 256 bytes, no normalizer: decode(encode(text)) == text (valid UTF-8) */
 } fz_model;
 
 /* Loads (once) the tokenizers that are present; returns how many (the test tokenizer at least). */
@@ -120,7 +120,7 @@ static inline int fz_real_tokenizers(fz_model **out) {
     if (n < 0) {
         static const struct { const char *dir; int roundtrip; } all[] = {
             {"tests/fixtures/train/tok", 1},
-            {"models/SmolLM2-135M-Instruct", 1},
+            {"models/SmolLM2-135M-Instruct", 0}, /* lacks some control bytes: HF drops them too */
             {"models/TinyLlama-1.1B-Chat-v1.0", 0},
             {"models/Llama-3.2-1B", 1},
             {"models/Qwen2.5-0.5B", 0},

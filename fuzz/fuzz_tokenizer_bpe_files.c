@@ -4,6 +4,7 @@
  * not written, which is itself a case the loader must report). A folder that loads is then used as
  * in fuzz_tokenizer_json.
  */
+/* fuzz-dict: json tokenizer */
 #include "fuzz.h"
 
 #include "fuzz_tokenizer.h"

@@ -5,6 +5,7 @@
  * not written). A folder that loads is then used: encode a fixed text with every flag, decode every
  * id in [-1, vocab], and render a short chat when the template names a known format.
  */
+/* fuzz-dict: json tokenizer chat */
 #include "fuzz.h"
 
 #include "fuzz_tokenizer.h"

@@ -4,6 +4,7 @@
  * FZ_SEP: tokenizer.model, then tokenizer_config.json. A folder that loads is then used as in
  * fuzz_tokenizer_json.
  */
+/* fuzz-dict: json tokenizer */
 #include "fuzz.h"
 
 #include "fuzz_tokenizer.h"

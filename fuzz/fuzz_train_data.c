@@ -8,6 +8,7 @@
  * documents have >= 2 ids inside the vocabulary, 0/1 masks, and the dataset's counts add up; they
  * survive a round trip through the tokens format.
  */
+/* fuzz-dict: json data chat */
 #include "fuzz.h"
 
 #include "fuzz_tokenizer.h"

@@ -4,22 +4,10 @@
  * train_config.json, read again over fresh defaults and written again: the two files are equal
  * byte for byte (the file repeats the run).
  */
+/* fuzz-dict: json options */
 #include "fuzz.h"
 
 #include "train/options.h"
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) abort();
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) abort();
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fz_write("run.json", data, size);
@@ -40,8 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         }
         if (fl_train_options_save_json(&again, second)) abort();
-        char *a = slurp(first), *b = slurp(second);
-        if (strcmp(a, b)) {
+        size_t na, nb;
+        char *a = (char *)fz_slurp(first, &na), *b = (char *)fz_slurp(second, &nb);
+        if (na != nb || memcmp(a, b, na)) {
             fprintf(stderr, "fuzz: train_config.json changes when read and written again:\n%s\n---\n%s\n", a, b);
             abort();
         }

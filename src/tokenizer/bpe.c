@@ -112,7 +112,7 @@ static void cache_put(fl_word_cache *c, const char *word, size_t len, uint64_t h
     c->key_len_total += len;
     c->ids_off[i] = (uint32_t)c->id_len_total;
     c->ids_len[i] = (uint32_t)n;
-    memcpy(c->id_arena + c->id_len_total, ids, n * sizeof *ids);
+    if (n) memcpy(c->id_arena + c->id_len_total, ids, n * sizeof *ids);
     c->id_len_total += n;
     c->count++;
 }
@@ -283,5 +283,5 @@ void fl_bpe_encode_word(fl_tokenizer *tok, const char *word, size_t len, const u
         uint32_t a = map ? map[s->start[i]] : base + s->start[i], b = map ? map[s->end[i]] : base + s->end[i];
         fl_token_ids_push(out, s->id[i], a, b);
     }
-    if (cacheable) cache_put(&tok->cache, word, len, h, out->ids + first, out->n - first);
+    if (cacheable) cache_put(&tok->cache, word, len, h, out->n > first ? out->ids + first : NULL, out->n - first);
 }
