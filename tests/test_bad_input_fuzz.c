@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
+#include "train/llama2c.h"
 
 /* A fresh folder /tmp/fl_fuzz_XXXXXX with files {name, bytes, length, ...}; path in dir. */
 typedef struct {
@@ -88,4 +89,56 @@ TEST(bad_input_fuzz_word_with_no_tokens) {
             fl_token_ids_free(&ids);
         }
     fl_tokenizer_free(tok);
+}
+
+static void put_i32(FILE *f, int32_t v) { fwrite(&v, 4, 1, f); }
+
+/* A llama2.c tokenizer .bin without the 256 <0xNN> byte tokens used to convert into a tokenizer.json
+ * with byte_fallback on, which then failed to load ("token <0x00> is missing"): the converter wrote
+ * a folder it could not read. Byte fallback is now on only when all 256 byte tokens are there. */
+TEST(bad_input_fuzz_llama2c_tokenizer_without_byte_tokens) {
+    char dir[64];
+    CHECK(make_dir(dir, NULL, 0) == 0);
+    char ckpt[128], tokbin[128], out[128];
+    snprintf(ckpt, sizeof ckpt, "%s/model.bin", dir);
+    snprintf(tokbin, sizeof tokbin, "%s/tok.bin", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    /* dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab 8 (tied), seq 4: zero weights */
+    FILE *f = fopen(ckpt, "wb");
+    const int32_t hdr[7] = {8, 16, 1, 2, 1, 8, 4};
+    for (int i = 0; i < 7; i++) put_i32(f, hdr[i]);
+    size_t n_floats = 8 * 8 + 8 + 64 + 2 * 4 * 8 + 64 + 8 + 3 * 16 * 8 + 8 + 4 * 2 * 2;
+    for (size_t i = 0; i < n_floats; i++) { float z = 0; fwrite(&z, 4, 1, f); }
+    fclose(f);
+    f = fopen(tokbin, "wb");
+    put_i32(f, 16);
+    const char *pieces[8] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a", "b", "ab", " ab"};
+    for (int i = 0; i < 8; i++) {
+        float score = (float)-i;
+        fwrite(&score, 4, 1, f);
+        put_i32(f, (int32_t)strlen(pieces[i]));
+        fputs(pieces[i], f);
+    }
+    fclose(f);
+    CHECK_EQ_INT(fl_llama2c_convert(ckpt, tokbin, out), 0);
+    fl_tokenizer *tok = NULL;
+    CHECK_EQ_INT(fl_tokenizer_load(&tok, out), 0);
+    if (tok) {
+        fl_token_ids ids = {0};
+        CHECK_EQ_INT(fl_tokenizer_encode(tok, "ab ab", 5, 0, &ids), 0);
+        CHECK_EQ_INT(ids.n, 2); /* "▁ab" "▁ab" */
+        if (ids.n == 2) CHECK(ids.ids[0] == 7 && ids.ids[1] == 7);
+        fl_token_ids_free(&ids);
+        fl_tokenizer_free(tok);
+    }
+    const char *names[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 5; i++) {
+        char p[192];
+        snprintf(p, sizeof p, "%s/%s", out, names[i]);
+        unlink(p);
+    }
+    rmdir(out);
+    unlink(ckpt);
+    unlink(tokbin);
+    rmdir(dir);
 }
