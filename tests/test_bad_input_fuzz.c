@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "plan/gpu_catalog.h"
 #include "tokenizer/tokenizer.h"
 #include "train/llama2c.h"
 
@@ -141,4 +142,20 @@ TEST(bad_input_fuzz_llama2c_tokenizer_without_byte_tokens) {
     unlink(ckpt);
     unlink(tokbin);
     rmdir(dir);
+}
+
+/* A catalog whose second row is incomplete: the load fails naming that row, and the first row,
+ * already appended, used to stay allocated in a catalog the caller is told is not loaded (a leak
+ * under `gpus --catalog`). Now a failed load leaves the catalog empty. */
+TEST(bad_input_fuzz_catalog_bad_second_row) {
+    test_file files[] = {{"gpus.csv", "name,vram_gb,mem_bw_gbs,bf16_dense_tflops\nCard A,24,900,100\ncard b,48,900100,\n", 0}};
+    char dir[64], path[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(path, sizeof path, "%s/gpus.csv", dir);
+    fl_gpu_catalog c;
+    CHECK_EQ_INT(fl_gpu_catalog_load(&c, path), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "gpus.csv:3: bf16_dense_tflops");
+    CHECK(c.gpus == NULL);
+    CHECK_EQ_INT(c.n, 0);
+    remove_dir(dir, files, 1);
 }
