@@ -17,6 +17,7 @@
 static const char fz_sample_text[] =
     "Hello world! <|im_start|>user\n Ünïcödé 你好 1234567 \t\n  <s></s> ▁x <|endoftext|><|eot_id|>\xF0\x9F\x98\x80 e\xCC\x81";
 
+/* Ids inside the vocabulary; offsets (when asked) inside the text, start <= end, starts not decreasing. */
 static inline void fz_check_ids(const fl_tokenizer *tok, const fl_token_ids *ids, size_t text_len) {
     int32_t V = fl_tokenizer_vocab_size(tok);
     for (size_t i = 0; i < ids->n; i++) {
@@ -24,9 +25,10 @@ static inline void fz_check_ids(const fl_tokenizer *tok, const fl_token_ids *ids
             fprintf(stderr, "fuzz: id %d outside the vocabulary (%d)\n", ids->ids[i], V);
             abort();
         }
-        if (ids->want_offsets && (ids->offsets[2 * i] > ids->offsets[2 * i + 1] || ids->offsets[2 * i + 1] > text_len)) {
-            fprintf(stderr, "fuzz: offsets [%u, %u) outside the text (%zu bytes)\n", ids->offsets[2 * i],
-                    ids->offsets[2 * i + 1], text_len);
+        if (ids->want_offsets && (ids->offsets[2 * i] > ids->offsets[2 * i + 1] || ids->offsets[2 * i + 1] > text_len ||
+                                  (i && ids->offsets[2 * i] < ids->offsets[2 * i - 2]))) {
+            fprintf(stderr, "fuzz: offsets [%u, %u) of id %zu outside the text (%zu bytes) or before the last start\n",
+                    ids->offsets[2 * i], ids->offsets[2 * i + 1], i, text_len);
             abort();
         }
     }

@@ -45,24 +45,36 @@ static void remove_dir(const char *dir, const test_file *files, int n) {
     rmdir(dir);
 }
 
-/* A byte-level tokenizer.json whose vocabulary has the printable bytes only (33..126, 161..255 but
- * 173: what GPT-2's byte-to-unicode map leaves as they are) plus "ab" = merge "a b"; no control
- * bytes, no space. Returns the id of "ab". */
-static int32_t printable_bytes_tokenizer(char *json, size_t cap) {
-    size_t n = (size_t)snprintf(json, cap, "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-                                           "\"use_regex\": true}, \"decoder\": {\"type\": \"ByteLevel\"}, "
-                                           "\"model\": {\"type\": \"BPE\", \"vocab\": {");
+/* A byte-level tokenizer.json (GPT-2 byte-to-unicode map): the vocabulary holds every byte, or
+ * only the printable ones (33..126, 161..255 but 173: no control bytes, no space), then "ab" from
+ * the one merge "a b"; with an NFC normalizer when asked. Returns the id of "ab". */
+static int32_t byte_level_tokenizer(char *json, size_t cap, int all_bytes, int nfc) {
+    size_t n = (size_t)snprintf(json, cap, "{\"normalizer\": %s, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                                           "\"add_prefix_space\": false, \"use_regex\": true}, \"decoder\": {\"type\": "
+                                           "\"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {",
+                                nfc ? "{\"type\": \"NFC\"}" : "null");
     int32_t id = 0;
-    for (int b = 33; b < 256; b++) {
-        if (b > 126 && b < 161) continue;
-        if (b == 173) continue;
-        const char *esc = b == '"' ? "\\\"" : b == '\\' ? "\\\\" : "";
-        if (*esc) n += (size_t)snprintf(json + n, cap - n, "\"%s\": %d, ", esc, id++);
-        else if (b < 128) n += (size_t)snprintf(json + n, cap - n, "\"%c\": %d, ", b, id++);
-        else n += (size_t)snprintf(json + n, cap - n, "\"%c%c\": %d, ", 0xC0 | (b >> 6), 0x80 | (b & 0x3F), id++);
+    unsigned extra = 0;
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        unsigned cp = printable ? (unsigned)b : 256 + extra++;
+        if (!printable && !all_bytes) continue;
+        if (cp == '"' || cp == '\\') n += (size_t)snprintf(json + n, cap - n, "\"\\%c\": %d, ", (char)cp, id++);
+        else if (cp < 128) n += (size_t)snprintf(json + n, cap - n, "\"%c\": %d, ", (char)cp, id++);
+        else n += (size_t)snprintf(json + n, cap - n, "\"%c%c\": %d, ", 0xC0 | (cp >> 6), 0x80 | (cp & 0x3F), id++);
     }
     snprintf(json + n, cap - n, "\"ab\": %d}, \"merges\": [\"a b\"]}}", id);
     return id;
+}
+
+static fl_tokenizer *load_json_tokenizer(const char *json) {
+    test_file files[] = {{"tokenizer.json", json, 0}};
+    char dir[64];
+    if (make_dir(dir, files, 1)) return NULL;
+    fl_tokenizer *tok = NULL;
+    CHECK_EQ_INT(fl_tokenizer_load(&tok, dir), 0);
+    remove_dir(dir, files, 1);
+    return tok;
 }
 
 /* A byte-level word none of whose bytes is in the vocabulary encodes to no ids (Hugging Face drops
@@ -70,13 +82,8 @@ static int32_t printable_bytes_tokenizer(char *json, size_t cap) {
  * NULL id list (UBSan: offset on a null pointer, memcpy from NULL). */
 TEST(bad_input_fuzz_word_with_no_tokens) {
     static char json[8192];
-    int32_t ab = printable_bytes_tokenizer(json, sizeof json);
-    test_file files[] = {{"tokenizer.json", json, 0}};
-    char dir[64];
-    CHECK(make_dir(dir, files, 1) == 0);
-    fl_tokenizer *tok = NULL;
-    CHECK_EQ_INT(fl_tokenizer_load(&tok, dir), 0);
-    remove_dir(dir, files, 1);
+    int32_t ab = byte_level_tokenizer(json, sizeof json, 0, 0);
+    fl_tokenizer *tok = load_json_tokenizer(json);
     if (!tok) return;
     for (int offsets = 0; offsets < 2; offsets++)
         for (int pass = 0; pass < 2; pass++) { /* the second pass reads the word cache */
@@ -158,4 +165,27 @@ TEST(bad_input_fuzz_catalog_bad_second_row) {
     CHECK(c.gpus == NULL);
     CHECK_EQ_INT(c.n, 0);
     remove_dir(dir, files, 1);
+}
+
+/* NFC reorders combining marks (q U+0307 U+0323 -> q U+0323 U+0307): the offsets used to move with
+ * the marks, so a token could start after it ended ([3, 1) here) and the completion mask of a
+ * prompt/completion row read them wrongly. Offsets now keep their positions, as Hugging Face's
+ * alignments do (its offsets for Qwen2.5 on this text: characters 0, 1, 1, 2, 2 = bytes 0, 1, 1, 3, 3). */
+TEST(bad_input_fuzz_nfc_reorder_offsets) {
+    static char json[8192];
+    byte_level_tokenizer(json, sizeof json, 1, 1);
+    fl_tokenizer *tok = load_json_tokenizer(json);
+    if (!tok) return;
+    fl_token_ids ids = {0};
+    ids.want_offsets = 1;
+    const char text[] = "q\xCC\x87\xCC\xA3";
+    CHECK_EQ_INT(fl_tokenizer_encode(tok, text, 5, 0, &ids), 0);
+    CHECK_EQ_INT(ids.n, 5); /* q, then the bytes of U+0323 and of U+0307, no merges */
+    const uint32_t want_start[5] = {0, 1, 1, 3, 3};
+    for (size_t i = 0; i < ids.n && i < 5; i++) {
+        CHECK_EQ_INT(ids.offsets[2 * i], want_start[i]);
+        CHECK(ids.offsets[2 * i] <= ids.offsets[2 * i + 1] && ids.offsets[2 * i + 1] <= 5);
+    }
+    fl_token_ids_free(&ids);
+    fl_tokenizer_free(tok);
 }

@@ -109,7 +109,9 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
         for (int k = 0; k < dn; k++) { cp[n] = d[k]; off[n] = base + (uint32_t)i; n++; }
         i += (size_t)cl;
     }
-    // canonical ordering: stable insertion sort of each run of non-starters by ccc
+    // canonical ordering: stable insertion sort of each run of non-starters by ccc; the offsets
+    // stay in place (a moved mark takes the position it moves to, as HF's alignments do), so they
+    // never decrease
     for (size_t i = 1; i < n; i++) {
         int ci = ccc_of(cp[i]);
         if (!ci) continue;
@@ -118,7 +120,6 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
             int cj = ccc_of(cp[j - 1]);
             if (cj <= ci) break;
             uint32_t t = cp[j]; cp[j] = cp[j - 1]; cp[j - 1] = t;
-            t = off[j]; off[j] = off[j - 1]; off[j - 1] = t;
             j--;
         }
     }
