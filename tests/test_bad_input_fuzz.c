@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "model/config.h"
 #include "plan/gpu_catalog.h"
 #include "tokenizer/tokenizer.h"
 #include "train/llama2c.h"
@@ -188,4 +189,24 @@ TEST(bad_input_fuzz_nfc_reorder_offsets) {
     }
     fl_token_ids_free(&ids);
     fl_tokenizer_free(tok);
+}
+
+/* Every size within its own limit, but together more parameters than int64 counts hold: the
+ * parameter counts of `plan` and `bench` overflowed (UBSan: signed overflow in
+ * fl_config_total_params). config.json is now rejected past 10^15 parameters. */
+TEST(bad_input_fuzz_config_parameter_overflow) {
+    test_file files[] = {{"config.json",
+                          "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 100000000, \"hidden_size\": 100000000, "
+                          "\"intermediate_size\": 100000000, \"num_hidden_layers\": 100000000, \"num_attention_heads\": 1, "
+                          "\"head_dim\": 2}",
+                          0}};
+    char dir[64], path[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    fl_model_config cfg;
+    CHECK_EQ_INT(fl_config_load(&cfg, path), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "more than 10^15 parameters");
+    remove_dir(dir, files, 1);
+    /* the largest preset stays far below */
+    CHECK(fl_config_preset(&cfg, "qwen2.5-7b") == 0 && fl_config_total_params(&cfg) < 10000000000LL);
 }
