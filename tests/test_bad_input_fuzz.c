@@ -13,8 +13,10 @@
 #include "common/error.h"
 #include "model/config.h"
 #include "plan/gpu_catalog.h"
+#include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
 #include "train/llama2c.h"
+#include "train/options.h"
 
 /* A fresh folder /tmp/fl_fuzz_XXXXXX with files {name, bytes, length, ...}; path in dir. */
 typedef struct {
@@ -209,4 +211,72 @@ TEST(bad_input_fuzz_config_parameter_overflow) {
     remove_dir(dir, files, 1);
     /* the largest preset stays far below */
     CHECK(fl_config_preset(&cfg, "qwen2.5-7b") == 0 && fl_config_total_params(&cfg) < 10000000000LL);
+}
+
+/* `plan --records`: a record's batch 1e300 was cast to int (undefined; UBSan float-cast-overflow),
+ * and batch x seq = 2^40 tokens made the step's kernel count overflow int, so the predicted tok/s
+ * came out negative. Now batch/seq/rank outside 1..2^20 skip the record, and the kernel count
+ * saturates (its launch overhead stays in double). */
+TEST(bad_input_fuzz_plan_records_absurd_sizes) {
+    test_file files[] = {
+        {"records.jsonl",
+         "{\"tool\":\"fastlora\",\"model\":\"smollm2-135m\",\"device\":\"NVIDIA H100 80GB HBM3\",\"backend\":\"cuda\","
+         "\"batch\":1e300,\"seq\":512,\"rank\":16,\"train_tok_s\":1000.0}\n"
+         "{\"tool\":\"fastlora\",\"model\":\"qwen2.5-7b\",\"device\":\"NVIDIA H100 80GB HBM3\",\"backend\":\"cuda\","
+         "\"batch\":1048576,\"seq\":1048576,\"rank\":16,\"train_tok_s\":1000.0}\n",
+         0}};
+    char dir[64], path[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    fl_gpu_catalog cat;
+    if (fl_gpu_catalog_load(&cat, "data/gpus.csv")) {
+        remove_dir(dir, files, 1);
+        SKIP("data/gpus.csv not found (run from the project root)");
+    }
+    fl_plan_calibration cal;
+    CHECK_EQ_INT(fl_plan_calibration_load(&cal, path, &cat), 0);
+    CHECK_EQ_INT(cal.n_skipped, 1);
+    CHECK_STR_CONTAINS(cal.notes, "line 1:");
+    CHECK_EQ_INT(cal.n, 1);
+    if (cal.n == 1) {
+        const fl_plan_record *r = &cal.recs[0];
+        CHECK_MSG(r->predicted_tok_s > 0, "predicted %g tok/s", r->predicted_tok_s);
+        char how[128];
+        fl_plan_device d = fl_plan_device_for(r->gpu, FL_TARGET_CUDA, &cal, how, sizeof how);
+        fl_plan_step st = fl_plan_step_time(&r->cfg, &r->lc, r->batch, r->seq, 2, 0, &d);
+        CHECK_MSG(st.kernels > 0 && st.overhead_s > 0, "%d kernels, %g s overhead", st.kernels, st.overhead_s);
+    }
+    fl_plan_calibration_free(&cal);
+    fl_gpu_catalog_free(&cat);
+    remove_dir(dir, files, 1);
+}
+
+/* `train --config`: an integer option of -2^63 went through llabs(), which is undefined there and
+ * returned it negative, so the range check let it pass (and it became 0). */
+TEST(bad_input_fuzz_options_int64_min) {
+    test_file files[] = {{"run.json", "{\"seed\": -9223372036854775808}", 0}};
+    char dir[64], path[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    fl_train_options o;
+    fl_train_options_default(&o);
+    CHECK_EQ_INT(fl_train_options_load_json(&o, path), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "seed: expected an integer");
+    fl_train_options_free(&o);
+    remove_dir(dir, files, 1);
+}
+
+/* A llama2.c header whose vocab_size is INT32_MIN: its negation (the untied-classifier flag) was a
+ * signed overflow (UBSan). Now it is a bad header like any other. */
+TEST(bad_input_fuzz_llama2c_vocab_int_min) {
+    const int32_t hdr[7] = {8, 16, 1, 2, 1, INT32_MIN, 4};
+    test_file files[] = {{"model.bin", (const char *)hdr, sizeof hdr}};
+    char dir[64], path[128], out[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    CHECK_EQ_INT(fl_llama2c_convert(path, NULL, out), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "is not a llama2.c v0 checkpoint");
+    rmdir(out);
+    remove_dir(dir, files, 1);
 }

@@ -186,8 +186,9 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
     if (chunk < 16) chunk = 16;
     double chunks = ceil(N / (double)chunk);
     int per_layer = (15 + 2 * n_adapted) * passes + 15 + 4 * n_adapted;
-    a.s.kernels = (int)(L * per_layer + 3 * chunks + 8);
-    a.s.overhead_s = a.s.kernels * dev->launch_us * 1e-6 + dev->step_overhead_ms * 1e-3;
+    double kernels = L * per_layer + 3 * chunks + 8;   /* past INT_MAX for absurd B x T */
+    a.s.kernels = kernels < 2147483647.0 ? (int)kernels : 2147483647;
+    a.s.overhead_s = kernels * dev->launch_us * 1e-6 + dev->step_overhead_ms * 1e-3;
     a.s.step_s = a.s.gemm_s + a.s.attn_s + a.s.elementwise_s + a.s.overhead_s;
     a.s.tok_s = N / a.s.step_s;
     return a.s;
@@ -219,6 +220,11 @@ static const char *jstr(json_t *o, const char *k) {
 static double jnum(json_t *o, const char *k) {
     json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : -1;
+}
+/* batch / seq / rank: 1..2^20, else -1 (the record is skipped; casting 1e300 to int is undefined) */
+static int jint(json_t *o, const char *k) {
+    double v = jnum(o, k);
+    return v >= 1 && v <= 1048576 ? (int)v : -1;
 }
 
 /* A record's model: a preset name, a folder with config.json, or a HF id whose basename starts
@@ -314,9 +320,9 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
         }
         if (!be) be = jstr(o, "device_kind");
         const char *dtype = jstr(o, "dtype");
-        r.batch = (int)jnum(o, "batch");
-        r.seq = (int)jnum(o, "seq");
-        r.rank = (int)jnum(o, "rank");
+        r.batch = jint(o, "batch");
+        r.seq = jint(o, "seq");
+        r.rank = jint(o, "rank");
         r.train_tok_s = jnum(o, "train_tok_s");
         r.ms_per_step = jnum(o, "ms_per_step");
         r.peak_mem_bytes = jnum(o, "peak_mem_bytes");

@@ -58,7 +58,7 @@ static int convert_weights(const char *path, const char *out_dir, int *vocab_out
     int32_t h[7];
     if (len < sizeof h) { free(buf); return fl_input_error("%s: too short for a llama2.c header (28 bytes)", path); }
     memcpy(h, buf, sizeof h);
-    int dim = h[0], hidden = h[1], L = h[2], NH = h[3], NKV = h[4], V = h[5] < 0 ? -h[5] : h[5], seq = h[6];
+    int dim = h[0], hidden = h[1], L = h[2], NH = h[3], NKV = h[4], V = h[5] == INT32_MIN ? 0 : h[5] < 0 ? -h[5] : h[5], seq = h[6];
     int shared = h[5] > 0;
     if (dim <= 0 || hidden <= 0 || L <= 0 || NH <= 0 || NKV <= 0 || V <= 0 || seq <= 0 || dim % NH || NH % NKV ||
         (dim / NH) % 2 || dim > 1 << 16 || hidden > 1 << 18 || L > 1024 || V > 1 << 22 || seq > 1 << 22) {

@@ -75,7 +75,7 @@ int fl_train_options_load_json(fl_train_options *o, const char *path) {
             else *(int *)opt->dest = json_is_true(v);
             break;
         case FL_OPT_INT:
-            if (!json_is_integer(v) || llabs(json_integer_value(v)) > 2147483647LL)
+            if (!json_is_integer(v) || json_integer_value(v) < -2147483647LL || json_integer_value(v) > 2147483647LL)
                 status = fl_input_error("%s: %s: expected an integer", path, key);
             else *(int *)opt->dest = (int)json_integer_value(v);
             break;
