@@ -16,6 +16,7 @@
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
 #include "train/llama2c.h"
+#include "train/metrics.h"
 #include "train/options.h"
 
 /* A fresh folder /tmp/fl_fuzz_XXXXXX with files {name, bytes, length, ...}; path in dir. */
@@ -278,5 +279,25 @@ TEST(bad_input_fuzz_llama2c_vocab_int_min) {
     CHECK_EQ_INT(fl_llama2c_convert(path, NULL, out), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "is not a llama2.c v0 checkpoint");
     rmdir(out);
+    remove_dir(dir, files, 1);
+}
+
+/* metrics.jsonl with losses ~1e17 that differ by one ulp (a corrupted file on --resume, or a run
+ * that diverged): the loss curve's y ticks advanced by y += 0.2, which no longer moves y there, so
+ * drawing loss.svg never ended. The ticks now go by index. (alarm: a hang fails the suite.) */
+TEST(bad_input_fuzz_metrics_svg_huge_losses) {
+    test_file files[] = {{"metrics.jsonl", "{\"step\": 1, \"loss\": 100000000000000000}\n"
+                                            "{\"step\": 2, \"loss\": 100000000000000016.0}\n", 0}};
+    char dir[64], svg[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(svg, sizeof svg, "%s/loss.svg", dir);
+    fl_metrics mt;
+    CHECK_EQ_INT(fl_metrics_open(&mt, dir, 10), 0);
+    CHECK_EQ_INT(mt.n_train, 2);
+    alarm(60);
+    CHECK_EQ_INT(fl_metrics_write_svg(&mt, svg, "loss"), 0);
+    alarm(0);
+    fl_metrics_close(&mt);
+    unlink(svg);
     remove_dir(dir, files, 1);
 }
