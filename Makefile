@@ -1,6 +1,7 @@
 # fastlora build. `make` builds build/fastlora (CPU backend); `make test` builds and runs the test
 # suite (plus the AddressSanitizer run of the bad-input tests); `make bench` runs the README's
-# benchmark. Every source under src/ is picked up by its folder; no list to keep in sync.
+# benchmark; `make fuzz` runs the libFuzzer harnesses of fuzz/ (docs/FUZZING.md). Every source
+# under src/ is picked up by its folder; no list to keep in sync.
 CC      ?= gcc
 # OPT is the optimization/instrumentation part (the sanitizer build swaps it); CFLAGS adds the rest.
 OPT     ?= -O3 -march=native
