@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (status) return 0;
     /* every tensor lies inside the file; touch all of its bytes */
     const uint8_t *lo = st.map, *hi = lo + st.file_size;
-    unsigned sum = 0;
+    volatile unsigned sum = 0;
     for (int i = 0; i < st.n_tensors; i++) {
         const fl_st_tensor *t = &st.tensors[i];
         const uint8_t *p = t->data;
@@ -63,5 +63,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(w);
     free(kv);
     fl_safetensors_close(&st);
-    return (int)(sum & 0);
+    return 0;
 }
