@@ -1,6 +1,7 @@
 # fastlora build. `make` builds build/fastlora (CPU backend); `make test` builds and runs the test
 # suite (plus the AddressSanitizer run of the bad-input tests); `make bench` runs the README's
-# benchmark. Every source under src/ is picked up by its folder; no list to keep in sync.
+# benchmark; `make fuzz` runs the libFuzzer harnesses of fuzz/ (docs/FUZZING.md). Every source
+# under src/ is picked up by its folder; no list to keep in sync.
 CC      ?= gcc
 # OPT is the optimization/instrumentation part (the sanitizer build swaps it); CFLAGS adds the rest.
 OPT     ?= -O3 -march=native
@@ -59,7 +60,7 @@ bench: $(BUILD)/fastlora
 	$(BUILD)/fastlora bench
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 # ---- dependencies from a private prefix (scripts/fetch-gpu-deps; docs/CUDA.md) -------------------
 # DEPS_PREFIX=DIR: Jansson, PCRE2 and OpenBLAS unpacked from Debian packages into DIR (no install into
@@ -168,5 +169,31 @@ FORCE:
 # One call on a GPU machine: build for sm_90 only, CUDA tests, benchmarks, summary table.
 device-check:
 	scripts/device-check
+
+# ---- fuzzing (fuzz/: one libFuzzer harness per parser; docs/FUZZING.md) ---------------------------
+# `make fuzz` builds the library with clang, ASan + UBSan and coverage into build-fuzz/ (CPU only),
+# links each fuzz/fuzz_*.c with libFuzzer, then fuzz/run.sh assembles the seed corpora and runs each
+# harness for FUZZ_SECONDS, one after another, printing executions, coverage and findings per
+# target; it fails on any crash, leak, UB, timeout or memory blow-up. FUZZ_TARGETS="a b" narrows it.
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+FUZZ_OPT      = -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -Wno-pass-failed -Wno-psabi
+FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
+
+.PHONY: fuzz fuzz-build fuzz-bins
+fuzz: fuzz-build
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-build:
+	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="$(FUZZ_OPT)" CUDA=0 fuzz-bins
+
+# (inside the sub-make above, where BUILD is the fuzz build folder)
+fuzz-bins: $(FUZZ_SRC:fuzz/%.c=$(BUILD)/%)
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c $(BUILD)/libfastlora.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libfastlora.a -o $@ $(LDLIBS)
+-include $(wildcard $(BUILD)/fuzz_*.d)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

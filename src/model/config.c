@@ -127,6 +127,12 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if ((int64_t)cfg->n_heads * cfg->head_dim > FL_MAX_PROJ_DIM)
         return fl_input_error("%s: num_attention_heads x head_dim (%d x %d) is larger than %d", path, cfg->n_heads,
                               cfg->head_dim, FL_MAX_PROJ_DIM);
+    /* the parameter counts (int64: fl_config_total_params, plan, bench) must stay far from overflow */
+    double C = cfg->hidden_size, QD = fl_config_q_dim(cfg), KVD = fl_config_kv_dim(cfg);
+    if (cfg->n_layers * (C * (2 * QD + 2 * KVD + 3.0 * cfg->intermediate_size + 2) + QD + 2 * KVD) + 2 * C * cfg->vocab_size > 1e15)
+        return fl_input_error("%s: hidden_size %d, intermediate_size %d, num_hidden_layers %d and vocab_size %d make more "
+                              "than 10^15 parameters", path, cfg->hidden_size, cfg->intermediate_size, cfg->n_layers,
+                              cfg->vocab_size);
     FL_TRY(get_int(path, root, "max_position_embeddings", 0, 2048, &cfg->max_position_embeddings));
     if (cfg->max_position_embeddings <= 0)
         return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,

@@ -250,7 +250,9 @@ static void catalog_append(fl_gpu_catalog *c, const fl_gpu_spec *g) {
 
 int fl_gpu_catalog_load(fl_gpu_catalog *c, const char *csv_path) {
     memset(c, 0, sizeof *c);
-    return fl_gpu_catalog_merge_file(c, csv_path);
+    int status = fl_gpu_catalog_merge_file(c, csv_path);
+    if (status) fl_gpu_catalog_free(c); /* rows before the bad one were added: leave c empty */
+    return status;
 }
 
 int fl_gpu_catalog_merge_file(fl_gpu_catalog *c, const char *csv_path) {

@@ -50,14 +50,16 @@ typedef struct {
 
 /* Reads a catalog CSV (RFC 4180: quoted fields may hold commas, newlines and doubled quotes).
  * The header names the columns (any order; `name` required; price_usd_hr_indicative is accepted
- * for price_usd_hr). Bad rows are input errors "file:line: column: expected ..., got '...'". */
+ * for price_usd_hr). Bad rows are input errors "file:line: column: expected ..., got '...'"; then c is
+ * left empty. */
 int fl_gpu_catalog_load(fl_gpu_catalog *c, const char *csv_path);
 /* data/gpus.csv of the project: $FASTLORA_DATA/gpus.csv, then <dir of /proc/self/exe>/../data,
  * <dir>/../../data, then ./data. The error lists the places tried. */
 int fl_gpu_catalog_load_default(fl_gpu_catalog *c);
 /* Merges a user CSV into c: a row whose name (or short_name) matches an existing row overrides
  * only the fields it gives (non-empty cells, prices too); other rows are added and must give
- * name, vram_gb, mem_bw_gbs and a bf16 or fp16 rate. */
+ * name, vram_gb, mem_bw_gbs and a bf16 or fp16 rate. On an error, the rows before the bad one are
+ * merged already (c stays valid; free it as usual). */
 int fl_gpu_catalog_merge_file(fl_gpu_catalog *c, const char *csv_path);
 /* The row for a device name. Exact (case-insensitive) name, short name or alias first; otherwise
  * token matching ("NVIDIA H200" -> H200 SXM, "NVIDIA A100-SXM4-40GB" -> A100 40GB): the query's

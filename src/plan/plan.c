@@ -189,8 +189,9 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
     if (chunk < 16) chunk = 16;
     double chunks = ceil(N / (double)chunk);
     int per_layer = (15 + 2 * n_adapted) * passes + 15 + 4 * n_adapted;
-    a.s.kernels = (int)(L * per_layer + 3 * chunks + 8);
-    a.s.overhead_s = a.s.kernels * dev->launch_us * 1e-6 + dev->step_overhead_ms * 1e-3;
+    double kernels = L * per_layer + 3 * chunks + 8;   /* past INT_MAX for absurd B x T */
+    a.s.kernels = kernels < 2147483647.0 ? (int)kernels : 2147483647;
+    a.s.overhead_s = kernels * dev->launch_us * 1e-6 + dev->step_overhead_ms * 1e-3;
     a.s.step_s = a.s.gemm_s + a.s.attn_s + a.s.elementwise_s + a.s.overhead_s;
     a.s.tok_s = N / a.s.step_s;
     return a.s;

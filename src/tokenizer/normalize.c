@@ -110,7 +110,9 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
         for (int k = 0; k < dn; k++) { cp[n] = d[k]; cs[n] = base + (uint32_t)i; ce[n] = base + (uint32_t)(i + (size_t)cl); n++; }
         i += (size_t)cl;
     }
-    // canonical ordering: stable insertion sort of each run of non-starters by ccc
+    // canonical ordering: stable insertion sort of each run of non-starters by ccc; the offsets
+    // stay in place (a moved mark takes the position it moves to, as HF's alignments do), so they
+    // never decrease
     for (size_t i = 1; i < n; i++) {
         int ci = ccc_of(cp[i]);
         if (!ci) continue;
@@ -118,9 +120,7 @@ static size_t nfc(fl_tokenizer *tok, const char *text, size_t len, uint32_t base
         while (j > 0) {
             int cj = ccc_of(cp[j - 1]);
             if (cj <= ci) break;
-            swap_u32(&cp[j], &cp[j - 1]);
-            swap_u32(&cs[j], &cs[j - 1]);
-            swap_u32(&ce[j], &ce[j - 1]);
+            uint32_t t = cp[j]; cp[j] = cp[j - 1]; cp[j - 1] = t;
             j--;
         }
     }

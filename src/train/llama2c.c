@@ -50,7 +50,7 @@ static int convert_weights(const char *path, const char *out_dir, int *vocab_out
     int32_t h[7];
     if (len < sizeof h) { free(buf); return fl_input_error("%s: too short for a llama2.c header (28 bytes)", path); }
     memcpy(h, buf, sizeof h);
-    int dim = h[0], hidden = h[1], L = h[2], NH = h[3], NKV = h[4], V = h[5] < 0 ? -h[5] : h[5], seq = h[6];
+    int dim = h[0], hidden = h[1], L = h[2], NH = h[3], NKV = h[4], V = h[5] == INT32_MIN ? 0 : h[5] < 0 ? -h[5] : h[5], seq = h[6];
     int shared = h[5] > 0;
     if (dim <= 0 || hidden <= 0 || L <= 0 || NH <= 0 || NKV <= 0 || V <= 0 || seq <= 0 || dim % NH || NH % NKV ||
         (dim / NH) % 2 || dim > 1 << 16 || hidden > 1 << 18 || L > 1024 || V > 1 << 22 || seq > 1 << 22) {
@@ -198,6 +198,8 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
     FL_TRY(read_all(path, &buf, &len));
     tok_entry *e = fl_calloc((size_t)V, sizeof *e);
     size_t off = 4;
+    unsigned char have_byte[256] = {0}; /* <0xNN> tokens seen: byte fallback needs all 256 */
+    int n_bytes = 0;
     int status = len < 4 ? fl_input_error("%s: too short", path) : 0;
     for (int i = 0; i < V && !status; i++) {
         int32_t n;
@@ -220,6 +222,7 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
         unsigned byte;
         char tail;
         e[i].special = i <= 2 || (strlen(p) == 6 && sscanf(p, "<0x%2X%c", &byte, &tail) == 2 && tail == '>');
+        if (i > 2 && e[i].special && !have_byte[byte & 255]) { have_byte[byte & 255] = 1; n_bytes++; }
     }
     free(buf);
     if (!status && strcmp(e[0].piece, "<unk>")) status = fl_input_error("%s: token 0 is '%s', expected <unk>", path, e[0].piece);
@@ -301,7 +304,7 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
         json_object_set_new(model, "continuing_subword_prefix", json_null());
         json_object_set_new(model, "end_of_word_suffix", json_null());
         json_object_set_new(model, "fuse_unk", json_true());
-        json_object_set_new(model, "byte_fallback", json_true());
+        json_object_set_new(model, "byte_fallback", json_boolean(n_bytes == 256));
         json_object_set_new(model, "ignore_merges", json_false());
         json_object_set_new(model, "vocab", vocab);
         json_object_set_new(model, "merges", merges);

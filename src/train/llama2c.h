@@ -12,7 +12,7 @@
  *
  * Tokenizer .bin: int32 max_token_length, then per id: f32 score, int32 length, bytes (llama2.c
  * tokenizer.py export: '▁' written as ' ', <s>/</s> as "\n<s>\n"/"\n</s>\n"). Written as a
- * SentencePiece-BPE tokenizer.json (byte fallback, Prepend/Replace "▁" normalizer, BOS
+ * SentencePiece-BPE tokenizer.json (byte fallback when all 256 <0xNN> tokens are there, Prepend/Replace "▁" normalizer, BOS
  * post-processor — the layout of HF's LlamaConverter), merges ranked by the merged piece's score,
  * which is how SentencePiece BPE and llama2.c's encoder pick merges.
  */

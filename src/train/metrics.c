@@ -141,8 +141,9 @@ int fl_metrics_write_svg(const fl_metrics *mt, const char *path, const char *tit
     }
     fprintf(f, "</text>\n");
     /* grid and y ticks */
-    for (double y = ymin; y <= ymax + ystep * 1e-6; y += ystep) {
-        double py = y0 - (y - ymin) * ys;
+    /* by tick index: y += ystep stops moving when the losses are ~1e17 apart by less than an ulp */
+    for (int k = 0; k <= 100 && ymin + k * ystep <= ymax + ystep * 1e-6; k++) {
+        double y = ymin + k * ystep, py = y0 - (y - ymin) * ys;
         fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, py, W - R, py);
         fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n", L - 6, py + 4, y);
     }
