@@ -57,7 +57,7 @@ TEST(plan_memory_hand_count_smollm2_135m_cuda) {
                  12582912.0 + 4 * 6291456.0 + 65536.0 + 4 * 8192.0;
     CHECK_CLOSE(act, 919592960.0, 0, 0);
     CHECK_CLOSE(m.activations, act, 0, 0);
-    CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2), act, 0, 0);   /* the engine agrees */
+    CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2, 0), act, 0, 0);   /* the engine agrees */
     /* CUDA LM head (backend/cuda/cuda_plan.h): 256 MiB / (V·2) = 2730 rows -> 2688 -> all N = 2048
      * rows of bf16 logits + N f32 losses */
     CHECK_CLOSE(m.logits, 2048.0 * 49152 * 2 + 2048 * 4, 0, 0);
@@ -91,7 +91,7 @@ TEST(plan_memory_hand_count_qwen25_7b_cpu) {
     CHECK_CLOSE(m.weights, (params + 28 * (4608 * 48 + 37888 * 32.0)) * 4, 0, 0);
     CHECK_CLOSE(m.lora_params, P * 4, 0, 0);     /* the compute copy aliases the f32 master on the CPU */
     CHECK_CLOSE(m.lora_grads + m.adamw, P * 12, 0, 0);
-    CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4), 0, 0);
+    CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4, 0), 0, 0);
     /* cpu_loss.c: 32 MiB / (4·152064) = 55 rows of f32 logits */
     CHECK_CLOSE(m.logits, 55.0 * 152064 * 4, 0, 0);
     CHECK(m.context == 0 && m.gemm_ws == 0);

@@ -28,7 +28,7 @@
 
 double fl_plan_activation_bytes_layers(const fl_model_config *cfg, int rank, int B, int T, size_t act_size, int layers) {
     /* the DIMS of activations.c with L replaced */
-    size_t L = (size_t)layers, N = (size_t)B * T, C = (size_t)cfg->hidden_size;
+    size_t L = (size_t)layers, LS = L, N = (size_t)B * T, C = (size_t)cfg->hidden_size;
     size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);
     size_t FF = (size_t)cfg->intermediate_size, R = (size_t)(rank > 0 ? rank : 1), NH = (size_t)cfg->n_heads;
     size_t W = C > QD ? C : QD;
@@ -76,7 +76,7 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
     m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: the compute copy aliases on CPU */
     m.lora_grads = P * sizeof(float);
     m.adamw = 2 * P * sizeof(float);
-    m.activations_full = fl_activations_bytes(cfg, lc->rank, B, T, act);
+    m.activations_full = fl_activations_bytes(cfg, lc->rank, B, T, act, 0);
     /* projection: the residual stream of every layer + one layer's saved tensors and the scratch */
     m.activations_recompute = fl_plan_activation_bytes_layers(cfg, lc->rank, B, T, act, 1) +
                               (double)(cfg->n_layers - 1) * N * cfg->hidden_size * act;

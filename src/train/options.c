@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "io/file_util.h"
 #include "lora/lora.h"
+#include "model/weights.h"
 #include "train/data.h"
 
 #define FL_ARGS_STR FL_OPT_STRING
@@ -199,6 +200,8 @@ int fl_train_options_validate(const fl_train_options *o) {
     if (o->keep < 1) return fl_input_error("--keep: expected >= 1, got %d", o->keep);
     unsigned mask;
     FL_TRY(fl_lora_parse_targets(o->targets, &mask));
+    fl_quant quant;
+    FL_TRY(fl_quant_parse(o->quant, &quant));
     fl_data_format f;
     FL_TRY(fl_data_format_parse(o->format, &f));
     return 0;

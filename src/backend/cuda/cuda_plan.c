@@ -118,7 +118,7 @@ fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lor
     p.lora = n_lora * (sizeof(float) + 2);
     p.grads = n_lora * sizeof(float);
     p.optimizer = 2 * n_lora * sizeof(float);
-    p.activations = fl_activations_bytes(cfg, lc->rank, B, T, 2);
+    p.activations = fl_activations_bytes(cfg, lc->rank, B, T, 2, 0);
     p.scratch = fl_cuda_lm_head_scratch_bytes(N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET) + FL_CUDA_WORKSPACE_BYTES +
                 FL_CUDA_STAGING_FLOATS * sizeof(float) + ((size_t)1 << 20) /* reductions, RoPE table */;
     if (fl_cuda_attn_mma_supported(cfg->head_dim))
