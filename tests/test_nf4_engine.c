@@ -232,3 +232,83 @@ TEST(nf4_engine_merge_cli_dequantizes) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK_EQ_INT(system(cmd), 0);
 }
+
+/* An NF4 group (q/k/v, gate/up) runs its members' frozen products alone with their LoRA B product
+ * at beta = 1 and one stacked x·Aᵀ GEMM; every projection alone (m->fused = 0) must agree: the
+ * loss and every LoRA gradient, with dropout (per-member masks), on the f32 backend to 1e-5
+ * relative (summation order only, as test_fused.c). */
+TEST(nf4_engine_fused_groups_match_unfused) {
+    fl_lora_config lc = fl_lora_config_default();
+    CHECK(fl_adapter_load_config(NF4_DIR "tiny-nf4-adapter", &lc) == 0);
+    lc.dropout = 0.2f;
+    fl_model a, b;
+    CHECK(fl_model_init_dir(&a, NF4_DIR "tiny-nf4", fl_backend_cpu(), &lc) == 0);
+    CHECK(fl_model_init_dir(&b, NF4_DIR "tiny-nf4", fl_backend_cpu(), &lc) == 0);
+    CHECK(fl_model_load_adapter(&a, NF4_DIR "tiny-nf4-adapter") == 0 && fl_model_load_adapter(&b, NF4_DIR "tiny-nf4-adapter") == 0);
+    b.fused = 0;
+    int32_t ids[16], targets[16];
+    for (int i = 0; i < 16; i++) {
+        ids[i] = (int32_t)(fl_hash64(77 + (uint64_t)i) % 96);
+        targets[i] = (int32_t)(fl_hash64(99 + (uint64_t)i) % 96);
+    }
+    fl_batch batch = {.B = 2, .T = 8, .ids = ids, .targets = targets};
+    fl_step_stats sa = fl_model_forward(&a, &batch, 0.0f), sb = fl_model_forward(&b, &batch, 0.0f);
+    fl_model_backward(&a);
+    fl_model_backward(&b);
+    CHECK_CLOSE(sa.loss, sb.loss, 0, 1e-6);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.grads.n; i++) {
+        num += ((double)a.grads.data[i] - b.grads.data[i]) * ((double)a.grads.data[i] - b.grads.data[i]);
+        den += (double)b.grads.data[i] * b.grads.data[i];
+    }
+    CHECK_MSG(den > 0 && sqrt(num / den) < 1e-5, "fused vs unfused NF4 gradients: relative L2 %.3g", sqrt(num / den));
+    fl_model_free(&a);
+    fl_model_free(&b);
+}
+
+/* Bad input: a 4-bit checkpoint with one projection stored in float (a module bitsandbytes was told
+ * to skip) is an error naming the tensor, unless --quant nf4 asks to quantize it; an unknown
+ * --quant is one line naming the flag. */
+TEST(nf4_engine_bad_input_float_projection_in_4bit_checkpoint) {
+    char dir[] = "/tmp/fastlora-nf4-bad-XXXXXX", path[256], cmd[512];
+    CHECK(mkdtemp(dir) != NULL);
+    fl_safetensors src;
+    CHECK(fl_safetensors_open(&src, NF4_DIR "tiny-nf4/model.safetensors") == 0);
+    const char *victim = "model.layers.1.mlp.down_proj.weight";
+    fl_st_write_tensor *out = calloc((size_t)src.n_tensors + 1, sizeof *out);
+    uint16_t *dense = calloc(64 * 128, sizeof(uint16_t));
+    for (int i = 0; i < 64 * 128; i++) dense[i] = fl_f32_to_bf16(0.01f * (float)((i % 13) - 6));
+    int n = 0;
+    for (int i = 0; i < src.n_tensors; i++) {
+        const fl_st_tensor *t = &src.tensors[i];
+        if (!strncmp(t->name, victim, strlen(victim)) && strcmp(t->name, victim)) continue;   /* its companions */
+        out[n] = (fl_st_write_tensor){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
+        memcpy(out[n].shape, t->shape, sizeof t->shape);
+        if (!strcmp(t->name, victim))
+            out[n] = (fl_st_write_tensor){.name = victim, .dtype = FL_BF16, .ndim = 2, .shape = {64, 128}, .data = dense};
+        n++;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    const char *meta[] = {"format", "pt"};
+    CHECK(fl_safetensors_write(path, out, n, meta, 1) == 0);
+    fl_safetensors_close(&src);
+    free(out);
+    free(dense);
+    snprintf(cmd, sizeof cmd, "cp " NF4_DIR "tiny-nf4/config.json %s/", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    fl_lora_config lc = fl_lora_config_default();
+    fl_model m;
+    CHECK(fl_model_init_dir(&m, dir, fl_backend_cpu(), &lc) == FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), victim);
+    CHECK_STR_CONTAINS(fl_last_error(), "not NF4");
+    fl_clear_error();
+    CHECK(fl_model_init_dir_quant(&m, dir, fl_backend_cpu(), &lc, FL_QUANT_NF4) == 0);
+    CHECK(m.base.nf4[1 * FL_N_PROJ + FL_PROJ_DOWN].rows == 64);
+    fl_model_free(&m);
+    fl_quant q;
+    CHECK(fl_quant_parse("int4", &q) == FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "--quant: 'int4' (expected nf4 or none)");
+    fl_clear_error();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
