@@ -117,12 +117,12 @@ static void *tile_buffer(size_t bytes) {
     return scratch;
 }
 
-/* Rows of W per tile: at most TILE_ROWS and TILE_BYTES of bf16, at least 32. */
-static int64_t tile_rows(const fl_nf4_weight *W) {
-    int64_t rows = (int64_t)(TILE_BYTES / (2 * (size_t)(W->cols ? W->cols : 1)));
-    if (rows > TILE_ROWS) rows = TILE_ROWS;
-    if (rows < 32) rows = 32;
-    return rows < W->rows ? rows : W->rows;
+/* Rows of a (rows, cols) weight per tile: at most TILE_ROWS and TILE_BYTES of bf16, at least 32. */
+static int64_t tile_rows(int64_t rows, int64_t cols) {
+    int64_t fit = (int64_t)(TILE_BYTES / (2 * (size_t)(cols ? cols : 1)));
+    if (fit > TILE_ROWS) fit = TILE_ROWS;
+    if (fit < 32) fit = 32;
+    return fit < rows ? fit : rows;
 }
 
 /* The tile loop of the four GEMMs. nn = 0 (forward): C[:, r:r+nr] = alpha·A·tileᵀ + beta·C[:, r:r+nr];
@@ -131,7 +131,7 @@ static int64_t tile_rows(const fl_nf4_weight *W) {
  * sgemm, A in f32; else bf16 tiles (its compute dtype bfloat16) through the bf16 GEMM. */
 static void nf4_gemm(int nn, int f32, int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta,
                      float *C, int ldc) {
-    int64_t tr = tile_rows(W);
+    int64_t tr = tile_rows(W->rows, W->cols);
     size_t elems = (size_t)(tr * W->cols);
     void *buf = tile_buffer(elems * (f32 ? sizeof(float) : sizeof(uint16_t)));
     float *tile_f = buf;
@@ -177,6 +177,6 @@ void fl_gemm_nf4_f32_nn(int M, float alpha, const float *A, int lda, const fl_nf
     nf4_gemm(1, 1, M, alpha, A, lda, W, beta, C, ldc);
 }
 
-size_t fl_gemm_nf4_scratch_bytes(const fl_nf4_weight *W, int f32) {
-    return (size_t)(tile_rows(W) * W->cols) * (f32 ? sizeof(float) : sizeof(uint16_t));
+size_t fl_gemm_nf4_scratch_bytes(int64_t rows, int64_t cols, int f32) {
+    return (size_t)(tile_rows(rows, cols) * cols) * (f32 ? sizeof(float) : sizeof(uint16_t));
 }

@@ -27,8 +27,9 @@ void fl_gemm_nf4_f32_nt(int M, float alpha, const float *A, int lda, const fl_nf
                         int ldc);
 void fl_gemm_nf4_f32_nn(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
                         int ldc);
-/* Bytes of the per-thread tile scratch a GEMM with W allocates (f32: the f32 variants). */
-size_t fl_gemm_nf4_scratch_bytes(const fl_nf4_weight *W, int f32);
+/* Bytes of the tile scratch (per calling thread) a GEMM with a (rows, cols) weight allocates (f32: the
+ * f32 variants): the planner's figure. */
+size_t fl_gemm_nf4_scratch_bytes(int64_t rows, int64_t cols, int f32);
 
 /* Rows [r0, r1) of W dequantized to bf16 into dst ((r1 - r0), cols) row-major; equal bit for bit to
  * the matching slice of fl_nf4_dequantize(W, BF16). AVX2 where the CPU has it, else portable C. */
