@@ -11,10 +11,12 @@
  * test_hf_fixtures.c and test_gradcheck.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/rng.h"
 #include "engine/activations.h"
 #include "engine/model.h"
+#include "io/file_util.h"
 #include "test.h"
 
 typedef struct {
@@ -131,4 +133,43 @@ TEST(recompute_activation_table_keeps_one_layer) {
     /* rc = one layer's model (1 layer: residual rows 2) + the L - 1 extra residual rows */
     CHECK_EQ_INT(rc, full1 + (size_t)(cfg.n_layers - 1) * residual_row);
     CHECK(2 * rc < full);
+}
+
+/* The CUDA out-of-memory message (backend/cuda/cuda_context.cu) tells users which flags to try: each
+ * `--flag` it names must be an option of both `fastlora train` and `fastlora bench`. Read from the
+ * source, so a CPU-only build checks it too. */
+TEST(cuda_oom_message_names_existing_flags) {
+    const char *bin = getenv("FASTLORA_BIN");
+    if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
+    char *src = NULL, *help = NULL;
+    size_t len = 0;
+    CHECK(fl_file_read_all("src/backend/cuda/cuda_context.cu", FL_FILE_TEXT, &src, &len) == 0);
+    const char *fn = src ? strstr(src, "void fl_cuda_die_oom(") : NULL;
+    const char *end = fn ? strstr(fn, "\n}\n") : NULL;
+    CHECK(fn && end);
+    if (!fn || !end) { free(src); return; }
+    int flags = 0;
+    char out[64];
+    snprintf(out, sizeof out, "/tmp/fastlora-oom-help-%d.txt", (int)getpid());
+    for (const char *p = fn; p < end && (p = strstr(p, "--")) && p < end; p += 2) {
+        char flag[64];
+        int n = 0;
+        while (n < 62 && (p[2 + n] == '-' || (p[2 + n] >= 'a' && p[2 + n] <= 'z'))) n++;
+        if (!n) continue;
+        snprintf(flag, sizeof flag, "--%.*s ", n, p + 2);   /* as --help lists it: "--name ARG" / "--name " */
+        for (int c = 0; c < 2; c++) {
+            char cmd[512];
+            snprintf(cmd, sizeof cmd, "%s %s --help > %s 2>&1", bin, c ? "bench" : "train", out);
+            CHECK_EQ_INT(system(cmd), 0);
+            CHECK(fl_file_read_all(out, FL_FILE_TEXT, &help, &len) == 0);
+            CHECK_MSG(help && strstr(help, flag), "the CUDA OOM message names %s, which `fastlora %s` does not take", flag,
+                      c ? "bench" : "train");
+            free(help);
+            help = NULL;
+        }
+        flags++;
+    }
+    CHECK(flags >= 2);   /* --recompute, --quant, --batch, --seq */
+    unlink(out);
+    free(src);
 }
