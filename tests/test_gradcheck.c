@@ -233,7 +233,23 @@ static double model_loss(void *p) {
     return st.loss;
 }
 
-static void model_gradcheck(int qwen, float dropout) {
+/* An NF4 weight (backend memory = host memory on the CPU) replaced by the quantization of its
+ * dequantized values times s: the same layout, so it is rewritten in place. */
+static void scale_nf4(fl_nf4_weight *w, float s) {
+    size_t n = (size_t)(w->rows * w->cols);
+    float *x = malloc(sizeof(float) * n);
+    fl_nf4_dequantize(w, x, FL_F32);
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+    fl_nf4_weight q;
+    CHECK(fl_nf4_quantize(&q, x, FL_F32, w->rows, w->cols, 1, "w") == 0 && q.bytes == w->bytes);
+    void *storage = w->storage;
+    memcpy(storage, q.storage, q.bytes);
+    fl_nf4_view(w, &q, storage);
+    fl_nf4_free(&q);
+    free(x);
+}
+
+static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
     fl_model_config cfg = {.arch = qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23, .hidden_size = 12,
                            .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4,
                            .max_position_embeddings = 64, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f,
@@ -248,14 +264,17 @@ static void model_gradcheck(int qwen, float dropout) {
     lc.use_rslora = qwen;
     lc.dropout = dropout;
     fl_model m;
-    fl_model_init_random(&m, &cfg, 99, fl_backend_cpu(), &lc);
+    fl_model_init_random_quant(&m, &cfg, 99, fl_backend_cpu(), &lc, quant);
+    m.recompute = recompute;
     /* the random init is std 0.02; scale the matrices up 5x (norm weights stay ~1) so gradients are
      * O(1e-2..1) without saturating softmax, and give B non-zero values */
     fill(m.lora.data, m.lora.n, 21, -0.3f, 0.3f);
     int C = cfg.hidden_size, QD = fl_config_q_dim(&cfg), KVD = fl_config_kv_dim(&cfg), FF = cfg.intermediate_size;
     scale_floats(m.base.embed, (size_t)cfg.vocab_size * C, 5.0f);
     if (!cfg.tie_word_embeddings) scale_floats(m.base.lm_head, (size_t)cfg.vocab_size * C, 5.0f);
-    for (int l = 0; l < cfg.n_layers; l++) {
+    for (int l = 0; l < cfg.n_layers && quant == FL_QUANT_NF4; l++)
+        for (int p = 0; p < FL_N_PROJ; p++) scale_nf4(&m.base.nf4[l * FL_N_PROJ + p], 5.0f);
+    for (int l = 0; l < cfg.n_layers && quant == FL_QUANT_NONE; l++) {
         fl_layer_weights *lw = &m.base.layers[l];
         /* the fused matrices' reserved columns are rewritten by fl_model_sync_lora below */
         scale_floats(lw->qkv, (size_t)(QD + 2 * KVD) * m.base.ld_qkv, 5.0f);
@@ -284,10 +303,17 @@ static void model_gradcheck(int qwen, float dropout) {
     fl_model_free(&m);
 }
 
-TEST(gradcheck_model_llama3_rope) { model_gradcheck(0, 0.0f); }
-TEST(gradcheck_model_llama3_rope_dropout) { model_gradcheck(0, 0.3f); }
-TEST(gradcheck_model_qwen2_bias_tied_rslora) { model_gradcheck(1, 0.0f); }
-TEST(gradcheck_model_qwen2_bias_tied_rslora_dropout) { model_gradcheck(1, 0.3f); }
+TEST(gradcheck_model_llama3_rope) { model_gradcheck(0, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_llama3_rope_dropout) { model_gradcheck(0, 0.3f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_qwen2_bias_tied_rslora) { model_gradcheck(1, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_qwen2_bias_tied_rslora_dropout) { model_gradcheck(1, 0.3f, 0, FL_QUANT_NONE); }
+/* activation recompute: the backward reruns each layer's forward, dropout masks regenerated */
+TEST(gradcheck_model_llama3_rope_dropout_recompute) { model_gradcheck(0, 0.3f, 1, FL_QUANT_NONE); }
+TEST(gradcheck_model_qwen2_bias_tied_rslora_dropout_recompute) { model_gradcheck(1, 0.3f, 1, FL_QUANT_NONE); }
+/* an NF4 base (the f32 dequantization, backend matmul_nf4 ops): forward and input gradients must use
+ * the same weights; with recompute too */
+TEST(gradcheck_model_nf4_qwen2_bias_tied_rslora_dropout) { model_gradcheck(1, 0.3f, 0, FL_QUANT_NF4); }
+TEST(gradcheck_model_nf4_llama3_rope_recompute) { model_gradcheck(0, 0.0f, 1, FL_QUANT_NF4); }
 
 /* Dropout: the mask is a pure function of (stream, index), keeps ~1-p, scales by 1/(1-p). */
 TEST(dropout_mask_statistics) {

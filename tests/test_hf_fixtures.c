@@ -28,6 +28,8 @@ typedef struct {
     int32_t *targets;
 } fixture;
 
+static int recompute; /* the fixture model runs with activation recompute (engine/model.c) */
+
 static int fixture_open(fixture *f, const char *name) {
     char model_dir[256], adapter_dir[256], expected_path[256];
     snprintf(model_dir, sizeof model_dir, FIXTURE_DIR "%s/model", name);
@@ -41,6 +43,7 @@ static int fixture_open(fixture *f, const char *name) {
         fl_test_fail(__FILE__, __LINE__, "fixture %s: %s", name, fl_last_error());
         return 1;
     }
+    f->model.recompute = recompute;
     const fl_st_tensor *ids = fl_safetensors_find(&f->expected, "input_ids");
     const fl_st_tensor *labels = fl_safetensors_find(&f->expected, "labels");
     int B = (int)ids->shape[0], T = (int)ids->shape[1];
@@ -149,3 +152,8 @@ TEST(hf_qwen2_bias_tied_three_clipped_steps) { check_three_steps("qwen2_bias_tie
 TEST(hf_llama3_rope_logits) { check_logits("llama3_rope"); }
 TEST(hf_llama3_rope_loss_and_grads) { check_loss_and_grads("llama3_rope"); }
 TEST(hf_llama3_rope_three_clipped_steps) { check_three_steps("llama3_rope"); }
+/* the same fixtures with activation recompute: same tolerances (test_recompute.c holds the
+ * gradients equal bit for bit to the run without it) */
+TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama_gqa"); recompute = 0; }
+TEST(hf_qwen2_bias_tied_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen2_bias_tied"); recompute = 0; }
+TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama3_rope"); recompute = 0; }

@@ -77,3 +77,70 @@ TEST(nf4_cuda_dequantize_equals_cpu) {
     }
 #endif
 }
+
+/* The CUDA backend's NF4 matmuls (tiles dequantized on the device, cuBLASLt) against cpu-bf16's
+ * (the same bf16 dequantization, the bf16 GEMM): strided operands with padding that must stay
+ * untouched, a bias, beta = 0 over NaN and beta = 1 accumulation, a weight wider than one tile row
+ * block. Inputs are bf16-exact on both sides; the CUDA output is rounded to bf16 (2^-9 relative),
+ * so the relative L2 error bound is 1e-2 (a wrong tile offset or stride is O(1)). */
+#ifdef FL_HAVE_CUDA
+static double rel_l2(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (a[i] != a[i]) return INFINITY;
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+#endif
+
+TEST(nf4_cuda_matmul_equals_cpu_bf16) {
+#ifndef FL_HAVE_CUDA
+    SKIP("built without CUDA");
+#else
+    const fl_backend *cu = fl_backend_cuda(), *cpu = fl_backend_cpu_bf16();
+    if (!cu) SKIP("no CUDA device");
+    const int OC = 300, IC = 96, N = 33, ld_x = IC + 5, ld_o = OC + 3, ld_d = IC + 7;
+    fl_nf4_weight W = random_weight(OC, IC, 41, 1), D;
+    void *storage = cu->alloc(W.bytes);
+    cu->upload(storage, W.storage, W.bytes);
+    fl_nf4_view(&D, &W, storage);
+    float *x = malloc(sizeof(float) * N * ld_x), *bias = malloc(sizeof(float) * OC);
+    float *dout = malloc(sizeof(float) * N * ld_o), *ref = malloc(sizeof(float) * N * ld_o);
+    float *got = malloc(sizeof(float) * N * ld_o);
+    fl_rng_fill_uniform(x, (size_t)N * ld_x, fl_rng_stream(1, 2, 3, 4), -1, 1);
+    fl_rng_fill_uniform(bias, OC, fl_rng_stream(1, 2, 3, 5), -0.1f, 0.1f);
+    fl_rng_fill_uniform(dout, (size_t)N * ld_o, fl_rng_stream(1, 2, 3, 6), -1, 1);
+    for (size_t i = 0; i < (size_t)N * ld_x; i++) x[i] = fl_bf16_to_f32(fl_f32_to_bf16(x[i]));
+    for (size_t i = 0; i < (size_t)N * ld_o; i++) dout[i] = fl_bf16_to_f32(fl_f32_to_bf16(dout[i]));
+    for (int i = 0; i < OC; i++) bias[i] = fl_bf16_to_f32(fl_f32_to_bf16(bias[i]));
+    void *x_d = cu->alloc(2 * (size_t)N * ld_x), *b_d = cu->alloc(2 * (size_t)OC), *o_d = cu->alloc(2 * (size_t)N * ld_o);
+    cu->upload_act(x_d, x, (size_t)N * ld_x);
+    cu->upload_act(b_d, bias, OC);
+    /* forward, beta 0 with the bias; padding columns (NaN on neither side: zero) must stay zero */
+    memset(ref, 0, sizeof(float) * N * ld_o);
+    cpu->matmul_nf4_forward(ref, x, &W, bias, 1.0f, 0.0f, N, ld_o, ld_x);
+    cu->matmul_nf4_forward(o_d, x_d, &D, b_d, 1.0f, 0.0f, N, ld_o, ld_x);
+    cu->download_act(got, o_d, (size_t)N * ld_o);
+    double e = rel_l2(got, ref, (size_t)N * ld_o);
+    CHECK_MSG(e < 1e-2, "forward: relative L2 error %.3g", e);
+    for (int n = 0; n < N; n++)
+        for (int c = OC; c < ld_o; c++) CHECK(got[(size_t)n * ld_o + c] == 0.0f);
+    /* input gradient, beta 1 onto a non-zero dinp (stride ld_d) */
+    float *dref = malloc(sizeof(float) * N * ld_d), *dgot = malloc(sizeof(float) * N * ld_d);
+    fl_rng_fill_uniform(dref, (size_t)N * ld_d, fl_rng_stream(1, 2, 3, 7), -1, 1);
+    for (size_t i = 0; i < (size_t)N * ld_d; i++) dref[i] = fl_bf16_to_f32(fl_f32_to_bf16(dref[i]));
+    void *d_d = cu->alloc(2 * (size_t)N * ld_d), *g_d = cu->alloc(2 * (size_t)N * ld_o);
+    cu->upload_act(d_d, dref, (size_t)N * ld_d);
+    cu->upload_act(g_d, dout, (size_t)N * ld_o);
+    cpu->matmul_nf4_backward_input(dref, dout, &W, 0.5f, 1.0f, N, ld_d, ld_o);
+    cu->matmul_nf4_backward_input(d_d, g_d, &D, 0.5f, 1.0f, N, ld_d, ld_o);
+    cu->download_act(dgot, d_d, (size_t)N * ld_d);
+    e = rel_l2(dgot, dref, (size_t)N * ld_d);
+    CHECK_MSG(e < 1e-2, "input gradient: relative L2 error %.3g", e);
+    cu->free(x_d); cu->free(b_d); cu->free(o_d); cu->free(d_d); cu->free(g_d); cu->free(storage);
+    free(x); free(bias); free(dout); free(ref); free(got); free(dref); free(dgot);
+    fl_nf4_free(&W);
+#endif
+}

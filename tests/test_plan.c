@@ -57,7 +57,7 @@ TEST(plan_memory_hand_count_smollm2_135m_cuda) {
                  12582912.0 + 4 * 6291456.0 + 65536.0 + 4 * 8192.0;
     CHECK_CLOSE(act, 919592960.0, 0, 0);
     CHECK_CLOSE(m.activations, act, 0, 0);
-    CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2), act, 0, 0);   /* the engine agrees */
+    CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2, 0), act, 0, 0);   /* the engine agrees */
     /* CUDA LM head (backend/cuda/cuda_plan.h): 256 MiB / (V·2) = 2730 rows -> 2688 -> all N = 2048
      * rows of bf16 logits + N f32 losses */
     CHECK_CLOSE(m.logits, 2048.0 * 49152 * 2 + 2048 * 4, 0, 0);
@@ -66,11 +66,14 @@ TEST(plan_memory_hand_count_smollm2_135m_cuda) {
     CHECK_CLOSE(m.context, 500 * 1048576.0, 0, 0);
     double total = (params + reserved) * 2 + P * 18 + act + m.logits + m.attn_ws + m.gemm_ws + m.context;
     CHECK_CLOSE(m.total, total, 0, 1e-15);
-    /* recompute projection: one layer's tensors + the residual of the other 29 layers */
-    double one_layer = fl_plan_activation_bytes_layers(&cfg, 16, 4, 512, 2, 1);
-    CHECK_CLOSE(m.activations_recompute, one_layer + 29.0 * 2048 * 576 * 2, 0, 0);
+    /* recompute (engine/activations.h, LS = 1): the 29 other layers' per-layer tensors are gone —
+     * residual_mid, att 2359296 each, x_attn 2555904, x_mlp 2490368, xa_o, xa_down 65536 each, qkv
+     * 3932160, gate_up 12582912, rstd_attn, rstd_mlp 8192 each, lse 73728: 26501120 per layer */
+    CHECK_CLOSE(m.activations_recompute, act - 29 * 26501120.0, 0, 0);
+    CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2, 1), m.activations_recompute, 0, 0);
     CHECK(m.activations_recompute < act / 5);
-    CHECK_CLOSE(fl_plan_activation_bytes_layers(&cfg, 16, 4, 512, 2, 30), act, 0, 0);
+    fl_plan_memory rc = fl_plan_memory_compute(&cfg, &lc, 4, 512, FL_TARGET_CUDA, FL_PLAN_RECOMPUTE);
+    CHECK_CLOSE(rc.total, m.total - act + m.activations_recompute, 0, 1e-15);
 }
 
 /* Qwen2.5-7B on the CPU (f32): untied head, q/k/v biases. */
@@ -91,7 +94,7 @@ TEST(plan_memory_hand_count_qwen25_7b_cpu) {
     CHECK_CLOSE(m.weights, (params + 28 * (4608 * 48 + 37888 * 32.0)) * 4, 0, 0);
     CHECK_CLOSE(m.lora_params, P * 4, 0, 0);     /* the compute copy aliases the f32 master on the CPU */
     CHECK_CLOSE(m.lora_grads + m.adamw, P * 12, 0, 0);
-    CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4), 0, 0);
+    CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4, 0), 0, 0);
     /* cpu_loss.c: 32 MiB / (4·152064) = 55 rows of f32 logits */
     CHECK_CLOSE(m.logits, 55.0 * 152064 * 4, 0, 0);
     CHECK(m.context == 0 && m.gemm_ws == 0);
@@ -150,11 +153,20 @@ TEST(plan_step_flops_match_the_engine) {
                         .step_overhead_ms = 0.5};
     fl_plan_step s = fl_plan_step_time(&cfg, &lc, 4, 1024, 2, 0, &d);
     CHECK_CLOSE(s.gemm_flops + s.attn_flops, fl_model_flops_per_step(&cfg, &lc, 4, 1024), 0, 1e-12);
-    /* recompute adds the forward again: 2N per token + the attention forward */
-    fl_plan_step r = fl_plan_step_time(&cfg, &lc, 4, 1024, 2, 1, &d);
-    double extra = 2.0 * (fl_config_matmul_params(&cfg) - (double)cfg.vocab_size * cfg.hidden_size) * 4096;
-    CHECK(r.gemm_flops > s.gemm_flops + 0.99 * extra);
+    /* recompute (engine/model.c) reruns the forward of layers 0 .. L-2 without the down projection's
+     * frozen product and its B product: per token and layer 2·(Σ_{p≠down} IC·OC + R·Σ_p IC +
+     * R·Σ_{p≠down} OC). qwen2.5-1.5b: C 1536, KVD 256, FF 8960, L 28: IC·OC q,o 2359296 each, k,v
+     * 393216 each, gate,up 13762560 each -> 33030144; Σ IC = 6·1536 + 8960 = 18176; Σ_{p≠down} OC
+     * = 2·1536 + 2·256 + 2·8960 = 21504; R = 16 -> 33030144 + 16·(18176 + 21504) = 33665024 */
+    fl_plan_step r = fl_plan_step_time(&cfg, &lc, 4, 1024, 2, FL_PLAN_RECOMPUTE, &d);
+    CHECK_CLOSE(r.gemm_flops - s.gemm_flops, 27.0 * 4096 * 2 * 33665024.0, 0, 1e-12);
+    /* and the attention forward (a third of its FLOPs) of those 27 layers */
+    CHECK_CLOSE(r.attn_flops, s.attn_flops * (1 + 27.0 / (3 * 28)), 0, 1e-12);
     CHECK(r.step_s > s.step_s);
+    /* NF4 adds the dequantization traffic, not FLOPs */
+    fl_plan_step q = fl_plan_step_time(&cfg, &lc, 4, 1024, 2, FL_PLAN_NF4, &d);
+    CHECK_CLOSE(q.gemm_flops, s.gemm_flops, 0, 1e-15);
+    CHECK(q.elementwise_bytes > s.elementwise_bytes && q.step_s > s.step_s);
     /* faster device, faster step; higher efficiency, faster step */
     fl_plan_device d2 = d;
     d2.compute_eff = 0.8;
@@ -315,4 +327,54 @@ TEST(plan_cli_json) {
     snprintf(cmd, sizeof cmd, "%s plan --preset smollm2-135m --recompute sometimes > /dev/null 2>&1", bin);
     int rc = system(cmd);
     CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+}
+
+/* NF4 (--quant nf4): the base as weights.c lays it out — the seven projections in NF4 with double
+ * quantization, each in its own 64-aligned block (quant/nf4.c's layout: packed nibbles, one 8-bit code
+ * per 64 values, one f32 per 256 codes, the 1 KiB dynamic map), embeddings and vectors as before. */
+TEST(plan_memory_nf4_hand_count_qwen25_7b_cuda) {
+    fl_model_config cfg;
+    CHECK_EQ_INT(fl_config_preset(&cfg, "qwen2.5-7b"), 0);
+    fl_lora_config lc = lora_r16();
+    /* q, o 3584²: 6422528 + 200704 + 784·4 = 3136 + 1024 = 6627392; k, v 512·3584: 917504 + 28672 +
+     * 448 + 1024 = 947648; gate, up, down 18944·3584: 33947648 + 1060864 + 16576 + 1024 = 35026112;
+     * per layer 120228416, + 2 norms (7168 each) + biases (4608·2 = 9216); embed + head
+     * 2·152064·3584·2 = 2179989504; final norm 7168 */
+    double weights = 2179989504.0 + 7168 + 28 * (14336 + 9216 + 120228416.0);
+    fl_plan_memory m = fl_plan_memory_compute(&cfg, &lc, 4, 1024, FL_TARGET_CUDA, FL_PLAN_NF4);
+    CHECK_CLOSE(m.weights, weights, 0, 0);
+    CHECK_CLOSE((double)fl_weights_bytes(&cfg, 2, 2, fl_model_weights_reserve(&lc), FL_QUANT_NF4), weights, 0, 0);
+    /* the dequantized tile: 64 MiB of bf16 rows of gate (3584 columns): 9362 rows (cuda_plan.h) */
+    fl_plan_memory f = fl_plan_memory_compute(&cfg, &lc, 4, 1024, FL_TARGET_CUDA, 0);
+    CHECK_CLOSE(m.gemm_ws - f.gemm_ws, 9362.0 * 3584 * 2, 0, 0);
+    CHECK(m.weights < f.weights / 2.5);
+}
+
+/* The board's question: Qwen2.5-7B, LoRA r16 on all projections at 4 x 1024, NF4 + recompute fits
+ * every 16 GB and 24 GB card of the catalog at that micro-batch; in bf16 without recompute none of
+ * them holds the 4 x 1024 step (the 24 GB cards fit only smaller micro-batches with accumulation). */
+TEST(plan_qwen25_7b_nf4_recompute_fits_16_and_24_gb_cards) {
+    fl_gpu_catalog cat;
+    if (fl_gpu_catalog_load(&cat, "data/gpus.csv")) SKIP("data/gpus.csv not found");
+    fl_plan_request rq = fl_plan_request_default();
+    CHECK_EQ_INT(fl_config_preset(&rq.cfg, "qwen2.5-7b"), 0);
+    int checked = 0;
+    for (int i = 0; i < cat.n; i++) {
+        const fl_gpu_spec *g = &cat.gpus[i];
+        if (g->vram_gb > 24.5) continue;
+        fl_plan_result r;
+        rq.quant = FL_QUANT_NF4;
+        rq.recompute = FL_RECOMPUTE_ON;
+        fl_plan_gpu(&rq, g, NULL, &r);
+        CHECK_MSG(r.fits && r.micro_batch == 4 && r.mem.total <= r.usable_bytes, "%s: NF4 + recompute does not fit",
+                  g->short_name);
+        rq.quant = FL_QUANT_NONE;
+        rq.recompute = FL_RECOMPUTE_OFF;
+        fl_plan_gpu(&rq, g, NULL, &r);
+        CHECK_MSG(!r.fits_requested && (!r.fits || r.micro_batch < 4), "%s: bf16 without recompute fits 4 x 1024",
+                  g->short_name);
+        checked++;
+    }
+    CHECK(checked >= 8);   /* T4, V100 16GB, RTX 2000 Ada, RTX 4000 Ada, A10, A10G, L4, RTX 3090, RTX 4090 */
+    fl_gpu_catalog_free(&cat);
 }

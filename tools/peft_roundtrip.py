@@ -9,6 +9,11 @@
 --ids      safetensors file with `input_ids` (I32 or I64, [B,T]); optional `labels` ([B,T], -100 = ignored).
 --out      written with `logits` F32 [B,T,V] (eval mode, no attention_mask, positions 0..T-1) and, when the ids
            file has `labels`, `loss` F32 [1] (transformers' shifted mean cross-entropy).
+--bnb-compute  for a bitsandbytes 4-bit (NF4) --model: the compute dtype. bfloat16 (default): as transformers
+           loads the checkpoint (bnb_4bit_compute_dtype bfloat16, bf16 activations, eval mode). float32: every
+           parameter that is not 4-bit cast to f32 and the 4-bit layers computing in f32 through bitsandbytes'
+           dequantize-then-matmul path (the f32 products code·scale times f32 activations: the path training
+           takes, forced by inputs that require grad; eval mode would pick its fused CPU inference kernel).
 
 Fails (exit status 1, message on stderr) when the adapter does not load cleanly:
   - PEFT warns about missing adapter keys (from_pretrained's "Found missing adapter keys ..."),
@@ -42,6 +47,8 @@ def main():
     ap.add_argument("--attn", default="eager", help="attn_implementation (default eager)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
     ap.add_argument("--strict-config", action="store_true", help="also fail on unknown adapter_config.json keys")
+    ap.add_argument("--bnb-compute", choices=("bfloat16", "float32"), default="bfloat16",
+                    help="compute dtype for a bitsandbytes 4-bit --model (default bfloat16)")
     args = ap.parse_args()
 
     import torch
@@ -78,7 +85,21 @@ def main():
         die(f"input_ids must be [B,T], got {list(ids.shape)}")
     labels = ids_t["labels"].to(torch.int64) if "labels" in ids_t else None
 
-    base = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32, attn_implementation=args.attn)
+    with open(os.path.join(args.model, "config.json")) as f:
+        bnb_4bit = bool(json.load(f).get("quantization_config"))
+    if bnb_4bit:
+        import bitsandbytes as bnb
+        base = AutoModelForCausalLM.from_pretrained(args.model, attn_implementation=args.attn, device_map="cpu")
+        if args.bnb_compute == "float32":
+            for mod in base.modules():
+                if isinstance(mod, bnb.nn.Linear4bit):
+                    mod.compute_dtype = torch.float32
+                    mod.compute_type_is_set = True
+                else:
+                    for p in mod.parameters(recurse=False):
+                        p.data = p.data.float()
+    else:
+        base = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32, attn_implementation=args.attn)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -123,9 +144,17 @@ def main():
             die(f"{k}: loaded value differs from the file (max |diff| "
                 f"{(a.detach().float().cpu() - b.float()).abs().max().item():.3g})")
 
-    model.eval()
-    with torch.no_grad():
-        out = model(input_ids=ids, labels=labels) if labels is not None else model(input_ids=ids)
+    if bnb_4bit and acfg.get("lora_dropout", 0) and args.bnb_compute == "float32":
+        die("the float32 4-bit path runs in train mode: give an adapter with lora_dropout 0")
+    if bnb_4bit and args.bnb_compute == "float32":
+        model.train()   # bitsandbytes' 4-bit dequantize-then-matmul path (dropout is 0 in the adapters checked)
+        with torch.enable_grad():
+            emb = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+            out = model(inputs_embeds=emb, labels=labels) if labels is not None else model(inputs_embeds=emb)
+    else:
+        model.eval()
+        with torch.no_grad():
+            out = model(input_ids=ids, labels=labels) if labels is not None else model(input_ids=ids)
     res = {"logits": out.logits.detach().to(torch.float32).contiguous()}
     if labels is not None:
         res["loss"] = out.loss.detach().to(torch.float32).reshape(1).contiguous()

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant/nf4.h"
+
 typedef struct fl_backend {
     const char *name;
     size_t act_size;      /* bytes per element of act buffers */
@@ -75,6 +77,18 @@ typedef struct fl_backend {
      *                         + beta · dinp */
     void (*matmul_backward_input)(void *dinp, const void *dout, const void *weight, float alpha, float beta,
                                   size_t N, int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
+    /* The same two products with an NF4 frozen weight (quant/nf4.h: w->rows = OC, w->cols = IC), its
+     * arrays in backend memory (fl_nf4_view over the backend's copy of the host storage). The weight is
+     * dequantized as bitsandbytes does for the backend's weight type — f32 products code · scale
+     * (`cpu`, bitsandbytes' compute dtype float32) or those rounded to bf16 (`cpu-bf16`, CUDA: compute
+     * dtype bfloat16) — tile by tile of rows into scratch right before the tile's GEMM; no full copy
+     * of the weight exists.
+     *   forward:  out (N, OC; ld_out) = alpha · inp (N, IC; ld_inp) · Wᵀ + bias (OC, may be NULL) + beta · out
+     *   backward: dinp (N, IC; ld_dinp) = alpha · dout (N, OC; ld_dout) · W + beta · dinp */
+    void (*matmul_nf4_forward)(void *out, const void *inp, const fl_nf4_weight *w, const void *bias, float alpha,
+                               float beta, size_t N, int ld_out, int ld_inp);
+    void (*matmul_nf4_backward_input)(void *dinp, const void *dout, const fl_nf4_weight *w, float alpha, float beta,
+                                      size_t N, int ld_dinp, int ld_dout);
     /* dweight (OC, IC) f32 += alpha · doutᵀ (OC, N; ld_dout) · inp (N, IC; ld_inp) — LoRA matrices only */
     void (*matmul_backward_weight)(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
                                    int OC, int ld_dout, int ld_inp);

@@ -198,8 +198,8 @@ static void on_sigint(int sig) {
 /* ---- options and the sweep -------------------------------------------------------------------- */
 
 typedef struct {
-    const char *model_dir, *preset, *targets, *json_path, *device, *dtype, *mem_limit, *weights, *reference_path;
-    int batch, seq, rank, steps, warmup, threads, rslora, no_sgemm;
+    const char *model_dir, *preset, *targets, *json_path, *device, *dtype, *mem_limit, *weights, *reference_path, *quant;
+    int batch, seq, rank, steps, warmup, threads, rslora, no_sgemm, recompute;
     uint64_t seed;
     float alpha, dropout;
     char sweep_spec[512];
@@ -268,11 +268,13 @@ typedef struct {
 static void print_definition(const bench_context *c, int B, int T, int n_timed) {
     const bench_options *o = c->o;
     printf("  definition (%s, docs/BENCHMARKS.md): LoRA on a fixed batch of %d x %d token ids drawn from a seeded RNG\n"
-           "    over the vocabulary, every token trained; rank %d, alpha %g, on %s; frozen base weights in %s\n"
-           "    (activations %s); AdamW on the LoRA parameters; %d warm-up step%s excluded, median of %d timed step%s\n"
+           "    over the vocabulary, every token trained; rank %d, alpha %g, on %s; frozen base weights in %s%s\n"
+           "    (activations %s%s); AdamW on the LoRA parameters; %d warm-up step%s excluded, median of %d timed step%s\n"
            "    (device synchronized); train tok/s = %d x %d / median step time.\n",
-           DEFINITION_VERSION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, o->targets, c->dtype, c->act_dtype,
-           o->warmup, o->warmup == 1 ? "" : "s", n_timed, n_timed == 1 ? "" : "s", B, T);
+           DEFINITION_VERSION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, o->targets, c->dtype,
+           c->m->base.quant == FL_QUANT_NF4 ? " (projections NF4, dequantized per tile)" : "", c->act_dtype,
+           c->m->recompute ? ", recomputed per layer in the backward" : "", o->warmup, o->warmup == 1 ? "" : "s", n_timed,
+           n_timed == 1 ? "" : "s", B, T);
 }
 
 /* Runs warm-up + timed steps at (B, T). Stops early (n_timed < steps) on Ctrl-C. */
@@ -468,6 +470,8 @@ static json_t *point_record(const bench_context *c, const bench_point *p) {
     json_object_set_new(j, "init", json_string(o->preset ? "random" : "loaded"));
     json_object_set_new(j, "backend", json_string(c->be->name));
     json_object_set_new(j, "act_dtype", json_string(c->act_dtype));
+    json_object_set_new(j, "quant", json_string(m->base.quant == FL_QUANT_NF4 ? "nf4" : "none"));
+    json_object_set_new(j, "recompute", json_boolean(m->recompute));
     json_object_set_new(j, "alpha", json_real(m->lora_cfg.alpha));
     json_t *targets = json_array();
     for (int k = 0; k < FL_N_PROJ; k++)
@@ -547,6 +551,8 @@ static int bench_main(int argc, char **argv) {
         {"seed", FL_OPT_U64, &o.seed, "seed for weights, LoRA init and token ids (default 1234)", FL_NO_RANGE},
         {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)", FL_NO_RANGE},
         {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default bf16)", FL_NO_RANGE},
+        {"quant", FL_OPT_STRING, &o.quant, "nf4: the frozen projections in 4-bit NormalFloat (QLoRA)", FL_NO_RANGE},
+        {"recompute", FL_OPT_FLAG, &o.recompute, "activation recompute: keep each layer's input, rerun it in the backward", FL_NO_RANGE},
         {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest", FL_NO_RANGE},
         {"mem-limit", FL_OPT_STRING, &o.mem_limit, "memory a setting may use, e.g. 8G (default: available RAM / device memory)", FL_NO_RANGE},
         {"no-sgemm", FL_OPT_FLAG, &o.no_sgemm, "CPU: skip measuring the sgemm rate (no MFU)", FL_NO_RANGE},
@@ -643,7 +649,8 @@ static int bench_main(int argc, char **argv) {
     lc.use_rslora = o.rslora;
     lc.dropout = o.dropout;
     lc.seed = o.seed;
-    if (fl_lora_parse_targets(o.targets, &lc.target_mask)) {
+    fl_quant quant = FL_QUANT_NONE;
+    if (fl_lora_parse_targets(o.targets, &lc.target_mask) || fl_quant_parse(o.quant, &quant)) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return 2;
     }
@@ -685,9 +692,10 @@ static int bench_main(int argc, char **argv) {
         return status;
     }
     size_t lora_params = fl_lora_param_count(&pre, &lc);
-    /* base matrices in the weight type (the few norm/bias vectors are counted the same way), LoRA
-     * masters + gradients + two AdamW moments in f32, and its weight-typed compute copy */
-    double fixed_bytes = (double)fl_config_total_params(&pre) * (double)be->weight_size +
+    /* the base as the engine lays it out (model/weights.h: NF4 or the weight type, the fused
+     * matrices' reserved columns), LoRA masters + gradients + two AdamW moments in f32, and its
+     * weight-typed compute copy */
+    double fixed_bytes = (double)fl_weights_bytes(&pre, be->weight_size, be->act_size, fl_model_weights_reserve(&lc), quant) +
                          (double)lora_params * (4 * sizeof(float) + (be->weight_size == sizeof(float) ? 0 : be->weight_size));
     if (limit > 0 && fixed_bytes > limit) {
         fprintf(stderr, "fastlora: bench: %s does not fit: weights + LoRA state need %.2f GiB, limit %.2f GiB%s\n",
@@ -697,8 +705,9 @@ static int bench_main(int argc, char **argv) {
 
     fl_model m;
     double t_load = now_seconds();
-    status = o.model_dir ? fl_model_init_dir(&m, o.model_dir, be, &lc)
-                         : fl_model_init_preset(&m, o.preset, o.seed, be, &lc);
+    status = o.model_dir ? fl_model_init_dir_quant(&m, o.model_dir, be, &lc, quant)
+                         : fl_model_init_preset_quant(&m, o.preset, o.seed, be, &lc, quant);
+    m.recompute = o.recompute;
     if (status) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return status;
@@ -778,7 +787,7 @@ static int bench_main(int argc, char **argv) {
             bench_point *p = &points[n_run++];
             p->B = o.sweep_batch[bi];
             p->T = o.sweep_seq[si];
-            p->predicted_bytes = fixed_bytes + (double)fl_activations_bytes(cfg, lc.rank, p->B, p->T, be->act_size);
+            p->predicted_bytes = fixed_bytes + (double)fl_activations_bytes(cfg, lc.rank, p->B, p->T, be->act_size, o.recompute);
             p->fits = !(limit > 0 && p->predicted_bytes > limit);
             if (n_points > 1) printf("\n== %d x %d (%d of %d) ==\n", p->B, p->T, n_run, n_points);
             if (!p->fits) {

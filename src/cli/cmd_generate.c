@@ -84,7 +84,7 @@ static int parse_ids(const char *s, int32_t **out, int *n) {
 
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *prompt = NULL, *prompt_ids = NULL, *device = "cpu", *system_msg = NULL, *dtype = NULL;
-    const char *logits_path = NULL;
+    const char *logits_path = NULL, *quant_s = NULL;
     int chat = 0, max_tokens = 128, print_ids = 0, no_special = 0;
     uint64_t seed = 0;
     float temperature = 0.8f, top_p = 0.95f;
@@ -105,6 +105,7 @@ int cmd_generate(int argc, char **argv) {
         {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 (default) or f32", FL_NO_RANGE},
         {"logits", FL_OPT_STRING, &logits_path, "write the prompt's logits, (T, V) f32, to this file instead of sampling",
          FL_NO_RANGE},
+        {"quant", FL_OPT_STRING, &quant_s, "nf4: the frozen projections in 4-bit NormalFloat, as trained with --quant nf4", FL_NO_RANGE},
     };
     int rc = fl_args_parse("generate", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), usage_text);
     if (rc) return rc < 0 ? 0 : rc;
@@ -127,10 +128,12 @@ int cmd_generate(int argc, char **argv) {
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 1;
     lc.target_mask = 1u << FL_PROJ_Q; /* unused without an adapter (B = 0 and the decoder skips LoRA) */
+    fl_quant quant = FL_QUANT_NONE;
     rc = fl_backend_select_dtype(device, dtype, &be);
+    if (!rc) rc = fl_quant_parse(quant_s, &quant);
     if (!rc && adapter) rc = fl_adapter_load_config(adapter, &lc);
     if (!rc && (prompt || chat) && fl_tokenizer_load(&tok, model)) rc = FL_ERR_INPUT;
-    if (!rc) { rc = fl_model_init_dir(&m, model, be, &lc); have_model = !rc; }
+    if (!rc) { rc = fl_model_init_dir_quant(&m, model, be, &lc, quant); have_model = !rc; }
     if (!rc && adapter) rc = fl_model_load_adapter(&m, adapter);
     int32_t eos = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : (have_model ? m.cfg.eos_token_id : -1);
     fl_gen_options go = {.max_new = max_tokens, .sampler = {.temperature = temperature, .top_p = top_p, .seed = seed}};

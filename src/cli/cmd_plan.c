@@ -152,7 +152,7 @@ static int print_board(const char *path, const fl_plan_request *base, const fl_g
 int cmd_plan(int argc, char **argv) {
     const char *model_dir = NULL, *preset = NULL, *targets = "q,k,v,o,gate,up,down", *tokens_s = NULL, *data = NULL;
     const char *recompute = "auto", *gpu_name = NULL, *catalog = NULL, *records = NULL, *html = NULL, *device = "cuda";
-    const char *board = NULL;
+    const char *board = NULL, *quant = NULL;
     int batch = 4, seq = 1024, rank = 16, json = 0, check = 0, gpus = 1;
     float alpha = 32.0f, epochs = 1.0f, dropout = 0.0f;
     const fl_option options[] = {
@@ -170,6 +170,7 @@ int cmd_plan(int argc, char **argv) {
         {"gpus", FL_OPT_INT, &gpus, "data parallel on N GPUs of each kind: aggregate tok/s, all-reduce, time and cost (default 1)",
          FL_RANGE(1, 4096)},
         {"recompute", FL_OPT_STRING, &recompute, "auto, on or off (default auto: only when it does not fit)", FL_NO_RANGE},
+        {"quant", FL_OPT_STRING, &quant, "nf4: the frozen projections in 4-bit NormalFloat (train --quant nf4, QLoRA)", FL_NO_RANGE},
         {"gpu", FL_OPT_STRING, &gpu_name, "plan for this GPU only (catalog or driver name, e.g. \"NVIDIA H200\")", FL_NO_RANGE},
         {"catalog", FL_OPT_STRING, &catalog, "a CSV of your own: add GPUs or override fields (prices too)", FL_NO_RANGE},
         {"records", FL_OPT_STRING, &records, "bench --json records (JSON lines) to calibrate and to use as measurements", FL_NO_RANGE},
@@ -181,7 +182,7 @@ int cmd_plan(int argc, char **argv) {
     };
     int rc = fl_args_parse("plan", argc, argv, options, (int)(sizeof options / sizeof options[0]),
                            "usage: fastlora plan --model DIR | --preset NAME [--seq T --batch B --rank R --targets ...]\n"
-                           "                     [--tokens N | --data FILE] [--epochs E] [--recompute auto|on|off]\n"
+                           "                     [--tokens N | --data FILE] [--epochs E] [--recompute auto|on|off] [--quant nf4]\n"
                            "                     [--gpu NAME] [--catalog FILE] [--records FILE] [--json] [--html FILE]");
     if (rc) return rc < 0 ? 0 : rc;
     if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
@@ -212,6 +213,7 @@ int cmd_plan(int argc, char **argv) {
         return 2;
     }
     int status = fl_lora_parse_targets(targets, &rq.lc.target_mask);
+    if (!status) status = fl_quant_parse(quant, &rq.quant);
     if (!status && html) status = fl_output_file_check(html);   /* before the table is printed */
     fl_plan_report rep;
     memset(&rep, 0, sizeof rep);

@@ -1,6 +1,10 @@
 /* activations.h — what the forward pass saves for the backward, plus the backward's scratch, for
  * one (B, T). One allocation, described by one X-macro table (ACTIVATION_TABLE) so names, sizes and
  * pointers never drift apart; fl_activations_print_sizes() prints the MiB of each.
+ * With activation recompute the per-layer tensors exist for ONE layer (LS = 1 instead of L): the
+ * forward keeps only each layer's input (the residual stream, L + 1 rows) and the backward reruns a
+ * layer's forward into that one slot before its backward (engine/model.c). Every entry is linear
+ * in N = B·T: no buffer grows with T² (attention keeps its output and log-sum-exp, docs/PLAN.md).
  * Shapes use the glossary of model/config.h, N = B*T. */
 #ifndef FL_ACTIVATIONS_H
 #define FL_ACTIVATIONS_H
@@ -13,23 +17,24 @@
 #include "lora/lora.h"
 #include "model/config.h"
 
-/* X(name, kind, element count) with L, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope.
+/* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope;
+ * LS = layers whose tensors are kept (L, or 1 with recompute).
  * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
  * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/model.c): the norm's output in
  * the first C columns, then x·lora_aᵀ of each adapted member (room for all of them: 3R and 2R). */
 #define ACTIVATION_TABLE(X)                                                                        \
     X(residual,     ACT,     (size_t)(L + 1) * N * C)   /* (L+1, N, C) input of each layer, last = final */ \
-    X(x_attn,       ACT,     (size_t)L * N * (C + 3 * R)) /* (L, N, C + 3R) attention norm output | x·Aᵀ of q, k, v */ \
-    X(rstd_attn,    F32,     (size_t)L * N)             /* (L, N) */                                      \
-    X(qkv,          ACT,     (size_t)L * N * (QD + 2 * KVD)) /* (L, N, QD + 2KVD) q | k | v, q and k after RoPE */ \
-    X(att,          ACT,     (size_t)L * N * QD)        /* (L, N, NH, HS) attention output */             \
-    X(lse,          F32,     (size_t)L * N * NH)        /* (L, B, NH, T) softmax log-sum-exp */          \
-    X(xa_o,         ACT,     (size_t)L * N * R)         /* (L, N, R) drop(att)·lora_aᵀ of o */            \
-    X(residual_mid, ACT,     (size_t)L * N * C)         /* (L, N, C) after the attention residual add */  \
-    X(x_mlp,        ACT,     (size_t)L * N * (C + 2 * R)) /* (L, N, C + 2R) MLP norm output | x·Aᵀ of gate, up */ \
-    X(rstd_mlp,     F32,     (size_t)L * N)             /* (L, N) */                                      \
-    X(gate_up,      ACT,     (size_t)L * N * 2 * FF)    /* (L, N, 2FF) gate | up */                       \
-    X(xa_down,      ACT,     (size_t)L * N * R)         /* (L, N, R) drop(swiglu)·lora_aᵀ of down */      \
+    X(x_attn,       ACT,     (size_t)LS * N * (C + 3 * R)) /* (LS, N, C + 3R) attention norm output | x·Aᵀ of q, k, v */ \
+    X(rstd_attn,    F32,     (size_t)LS * N)             /* (LS, N) */                                      \
+    X(qkv,          ACT,     (size_t)LS * N * (QD + 2 * KVD)) /* (LS, N, QD + 2KVD) q | k | v, q and k after RoPE */ \
+    X(att,          ACT,     (size_t)LS * N * QD)        /* (LS, N, NH, HS) attention output */             \
+    X(lse,          F32,     (size_t)LS * N * NH)        /* (LS, B, NH, T) softmax log-sum-exp */          \
+    X(xa_o,         ACT,     (size_t)LS * N * R)         /* (LS, N, R) drop(att)·lora_aᵀ of o */            \
+    X(residual_mid, ACT,     (size_t)LS * N * C)         /* (LS, N, C) after the attention residual add */  \
+    X(x_mlp,        ACT,     (size_t)LS * N * (C + 2 * R)) /* (LS, N, C + 2R) MLP norm output | x·Aᵀ of gate, up */ \
+    X(rstd_mlp,     F32,     (size_t)LS * N)             /* (LS, N) */                                      \
+    X(gate_up,      ACT,     (size_t)LS * N * 2 * FF)    /* (LS, N, 2FF) gate | up */                       \
+    X(xa_down,      ACT,     (size_t)LS * N * R)         /* (LS, N, R) drop(swiglu)·lora_aᵀ of down */      \
     X(x_final,      ACT,     (size_t)N * C)             /* (N, C) final RMSNorm output */                \
     X(rstd_final,   F32,     (size_t)N)                 /* (N) */                                         \
     X(dx_final,     ACT,     (size_t)N * C)             /* (N, C) gradient from the LM head */           \
@@ -58,13 +63,15 @@ typedef struct {
     void *storage;
     size_t bytes;
     int B, T;
+    int recompute;            /* 1: the per-layer tensors hold one layer (LS = 1) */
     const fl_backend *be;
 } fl_activations;
 
-void fl_activations_init(fl_activations *a, const fl_model_config *cfg, int rank, int B, int T, const fl_backend *be);
+void fl_activations_init(fl_activations *a, const fl_model_config *cfg, int rank, int B, int T, int recompute,
+                         const fl_backend *be);
 void fl_activations_free(fl_activations *a);
 /* Bytes fl_activations_init would allocate for a backend whose act type has act_size bytes. */
-size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T, size_t act_size);
+size_t fl_activations_bytes(const fl_model_config *cfg, int rank, int B, int T, size_t act_size, int recompute);
 void fl_activations_print_sizes(const fl_activations *a, const fl_model_config *cfg, int rank, FILE *out);
 
 #endif

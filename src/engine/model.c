@@ -48,7 +48,7 @@ void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) {
 
 /* Columns reserved after C in the fused q/k/v and gate/up weights: the LoRA B compute copy of
  * every member (weights.h), so the size does not depend on which members are adapted. */
-static fl_weights_reserve lora_reserve(const fl_lora_config *lc) {
+fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc) {
     fl_weights_reserve r = {0, 0};
     if (lc->rank > 0) {
         r.qkv = 3 * lc->rank;
@@ -78,26 +78,40 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
 }
 
 int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc) {
+    return fl_model_init_dir_quant(m, dir, be, lc, FL_QUANT_NONE);
+}
+
+int fl_model_init_dir_quant(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc, fl_quant quant) {
     memset(m, 0, sizeof *m);
     m->be = be;
-    FL_TRY(fl_weights_load(&m->base, &m->cfg, dir, be, lora_reserve(lc)));
+    FL_TRY(fl_weights_load_quant(&m->base, &m->cfg, dir, be, fl_model_weights_reserve(lc), quant));
     model_finish_init(m, lc);
     return 0;
 }
 
 void fl_model_init_random(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
                           const fl_lora_config *lc) {
+    fl_model_init_random_quant(m, cfg, seed, be, lc, FL_QUANT_NONE);
+}
+
+void fl_model_init_random_quant(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                                const fl_lora_config *lc, fl_quant quant) {
     memset(m, 0, sizeof *m);
     m->be = be;
     m->cfg = *cfg;
-    fl_weights_init_random(&m->base, &m->cfg, seed, be, lora_reserve(lc));
+    fl_weights_init_random_quant(&m->base, &m->cfg, seed, be, fl_model_weights_reserve(lc), quant);
     model_finish_init(m, lc);
 }
 
 int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc) {
+    return fl_model_init_preset_quant(m, preset, seed, be, lc, FL_QUANT_NONE);
+}
+
+int fl_model_init_preset_quant(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be,
+                               const fl_lora_config *lc, fl_quant quant) {
     fl_model_config cfg;
     FL_TRY(fl_config_preset(&cfg, preset));
-    fl_model_init_random(m, &cfg, seed, be, lc);
+    fl_model_init_random_quant(m, &cfg, seed, be, lc, quant);
     return 0;
 }
 
@@ -120,9 +134,9 @@ void fl_model_free(fl_model *m) {
 }
 
 static void ensure_activations(fl_model *m, int B, int T) {
-    if (m->act.storage && m->act.B == B && m->act.T == T) return;
+    if (m->act.storage && m->act.B == B && m->act.T == T && m->act.recompute == !!m->recompute) return;
     fl_activations_free(&m->act);
-    fl_activations_init(&m->act, &m->cfg, m->lora_cfg.rank, B, T, m->be);
+    fl_activations_init(&m->act, &m->cfg, m->lora_cfg.rank, B, T, !!m->recompute, m->be);
 }
 
 /* ---- projection groups: base + LoRA ---------------------------------------------------------
@@ -167,6 +181,8 @@ typedef struct {
     const void *w;         /* (OC, ld_w) frozen weight-typed; concat: s·B in columns [IC, IC + R_g) */
     int ld_w;
     const void *bias;      /* (OC) or NULL */
+    const fl_nf4_weight *nf4;  /* the layer's NF4 projections (fl_proj order) when the base is NF4, else NULL:
+                                  w is then NULL and each member's frozen product is an NF4 GEMM */
     int R_g;               /* x·Aᵀ columns: R per adapted member (0 when none or LoRA unused) */
     int dropout;           /* LoRA dropout active */
 } group_view;
@@ -199,6 +215,7 @@ static group_view group_at(const fl_model *m, int l, fl_group g, int use_lora) {
     case FL_GROUP_GATE_UP: v.w = w->gate_up; v.ld_w = m->base.ld_gate_up; v.concat = 1; break;
     default: v.w = w->down; v.ld_w = v.IC; break;
     }
+    v.nf4 = w->nf4;
     v.R_g = use_lora ? fl_lora_group_rank(&m->lora_cfg, g) : 0;
     v.dropout = use_lora && m->training && m->lora_cfg.dropout > 0.0f;
     return v;
@@ -214,9 +231,55 @@ static const void *dropped_input(fl_model *m, const group_view *v, int l, fl_pro
     return m->act.dropped;
 }
 
+/* xa_p (N, R; ld_xa) = drop_p(x)·A_pᵀ: member p's LoRA input product (the forward's and a
+ * recompute's one call). */
+static void member_xa(fl_model *m, const group_view *v, int l, fl_proj p, const void *x, int ld_x, void *xa_p, int ld_xa,
+                      size_t N) {
+    int ld_d;
+    const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
+    m->be->matmul_forward(xa_p, xd, lora_compute(m, m->lora.layers[l].a[p]), NULL, 1.0f, 0.0f, N, v->IC,
+                          m->lora_cfg.rank, ld_xa, ld_d, v->IC);
+}
+
+/* o, down: xa (N, R) = drop(x)·Aᵀ of the (one) adapted member, without the projection itself —
+ * what the backward needs of the down projection when recomputing a layer. */
+static void group_lora_xa(fl_model *m, int l, const group_view *v, const void *x, int ld_x, void *xa, size_t N) {
+    for (fl_proj p = v->first; p < v->end; p++)
+        if (v->R_g && m->lora.layers[l].a[p]) member_xa(m, v, l, p, x, ld_x, xa, m->lora_cfg.rank, N);
+}
+
+/* out_p (N, OC_p; ld_out) = beta·out_p + x·W_pᵀ + bias_p: member p's frozen product — its rows of
+ * the stacked weight, or its NF4 weight. out_p is the member's first output column. */
+static void member_base_forward(fl_model *m, const group_view *v, fl_proj p, void *out_p, int ld_out, float beta,
+                                const void *x, int ld_x, size_t N) {
+    int in, oc, off = member_offset(&m->cfg, p);
+    fl_proj_dims(&m->cfg, p, &in, &oc);
+    const void *bias = v->bias ? act_at(m, v->bias, (size_t)off) : NULL;
+    if (v->nf4)
+        m->be->matmul_nf4_forward(out_p, x, &v->nf4[p], bias, 1.0f, beta, N, ld_out, ld_x);
+    else
+        m->be->matmul_forward(out_p, x, weight_at(m, v->w, (size_t)off * v->ld_w), bias, 1.0f, beta, N, v->IC, oc,
+                              ld_out, ld_x, v->ld_w);
+}
+
+/* dx (N, IC; ld_dx) = beta·dx + dout_p·W_p: member p's frozen input gradient (dout_p its output
+ * columns). */
+static void member_base_backward(fl_model *m, const group_view *v, fl_proj p, void *dx, int ld_dx, float beta,
+                                 const void *dout_p, int ld_dout, size_t N) {
+    int in, oc;
+    fl_proj_dims(&m->cfg, p, &in, &oc);
+    if (v->nf4)
+        m->be->matmul_nf4_backward_input(dx, dout_p, &v->nf4[p], 1.0f, beta, N, ld_dx, ld_dout);
+    else
+        m->be->matmul_backward_input(dx, dout_p, weight_at(m, v->w, (size_t)member_offset(&m->cfg, p) * v->ld_w), 1.0f,
+                                     beta, N, v->IC, oc, ld_dx, ld_dout, v->ld_w);
+}
+
 /* out (N, OC; ld_out) = beta·out + x·Wᵀ + bias + LoRA of every adapted member.
  * concat groups: x (N, ld_x) has the input in columns [0, IC) and receives xa = drop(x)·Aᵀ in the
- * columns after it (member j of the adapted ones at IC + j·R); o, down: xa (N, R) receives it. */
+ * columns after it (member j of the adapted ones at IC + j·R); o, down: xa (N, R) receives it.
+ * An NF4 group cannot hold s·B in its 4-bit weight: its members' frozen products run alone and
+ * each LoRA B product accumulates into its output (beta = 1), xa still one stacked GEMM. */
 static void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_out, float beta, void *x, int ld_x,
                           void *xa, size_t N) {
     const fl_backend *be = m->be;
@@ -232,32 +295,37 @@ static void group_forward(fl_model *m, int l, const group_view *v, void *out, in
                 be->matmul_forward(act_at(m, x, (size_t)v->IC), x, a_stack, NULL, 1.0f, 0.0f, N, v->IC, v->R_g, ld_x,
                                    ld_x, v->IC);
             } else {
-                int j = 0, ld_d;
-                for (fl_proj p = v->first; p < v->end; p++) {
-                    if (!lora->a[p]) continue;
-                    const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
-                    be->matmul_forward(act_at(m, x, (size_t)v->IC + (size_t)j++ * R), xd, lora_compute(m, lora->a[p]),
-                                       NULL, 1.0f, 0.0f, N, v->IC, R, ld_x, ld_d, v->IC);
-                }
+                int j = 0;
+                for (fl_proj p = v->first; p < v->end; p++)
+                    if (lora->a[p]) member_xa(m, v, l, p, x, ld_x, act_at(m, x, (size_t)v->IC + (size_t)j++ * R), ld_x, N);
             }
         }
-        be->matmul_forward(out, x, v->w, v->bias, 1.0f, beta, N, v->IC + v->R_g, v->OC, ld_out, ld_x, v->ld_w);
+        if (!v->nf4) {
+            be->matmul_forward(out, x, v->w, v->bias, 1.0f, beta, N, v->IC + v->R_g, v->OC, ld_out, ld_x, v->ld_w);
+            return;
+        }
+        int j = 0;
+        for (fl_proj p = v->first; p < v->end; p++) {
+            int in, oc;
+            fl_proj_dims(&m->cfg, p, &in, &oc);
+            void *out_p = act_at(m, out, (size_t)member_offset(&m->cfg, p));
+            member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
+            if (v->R_g && lora->a[p])
+                be->matmul_forward(out_p, act_at(m, x, (size_t)v->IC + (size_t)j++ * R), lora_compute(m, lora->b[p]),
+                                   NULL, s, 1.0f, N, R, oc, ld_out, ld_x, R);
+        }
         return;
     }
     int j = 0;
     for (fl_proj p = v->first; p < v->end; p++) {
         int in, oc;
         fl_proj_dims(&m->cfg, p, &in, &oc);
-        int off = member_offset(&m->cfg, p);
-        void *out_p = act_at(m, out, (size_t)off);
-        const void *bias = v->bias ? act_at(m, v->bias, (size_t)off) : NULL;
-        be->matmul_forward(out_p, x, weight_at(m, v->w, (size_t)off * v->ld_w), bias, 1.0f, beta, N, v->IC, oc, ld_out,
-                           ld_x, v->ld_w);
+        void *out_p = act_at(m, out, (size_t)member_offset(&m->cfg, p));
+        member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
         if (!v->R_g || !lora->a[p]) continue;
-        int ld_d, ld_xa = v->concat ? ld_x : R;
+        int ld_xa = v->concat ? ld_x : R;
         void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
-        const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
-        be->matmul_forward(xa_p, xd, lora_compute(m, lora->a[p]), NULL, 1.0f, 0.0f, N, v->IC, R, ld_xa, ld_d, v->IC);
+        member_xa(m, v, l, p, x, ld_x, xa_p, ld_xa, N);
         be->matmul_forward(out_p, xa_p, lora_compute(m, lora->b[p]), NULL, s, 1.0f, N, R, oc, ld_out, ld_xa, R);
     }
 }
@@ -276,6 +344,35 @@ static void lora_dx(fl_model *m, const group_view *v, int l, fl_proj p, void *dx
     be->add_inplace(dx, m->act.lora_tmp, N, v->IC, ld_dx);
 }
 
+/* A concat group's [dx | dxa] = dout·[W | s·B]: dx (N, IC; ld_dx) when need_dx, and with LoRA dxa
+ * (N, R_g) in dx's columns after IC — one GEMM over the K-concatenated weight, or for NF4 each
+ * member's frozen input gradient then its dxa_p = s·dout_p·B_p. */
+static void concat_backward_input(fl_model *m, int l, const group_view *v, void *dx, int ld_dx, int need_dx,
+                                  const void *dout, int ld_dout, size_t N) {
+    const fl_backend *be = m->be;
+    const fl_lora_layer *lora = &m->lora.layers[l];
+    int R = m->lora_cfg.rank;
+    if (!v->nf4) {
+        if (need_dx)
+            be->matmul_backward_input(dx, dout, v->w, 1.0f, 0.0f, N, v->IC + v->R_g, v->OC, ld_dx, ld_dout, v->ld_w);
+        else if (v->R_g)
+            be->matmul_backward_input(act_at(m, dx, (size_t)v->IC), dout, weight_at(m, v->w, (size_t)v->IC), 1.0f, 0.0f,
+                                      N, v->R_g, v->OC, ld_dx, ld_dout, v->ld_w);
+        return;
+    }
+    int j = 0, first = 1;
+    for (fl_proj p = v->first; p < v->end; p++) {
+        int in, oc;
+        fl_proj_dims(&m->cfg, p, &in, &oc);
+        const void *dout_p = act_at(m, dout, (size_t)member_offset(&m->cfg, p));
+        if (need_dx) member_base_backward(m, v, p, dx, ld_dx, first ? 0.0f : 1.0f, dout_p, ld_dout, N);
+        first = 0;
+        if (v->R_g && lora->a[p])
+            be->matmul_backward_input(act_at(m, dx, (size_t)v->IC + (size_t)j++ * R), dout_p, lora_compute(m, lora->b[p]),
+                                      fl_lora_scale(&m->lora_cfg), 0.0f, N, R, oc, ld_dx, ld_dout, R);
+    }
+}
+
 /* Backward of group_forward: LoRA gradients +=; when need_dx, dx (N, IC; ld_dx) = the input
  * gradient. concat groups: dx must have room for the R_g columns after IC (they receive dxa),
  * xa is in x's columns after IC; o, down: xa (N, R). */
@@ -288,17 +385,10 @@ static void group_backward(fl_model *m, int l, const group_view *v, void *dx, in
     float s = fl_lora_scale(&m->lora_cfg);
     int ld_d;
     if (v->concat && m->fused) {
-        if (!v->R_g) {
-            if (need_dx) be->matmul_backward_input(dx, dout, v->w, 1.0f, 0.0f, N, v->IC, v->OC, ld_dx, ld_dout, v->ld_w);
-            return;
-        }
-        void *dxa = act_at(m, dx, (size_t)v->IC);
         /* [dx | dxa] = dout · [W | s·B]  (only dxa when dx is not needed) */
-        if (need_dx)
-            be->matmul_backward_input(dx, dout, v->w, 1.0f, 0.0f, N, v->IC + v->R_g, v->OC, ld_dx, ld_dout, v->ld_w);
-        else
-            be->matmul_backward_input(dxa, dout, weight_at(m, v->w, (size_t)v->IC), 1.0f, 0.0f, N, v->R_g, v->OC, ld_dx,
-                                      ld_dout, v->ld_w);
+        concat_backward_input(m, l, v, dx, ld_dx, need_dx, dout, ld_dout, N);
+        if (!v->R_g) return;
+        void *dxa = act_at(m, dx, (size_t)v->IC);
         int j = 0;
         fl_proj first_adapted = FL_N_PROJ;
         for (fl_proj p = v->first; p < v->end; p++) {
@@ -331,9 +421,7 @@ static void group_backward(fl_model *m, int l, const group_view *v, void *dx, in
         int in, oc;
         fl_proj_dims(&m->cfg, p, &in, &oc);
         const void *dout_p = act_at(m, dout, (size_t)member_offset(&m->cfg, p));
-        if (need_dx)
-            be->matmul_backward_input(dx, dout_p, weight_at(m, v->w, (size_t)member_offset(&m->cfg, p) * v->ld_w), 1.0f,
-                                      first ? 0.0f : 1.0f, N, v->IC, oc, ld_dx, ld_dout, v->ld_w);
+        if (need_dx) member_base_backward(m, v, p, dx, ld_dx, first ? 0.0f : 1.0f, dout_p, ld_dout, N);
         first = 0;
         if (!v->R_g || !lora->a[p]) continue;
         int ld_xa = v->concat ? ld_x : R;
@@ -358,7 +446,7 @@ static void refresh_lora_copies(fl_model *m, int flat) {
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int g = 0; g < FL_N_GROUPS; g++) {
             group_view v = group_at(m, l, (fl_group)g, 1);
-            if (!v.concat) continue;
+            if (!v.concat || v.nf4) continue;   /* an NF4 weight has no room for s·B: its B product runs alone */
             int j = 0;
             for (fl_proj p = v.first; p < v.end; p++) {
                 if (!m->lora.layers[l].b[p]) continue;
@@ -419,20 +507,21 @@ static layer_acts layer_acts_at(const fl_model *m, int l) {
     const fl_activations *a = &m->act;
     size_t N = (size_t)a->B * a->T, C = (size_t)c->hidden_size, R = (size_t)(m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1);
     size_t QD = (size_t)fl_config_q_dim(c), QKV = QD + 2 * (size_t)fl_config_kv_dim(c), FF = (size_t)c->intermediate_size;
+    size_t k = a->recompute ? 0 : (size_t)l;   /* the layer's slot: with recompute every layer shares slot 0 */
     layer_acts v;
     v.h = act_at(m, a->residual, (size_t)l * N * C);
     v.h_next = act_at(m, a->residual, (size_t)(l + 1) * N * C);
-    v.h_mid = act_at(m, a->residual_mid, (size_t)l * N * C);
-    v.x_attn = act_at(m, a->x_attn, (size_t)l * N * (C + 3 * R));
-    v.x_mlp = act_at(m, a->x_mlp, (size_t)l * N * (C + 2 * R));
-    v.qkv = act_at(m, a->qkv, (size_t)l * N * QKV);
-    v.att = act_at(m, a->att, (size_t)l * N * QD);
-    v.gate_up = act_at(m, a->gate_up, (size_t)l * N * 2 * FF);
-    v.xa_o = act_at(m, a->xa_o, (size_t)l * N * R);
-    v.xa_down = act_at(m, a->xa_down, (size_t)l * N * R);
-    v.rstd_attn = a->rstd_attn + (size_t)l * N;
-    v.rstd_mlp = a->rstd_mlp + (size_t)l * N;
-    v.lse = a->lse + (size_t)l * N * (size_t)c->n_heads;
+    v.h_mid = act_at(m, a->residual_mid, k * N * C);
+    v.x_attn = act_at(m, a->x_attn, k * N * (C + 3 * R));
+    v.x_mlp = act_at(m, a->x_mlp, k * N * (C + 2 * R));
+    v.qkv = act_at(m, a->qkv, k * N * QKV);
+    v.att = act_at(m, a->att, k * N * QD);
+    v.gate_up = act_at(m, a->gate_up, k * N * 2 * FF);
+    v.xa_o = act_at(m, a->xa_o, k * N * R);
+    v.xa_down = act_at(m, a->xa_down, k * N * R);
+    v.rstd_attn = a->rstd_attn + k * N;
+    v.rstd_mlp = a->rstd_mlp + k * N;
+    v.lse = a->lse + k * N * (size_t)c->n_heads;
     return v;
 }
 
@@ -440,8 +529,11 @@ static layer_acts layer_acts_at(const fl_model *m, int l) {
 static int ld_x_attn(const fl_model *m) { return m->cfg.hidden_size + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
 static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
 
-/* Runs the layers and the final norm; leaves the normalized output in act.x_final. */
-static void forward_layers(fl_model *m, int B, int T) {
+/* Layer l's forward from its input h (residual row l) into its activation slot. `recompute`: the
+ * backward's rerun (engine recompute) — the same ops on the same input, so every saved tensor comes
+ * out bit for bit as in the forward; only the layer's output h_next, which the backward does not
+ * read, is not formed again (the down projection's frozen GEMM is skipped; its x·Aᵀ is not). */
+static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     const fl_backend *be = m->be;
     const fl_model_config *c = &m->cfg;
     fl_activations *a = &m->act;
@@ -449,29 +541,40 @@ static void forward_layers(fl_model *m, int B, int T) {
     int C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c), FF = c->intermediate_size;
     int NH = c->n_heads, NKV = c->n_kv_heads, HS = c->head_dim, QKV = QD + 2 * KVD;
     int ld_xa = ld_x_attn(m), ld_xm = ld_x_mlp(m);
-    be->embedding_forward(a->residual, a->ids, m->base.embed, N, C);
-    for (int l = 0; l < c->n_layers; l++) {
-        const fl_layer_weights *w = &m->base.layers[l];
-        layer_acts v = layer_acts_at(m, l);
-        group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
-        group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
+    const fl_layer_weights *w = &m->base.layers[l];
+    layer_acts v = layer_acts_at(m, l);
+    group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
+    group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-        be->rmsnorm_forward(v.x_attn, v.rstd_attn, v.h, w->attn_norm, c->rms_norm_eps, N, C, ld_xa);
-        group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
-        be->rope_forward(v.qkv, a->pos, m->inv_freq, N, NH + NKV, HS, QKV);   /* q and k */
-        be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                              a->seg_start, B, T, NH, NKV, HS, QKV);
-        be->copy(v.h_mid, v.h, N * C * be->act_size);
-        group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
+    be->rmsnorm_forward(v.x_attn, v.rstd_attn, v.h, w->attn_norm, c->rms_norm_eps, N, C, ld_xa);
+    group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
+    be->rope_forward(v.qkv, a->pos, m->inv_freq, N, NH + NKV, HS, QKV);   /* q and k */
+    be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
+                          a->seg_start, B, T, NH, NKV, HS, QKV);
+    be->copy(v.h_mid, v.h, N * C * be->act_size);
+    group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
 
-        be->rmsnorm_forward(v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, c->rms_norm_eps, N, C, ld_xm);
-        group_forward(m, l, &gate_up, v.gate_up, 2 * FF, 0.0f, v.x_mlp, ld_xm, NULL, N);
-        be->swiglu_forward(a->wide, v.gate_up, N, FF);
-        be->copy(v.h_next, v.h_mid, N * C * be->act_size);
-        group_forward(m, l, &down, v.h_next, C, 1.0f, a->wide, FF, v.xa_down, N);
+    be->rmsnorm_forward(v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, c->rms_norm_eps, N, C, ld_xm);
+    group_forward(m, l, &gate_up, v.gate_up, 2 * FF, 0.0f, v.x_mlp, ld_xm, NULL, N);
+    be->swiglu_forward(a->wide, v.gate_up, N, FF);
+    if (recompute) {
+        group_lora_xa(m, l, &down, a->wide, FF, v.xa_down, N);
+        return;
     }
-    be->rmsnorm_forward(a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
-                        m->base.final_norm, c->rms_norm_eps, N, C, C);
+    be->copy(v.h_next, v.h_mid, N * C * be->act_size);
+    group_forward(m, l, &down, v.h_next, C, 1.0f, a->wide, FF, v.xa_down, N);
+}
+
+/* Runs the layers and the final norm; leaves the normalized output in act.x_final. */
+static void forward_layers(fl_model *m, int B, int T) {
+    const fl_model_config *c = &m->cfg;
+    fl_activations *a = &m->act;
+    size_t N = (size_t)B * T;
+    int C = c->hidden_size;
+    m->be->embedding_forward(a->residual, a->ids, m->base.embed, N, C);
+    for (int l = 0; l < c->n_layers; l++) layer_forward(m, l, B, T, 0);
+    m->be->rmsnorm_forward(a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
+                           m->base.final_norm, c->rms_norm_eps, N, C, C);
 }
 
 fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale) {
@@ -549,6 +652,8 @@ void fl_model_backward(fl_model *m) {
     be->rmsnorm_backward(a->dresidual, a->dx_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
                          m->base.final_norm, a->rstd_final, N, C, C);
     for (int l = c->n_layers - 1; l >= 0; l--) {
+        /* recompute: the slot still holds the last layer from the forward; rerun every other one */
+        if (a->recompute && l < c->n_layers - 1) layer_forward(m, l, B, T, 1);
         const fl_layer_weights *w = &m->base.layers[l];
         layer_acts v = layer_acts_at(m, l);
         group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
@@ -611,7 +716,7 @@ void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out) {
     const double MiB = 1048576.0;
     size_t lora = m->lora.n * sizeof(float);
     size_t lora_w = m->lora_w == (void *)m->lora.data ? 0 : m->lora.n * m->be->weight_size;
-    size_t act = fl_activations_bytes(&m->cfg, m->lora_cfg.rank, B, T, m->be->act_size);
+    size_t act = fl_activations_bytes(&m->cfg, m->lora_cfg.rank, B, T, m->be->act_size, !!m->recompute);
     fprintf(out, "  memory plan: base weights %.1f MiB, LoRA %.1f MiB (+%.1f compute copy), grads %.1f MiB, "
                  "AdamW m+v %.1f MiB, activations %.1f MiB for %d x %d\n",
             m->base.bytes / MiB, lora / MiB, lora_w / MiB, lora / MiB, 2 * lora / MiB, act / MiB, B, T);

@@ -55,6 +55,10 @@ typedef struct {
     int training;             /* dropout active */
     int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
                                  (model.c); 0: every projection alone — the reference for the tests */
+    int recompute;            /* 1: activation recompute — the forward keeps each layer's input only and
+                                 the backward reruns the layer's forward (same ops: same gradients, bit
+                                 for bit); activations then hold one layer (activations.h). Set before
+                                 a forward; 0 (default) keeps every layer's activations */
     double grad_norm;         /* fl_model_grad_norm's result, valid until the gradients change */
     int grad_norm_valid;
     int adam_step;            /* AdamW steps taken */
@@ -63,12 +67,19 @@ typedef struct {
 } fl_model;
 
 /* Build a model from a HF folder, or from a preset with seeded random base weights. LoRA params
- * get PEFT's init (B = 0). */
+ * get PEFT's init (B = 0). A bitsandbytes 4-bit (NF4) folder loads as NF4. */
 int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc);
 int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc);
 /* Seeded random base weights for any config (tests, planning). */
 void fl_model_init_random(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
                           const fl_lora_config *lc);
+/* The same with the frozen projections' form (model/weights.h): FL_QUANT_NF4 quantizes them to NF4
+ * (QLoRA; embeddings, norms and the LM head stay in the backend's types). */
+int fl_model_init_dir_quant(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc, fl_quant quant);
+int fl_model_init_preset_quant(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be,
+                               const fl_lora_config *lc, fl_quant quant);
+void fl_model_init_random_quant(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                                const fl_lora_config *lc, fl_quant quant);
 void fl_model_free(fl_model *m);
 /* Loads a PEFT adapter's weights into the LoRA parameters (its config must match m->lora_cfg). */
 int fl_model_load_adapter(fl_model *m, const char *adapter_dir);
@@ -99,6 +110,10 @@ void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, flo
                       size_t N, int use_lora);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
+
+/* The columns the engine reserves in the fused float weights for LoRA (model/weights.h): what
+ * fl_weights_bytes needs to size the base as the engine allocates it. */
+fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc);
 
 /* Prints the MiB of each memory category (base weights, LoRA params + compute copy, grads, AdamW
  * moments, and the activations a (B, T) step allocates) on one line. */

@@ -4,7 +4,9 @@
  * fl_layer_weights, so the loader, the random init and the size computation walk the same list.
  * The checks (check_count, check_slot; fl_weights_check_dir for merge) compare the HF tensors as
  * stored in the files — q, k, v, gate, up separate — with config.json; the fused in-memory layout
- * (layer_storage_table) only decides where each lands afterwards. */
+ * (layer_storage_table) only decides where each lands afterwards. An NF4 base (weights.h) keeps the
+ * projection matrices out of that table's region and stores their NF4 form after the layers, each
+ * projection at a fixed offset (storage_plan.nf4_off), so the whole base is still one allocation. */
 #include "model/weights.h"
 
 #include <jansson.h>
@@ -17,6 +19,15 @@
 #include "common/rng.h"
 #include "io/file_util.h"
 #include "io/safetensors.h"
+#include "lora/lora.h"
+#include "quant/nf4_load.h"
+
+int fl_quant_parse(const char *s, fl_quant *out) {
+    if (!s || !*s || !strcmp(s, "none")) *out = FL_QUANT_NONE;
+    else if (!strcmp(s, "nf4")) *out = FL_QUANT_NF4;
+    else return fl_input_error("--quant: '%s' (expected nf4 or none)", s);
+    return 0;
+}
 
 typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD } dim_kind;
 typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
@@ -90,43 +101,76 @@ typedef struct {
     int is_vector;
     void *dst;          /* backend memory */
     init_kind init;
+    int nf4;            /* a projection held in NF4: dst is its NF4 storage, nf4_index its entry in w->nf4 */
+    int nf4_index;      /* layer · FL_N_PROJ + projection */
 } tensor_slot;
 
-/* Byte layout of the one allocation: global tensors, then per layer the storage table. */
+/* Byte layout of the one allocation: global tensors, then per layer the storage table, then (NF4)
+ * per layer the seven NF4 projections. */
 typedef struct {
     size_t embed, lm_head, final_norm, layer0, layer_bytes, total;
-    size_t field_off[N_LAYER_STORAGE];   /* byte offset of each storage entry inside a layer */
+    size_t field_off[N_LAYER_STORAGE];   /* byte offset of each storage entry inside a layer; SIZE_MAX: absent */
     int64_t ld[3];                        /* row stride per `fused` kind (0: unused) */
+    int nf4, double_quant;                /* NF4 projections (with double quantization) */
+    size_t nf4_0, nf4_layer_bytes;        /* the NF4 region and its per-layer stride */
+    size_t nf4_off[FL_N_PROJ];            /* byte offset of projection p inside a layer's NF4 stride */
 } storage_plan;
 
 #define ALIGN64(x) (((x) + 63) / 64 * 64)
 
-static storage_plan plan_storage(const fl_model_config *cfg, const fl_backend *be, fl_weights_reserve reserve) {
+static storage_plan plan_storage(const fl_model_config *cfg, size_t weight_size, size_t act_size,
+                                 fl_weights_reserve reserve, int nf4, int double_quant) {
     storage_plan sp;
     memset(&sp, 0, sizeof sp);
     int64_t V = cfg->vocab_size, C = cfg->hidden_size;
     sp.ld[1] = C + reserve.qkv;
     sp.ld[2] = C + reserve.gate_up;
+    sp.nf4 = nf4;
+    sp.double_quant = double_quant;
     size_t at = 0;
     sp.embed = at;
-    at += ALIGN64((size_t)(V * C) * be->weight_size);
+    at += ALIGN64((size_t)(V * C) * weight_size);
     sp.lm_head = cfg->tie_word_embeddings ? sp.embed : at;
-    if (!cfg->tie_word_embeddings) at += ALIGN64((size_t)(V * C) * be->weight_size);
+    if (!cfg->tie_word_embeddings) at += ALIGN64((size_t)(V * C) * weight_size);
     sp.final_norm = at;
-    at += ALIGN64((size_t)C * be->act_size);
+    at += ALIGN64((size_t)C * act_size);
     sp.layer0 = at;
     size_t in_layer = 0;
     for (size_t i = 0; i < N_LAYER_STORAGE; i++) {
         const layer_storage *ls = &layer_storage_table[i];
+        sp.field_off[i] = SIZE_MAX;
         if (ls->is_bias && !cfg->qkv_bias) continue;
+        if (nf4 && ls->cols != DIM_ONE) continue;   /* the projection matrices live in the NF4 region */
         sp.field_off[i] = in_layer;
         int64_t rows = dim_value(cfg, ls->rows) * (ls->fused == 2 ? 2 : 1);
         int64_t cols = ls->fused ? sp.ld[ls->fused] : dim_value(cfg, ls->cols);
-        in_layer += ALIGN64((size_t)(rows * cols) * (ls->cols == DIM_ONE ? be->act_size : be->weight_size));
+        in_layer += ALIGN64((size_t)(rows * cols) * (ls->cols == DIM_ONE ? act_size : weight_size));
     }
     sp.layer_bytes = in_layer;
-    sp.total = at + (size_t)cfg->n_layers * in_layer;
+    at += (size_t)cfg->n_layers * in_layer;
+    sp.nf4_0 = at;
+    for (int p = 0; nf4 && p < FL_N_PROJ; p++) {
+        int in, out;
+        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+        sp.nf4_off[p] = sp.nf4_layer_bytes;
+        sp.nf4_layer_bytes += ALIGN64(fl_nf4_bytes(out, in, double_quant));
+    }
+    sp.total = at + (size_t)cfg->n_layers * sp.nf4_layer_bytes;
     return sp;
+}
+
+size_t fl_weights_bytes(const fl_model_config *cfg, size_t weight_size, size_t act_size, fl_weights_reserve reserve,
+                        fl_quant quant) {
+    return plan_storage(cfg, weight_size, act_size, reserve, quant == FL_QUANT_NF4, 1).total;
+}
+
+/* The projection a per-layer tensor suffix names ("self_attn.q_proj.weight" -> FL_PROJ_Q), or -1. */
+static int suffix_proj(const char *suffix) {
+    for (int p = 0; p < FL_N_PROJ; p++) {
+        size_t len = strlen(fl_proj_modules[p]);
+        if (!strncmp(suffix, fl_proj_modules[p], len) && !strcmp(suffix + len, ".weight")) return p;
+    }
+    return -1;
 }
 
 static size_t storage_index(size_t field) {
@@ -154,14 +198,24 @@ static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *b
             const layer_tensor *lt = &layer_tensor_table[t];
             if (lt->is_bias && !cfg->qkv_bias) continue;
             const layer_storage *ls = &layer_storage_table[storage_index(lt->field)];
-            int vec = lt->cols == DIM_ONE;
+            int vec = lt->cols == DIM_ONE, proj = suffix_proj(lt->suffix);
             int64_t ld = ls->fused ? sp->ld[ls->fused] : dim_value(cfg, lt->cols);
             int64_t row0 = dim_value(cfg, lt->row0) + dim_value(cfg, lt->row0_plus);
-            size_t off = sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[storage_index(lt->field)] +
-                         (size_t)(row0 * ld) * (vec ? be->act_size : be->weight_size);
+            size_t off;
+            if (sp->nf4 && proj >= 0) {
+                off = sp->nf4_0 + (size_t)l * sp->nf4_layer_bytes + sp->nf4_off[proj];
+                ld = dim_value(cfg, lt->cols);
+            } else {
+                off = sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[storage_index(lt->field)] +
+                      (size_t)(row0 * ld) * (vec ? be->act_size : be->weight_size);
+            }
             char name[128];
             snprintf(name, sizeof name, "model.layers.%d.%s", l, lt->suffix);
             ADD(name, dim_value(cfg, lt->rows), dim_value(cfg, lt->cols), ld, vec, lt->init, off);
+            if (sp->nf4 && proj >= 0) {
+                slots[n - 1].nf4 = 1;
+                slots[n - 1].nf4_index = l * FL_N_PROJ + proj;
+            }
         }
     #undef ADD
     *n_out = n;
@@ -182,13 +236,27 @@ static void alloc_tensors(fl_base_weights *w, const fl_model_config *cfg, const 
     w->lm_head = (char *)w->storage + sp->lm_head;
     w->final_norm = (char *)w->storage + sp->final_norm;
     w->layers = fl_calloc((size_t)L, sizeof(fl_layer_weights));
-    for (int l = 0; l < L; l++)
-        for (size_t i = 0; i < N_LAYER_STORAGE; i++) {
-            const layer_storage *ls = &layer_storage_table[i];
-            if (ls->is_bias && !cfg->qkv_bias) continue;
-            *(void **)((char *)&w->layers[l] + ls->field) =
-                (char *)w->storage + sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[i];
-        }
+    w->quant = sp->nf4 ? FL_QUANT_NF4 : FL_QUANT_NONE;
+    if (sp->nf4) w->nf4 = fl_calloc((size_t)L * FL_N_PROJ, sizeof(fl_nf4_weight));
+    for (int l = 0; l < L; l++) {
+        for (size_t i = 0; i < N_LAYER_STORAGE; i++)
+            if (sp->field_off[i] != SIZE_MAX)
+                *(void **)((char *)&w->layers[l] + layer_storage_table[i].field) =
+                    (char *)w->storage + sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[i];
+        if (sp->nf4) w->layers[l].nf4 = &w->nf4[(size_t)l * FL_N_PROJ];
+    }
+}
+
+/* Copies an NF4 weight made on the host into its slot (backend memory) and records the view. */
+static int upload_nf4(fl_base_weights *w, const tensor_slot *slot, const fl_nf4_weight *host) {
+    size_t planned = fl_nf4_bytes(slot->rows, slot->cols, 1);
+    if (host->bytes > planned)   /* only a checkpoint without double quantization is larger */
+        return fl_input_error("%s: NF4 without double quantization takes %zu bytes where %zu were planned "
+                              "(bnb_4bit_use_double_quant in config.json disagrees with the tensors)",
+                              slot->name, host->bytes, planned);
+    w->be->upload(slot->dst, host->storage, host->bytes);
+    fl_nf4_view(&w->nf4[slot->nf4_index], host, slot->dst);
+    return 0;
 }
 
 /* Uploads a slot's (rows, cols) host f32 values to its destination, rows of stride slot->ld: one
@@ -211,14 +279,20 @@ static void upload_slot(const fl_backend *be, const tensor_slot *slot, const flo
 void fl_weights_free(fl_base_weights *w) {
     if (w->storage) w->be->free(w->storage);
     free(w->layers);
+    free(w->nf4);
     memset(w, 0, sizeof *w);
 }
 
 void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
                             fl_weights_reserve reserve) {
+    fl_weights_init_random_quant(w, cfg, seed, be, reserve, FL_QUANT_NONE);
+}
+
+void fl_weights_init_random_quant(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                                  fl_weights_reserve reserve, fl_quant quant) {
     memset(w, 0, sizeof *w);
     int n;
-    storage_plan sp = plan_storage(cfg, be, reserve);
+    storage_plan sp = plan_storage(cfg, be->weight_size, be->act_size, reserve, quant == FL_QUANT_NF4, 1);
     tensor_slot *slots = plan_tensors(cfg, be, &sp, &n);
     alloc_tensors(w, cfg, be, &sp, slots, n);
     float bound = sqrtf(3.0f) * 0.02f; /* U(-a, a) with std 0.02, like HF's initializer_range */
@@ -231,7 +305,15 @@ void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint
         if (slots[i].init == INIT_NORM) fl_rng_fill_uniform(host, count, stream, 0.9f, 1.1f);
         else if (slots[i].init == INIT_BIAS) fl_rng_fill_uniform(host, count, stream, -0.02f, 0.02f);
         else fl_rng_fill_uniform(host, count, stream, -bound, bound);
-        upload_slot(be, &slots[i], host);
+        if (slots[i].nf4) {   /* finite by construction: quantizing cannot fail */
+            fl_nf4_weight q;
+            if (fl_nf4_quantize(&q, host, FL_F32, slots[i].rows, slots[i].cols, 1, slots[i].name) ||
+                upload_nf4(w, &slots[i], &q))
+                fl_die("%s", fl_last_error());
+            fl_nf4_free(&q);
+        } else {
+            upload_slot(be, &slots[i], host);
+        }
     }
     free(host);
     free(slots);
@@ -361,11 +443,22 @@ static int check_count(const shard_set *s, const fl_model_config *cfg, const cha
 
 int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be,
                     fl_weights_reserve reserve) {
+    return fl_weights_load_quant(w, cfg, dir, be, reserve, FL_QUANT_NONE);
+}
+
+int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be,
+                          fl_weights_reserve reserve, fl_quant quant) {
     memset(w, 0, sizeof *w);
     char *config_path = fl_path_join(dir, "config.json");
     int status = fl_config_load(cfg, config_path);
+    fl_quant_config qc = {0};
+    if (!status) status = fl_quant_config_load(&qc, config_path);
     free(config_path);
     if (status) return status;
+    /* a bitsandbytes 4-bit checkpoint is NF4 as stored; --quant nf4 also quantizes float projections */
+    int nf4 = qc.nf4 || quant == FL_QUANT_NF4;
+    fl_nf4_source source = quant == FL_QUANT_NF4 ? FL_NF4_QUANTIZE : FL_NF4_STORED;
+    int double_quant = qc.nf4 ? qc.double_quant : 1;
     snprintf(cfg->name, sizeof cfg->name, "%s", dir);
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));
@@ -374,17 +467,32 @@ int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, c
     status = check_count(&shards, cfg, dir);
     if (status) { shards_close(&shards); return status; }
     int n;
-    storage_plan sp = plan_storage(cfg, be, reserve);
+    storage_plan sp = plan_storage(cfg, be->weight_size, be->act_size, reserve, nf4, double_quant);
     tensor_slot *slots = plan_tensors(cfg, be, &sp, &n);
     const fl_st_tensor **found = fl_calloc((size_t)n, sizeof *found);
-    for (int i = 0; i < n && !status; i++) status = check_slot(&shards, &slots[i], dir, &found[i]);
+    /* NF4 projections are checked by fl_nf4_load_weight (shape, companions) as they are loaded */
+    for (int i = 0; i < n && !status; i++)
+        if (!slots[i].nf4) status = check_slot(&shards, &slots[i], dir, &found[i]);
     if (!status) {
         alloc_tensors(w, cfg, be, &sp, slots, n);
         size_t max_count = 0;
         for (int i = 0; i < n; i++)
-            if (found[i]->numel > max_count) max_count = found[i]->numel;
+            if (found[i] && found[i]->numel > max_count) max_count = found[i]->numel;
         float *host = fl_malloc(max_count * sizeof(float));
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && !status; i++) {
+            if (slots[i].nf4) {
+                fl_nf4_weight q;
+                status = fl_nf4_load_weight(&q, shards.files, shards.n_files, slots[i].name, slots[i].rows,
+                                            slots[i].cols, source);
+                if (!status) status = upload_nf4(w, &slots[i], &q);
+                if (q.storage) fl_nf4_free(&q);
+                if (status && !strstr(fl_last_error(), dir)) {   /* name the folder when the message does not */
+                    char why[512];
+                    snprintf(why, sizeof why, "%s", fl_last_error());
+                    status = fl_input_error("%s: %s", dir, why);
+                }
+                continue;
+            }
             fl_convert_to_f32(host, found[i]->data, found[i]->dtype, found[i]->numel);
             upload_slot(be, &slots[i], host);
         }
@@ -404,7 +512,7 @@ int fl_weights_check_dir(const fl_model_config *cfg, const char *dir) {
     if (!status) { /* the slots carry the HF shapes as stored; where they would land does not matter here */
         int n;
         fl_weights_reserve none = {0, 0};
-        storage_plan sp = plan_storage(cfg, fl_backend_cpu(), none);
+        storage_plan sp = plan_storage(cfg, sizeof(float), sizeof(float), none, 0, 1);
         tensor_slot *slots = plan_tensors(cfg, fl_backend_cpu(), &sp, &n);
         const fl_st_tensor *t;
         for (int i = 0; i < n && !status; i++) status = check_slot(&shards, &slots[i], dir, &t);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend/cpu/gemm_nf4.h"
 #include "backend/cuda/cuda_plan.h"
 #include "bench/records.h"
 #include "common/error.h"
@@ -21,26 +22,6 @@
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
-#define PLAN_ALIGN_UP(x) (((x) + 63) / 64 * 64)   /* as activations.c */
-#define PLAN_ELEM_ACT act_size
-#define PLAN_ELEM_F32 sizeof(float)
-#define PLAN_ELEM_I32 sizeof(int32_t)
-
-double fl_plan_activation_bytes_layers(const fl_model_config *cfg, int rank, int B, int T, size_t act_size, int layers) {
-    /* the DIMS of activations.c with L replaced */
-    size_t L = (size_t)layers, N = (size_t)B * T, C = (size_t)cfg->hidden_size;
-    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);
-    size_t FF = (size_t)cfg->intermediate_size, R = (size_t)(rank > 0 ? rank : 1), NH = (size_t)cfg->n_heads;
-    size_t W = C > QD ? C : QD;
-    W = W > FF ? W : FF;
-    (void)NH;
-    size_t total = 0;
-#define X(name, kind, count) total += PLAN_ALIGN_UP((count) * PLAN_ELEM_##kind);
-    ACTIVATION_TABLE(X)
-#undef X
-    return (double)total;
-}
-
 /* CPU LM head (cpu_loss.c): rows = 32 MiB / (4 V), at least 16, at most N; f32 logits. */
 static double cpu_logits_bytes(size_t N, int V) {
     size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
@@ -49,49 +30,46 @@ static double cpu_logits_bytes(size_t N, int V) {
     return (double)chunk * V * sizeof(float);
 }
 
-/* weights.c's layout: matrices at weight_size, vectors (norms, biases) at act_size, each stored
- * tensor rounded up to 64 bytes; q/k/v and gate/up fused, with 3R and 2R reserved columns (the
- * engine's LoRA B compute copy, engine/model.c). */
-static double weights_bytes(const fl_model_config *cfg, int rank, size_t weight_size, size_t act_size) {
-    size_t C = (size_t)cfg->hidden_size, V = (size_t)cfg->vocab_size, FF = (size_t)cfg->intermediate_size;
-    size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg), R = rank > 0 ? (size_t)rank : 0;
-#define MAT(r, c) PLAN_ALIGN_UP((r) * (c) * weight_size)
-#define VEC(n) PLAN_ALIGN_UP((n) * act_size)
-    size_t total = MAT(V, C) * (cfg->tie_word_embeddings ? 1 : 2) + VEC(C);
-    size_t layer = MAT(QD + 2 * KVD, C + 3 * R) + MAT(C, QD) + MAT(2 * FF, C + 2 * R) + MAT(C, FF) + 2 * VEC(C);
-    if (cfg->qkv_bias) layer += VEC(QD + 2 * KVD);
-#undef MAT
-#undef VEC
-    return (double)total + (double)layer * cfg->n_layers;
+/* The CPU NF4 GEMMs' tile scratch (gemm_nf4.c): one tile of the largest projection, f32 on the
+ * reference backend. */
+static double cpu_nf4_scratch_bytes(const fl_model_config *cfg) {
+    size_t most = 0;
+    for (int p = 0; p < FL_N_PROJ; p++) {
+        int in, out;
+        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+        size_t b = fl_gemm_nf4_scratch_bytes(out, in, 1);
+        most = b > most ? b : most;
+    }
+    return (double)most;
 }
 
 fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T,
-                                      fl_plan_target target, int recompute) {
+                                      fl_plan_target target, unsigned mode) {
     fl_plan_memory m;
     memset(&m, 0, sizeof m);
-    int cuda = target == FL_TARGET_CUDA;
+    int cuda = target == FL_TARGET_CUDA, nf4 = (mode & FL_PLAN_NF4) != 0;
     size_t act = cuda ? 2 : 4;
     double P = (double)fl_lora_param_count(cfg, lc), N = (double)B * T;
-    m.weights = weights_bytes(cfg, lc->rank, act, act);
+    /* the engine's own tables: the base as weights.c lays it out, activations.h */
+    m.weights = (double)fl_weights_bytes(cfg, act, act, fl_model_weights_reserve(lc), nf4 ? FL_QUANT_NF4 : FL_QUANT_NONE);
     m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: the compute copy aliases on CPU */
     m.lora_grads = P * sizeof(float);
     m.adamw = 2 * P * sizeof(float);
-    m.activations_full = fl_activations_bytes(cfg, lc->rank, B, T, act);
-    /* projection: the residual stream of every layer + one layer's saved tensors and the scratch */
-    m.activations_recompute = fl_plan_activation_bytes_layers(cfg, lc->rank, B, T, act, 1) +
-                              (double)(cfg->n_layers - 1) * N * cfg->hidden_size * act;
-    m.activations = recompute ? m.activations_recompute : m.activations_full;
+    m.activations_full = (double)fl_activations_bytes(cfg, lc->rank, B, T, act, 0);
+    m.activations_recompute = (double)fl_activations_bytes(cfg, lc->rank, B, T, act, 1);
+    m.activations = (mode & FL_PLAN_RECOMPUTE) ? m.activations_recompute : m.activations_full;
     if (cuda) {
         /* backend/cuda/cuda_plan.h: bf16 logits chunk + per-row losses; attention backward keeps
          * D = rowsum(dout * out) (B, NH, T) f32; cuBLASLt workspace, f32 staging, 1 MiB reductions */
         m.logits = (double)fl_cuda_lm_head_scratch_bytes((size_t)N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET);
         m.attn_ws = (double)B * cfg->n_heads * T * sizeof(float);
-        m.gemm_ws = (double)FL_CUDA_WORKSPACE_BYTES + (double)FL_CUDA_STAGING_FLOATS * sizeof(float) + 1048576.0;
+        m.gemm_ws = (double)FL_CUDA_WORKSPACE_BYTES + (double)FL_CUDA_STAGING_FLOATS * sizeof(float) + 1048576.0 +
+                    (nf4 ? (double)fl_cuda_nf4_scratch_bytes(cfg) : 0);
         m.context = FL_PLAN_CUDA_CONTEXT_BYTES;
     } else {
         m.logits = cpu_logits_bytes((size_t)N, cfg->vocab_size);
         m.attn_ws = 0;   /* T floats per thread (cpu_attention.c): negligible */
-        m.gemm_ws = 0;   /* OpenBLAS buffers belong to the process baseline */
+        m.gemm_ws = nf4 ? cpu_nf4_scratch_bytes(cfg) : 0;   /* OpenBLAS buffers belong to the process baseline */
         m.context = 0;
     }
     m.total = 0;
@@ -102,13 +80,13 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
 }
 
 int fl_plan_max_batch(const fl_model_config *cfg, const fl_lora_config *lc, int T, fl_plan_target target,
-                      int recompute, double bytes, int max_b) {
-    if (fl_plan_memory_compute(cfg, lc, 1, T, target, recompute).total > bytes) return 0;
+                      unsigned mode, double bytes, int max_b) {
+    if (fl_plan_memory_compute(cfg, lc, 1, T, target, mode).total > bytes) return 0;
     int lo = 1, hi = max_b;   /* memory grows with B: binary search the last B that fits */
-    if (fl_plan_memory_compute(cfg, lc, hi, T, target, recompute).total <= bytes) return hi;
+    if (fl_plan_memory_compute(cfg, lc, hi, T, target, mode).total <= bytes) return hi;
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        if (fl_plan_memory_compute(cfg, lc, mid, T, target, recompute).total <= bytes) lo = mid;
+        if (fl_plan_memory_compute(cfg, lc, mid, T, target, mode).total <= bytes) lo = mid;
         else hi = mid;
     }
     return lo;
@@ -133,16 +111,16 @@ static void gemm(step_acc *a, double M, double K, double Nn, double bytes) {
 }
 
 fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, size_t act_size,
-                               int recompute, const fl_plan_device *dev) {
+                               unsigned mode, const fl_plan_device *dev) {
     step_acc a;
     memset(&a, 0, sizeof a);
     a.dev = dev;
     double N = (double)B * T, e = (double)act_size, R = lc->rank;
     double C = cfg->hidden_size, QD = fl_config_q_dim(cfg), KVD = fl_config_kv_dim(cfg), FF = cfg->intermediate_size;
     double V = cfg->vocab_size, L = cfg->n_layers;
-    int passes = recompute ? 2 : 1;   /* forward GEMMs run twice with recompute */
+    int recompute = (mode & FL_PLAN_RECOMPUTE) != 0, nf4 = (mode & FL_PLAN_NF4) != 0;
     int n_adapted = 0;
-    double dropout_bytes = 0;
+    double dropout_bytes = 0, dequant_bytes = 0;
     for (int l = 0; l < cfg->n_layers; l++)
         for (int p = 0; p < FL_N_PROJ; p++) {
             int in, out;
@@ -150,34 +128,44 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
             double IC = in, OC = out;
             int adapted = (lc->target_mask >> p) & 1;
             if (l == 0) n_adapted += adapted;
+            /* recompute (engine/model.c): every layer but the last runs its forward again in the
+             * backward, without the down projection's frozen product (its x·Aᵀ is rerun) */
+            int passes = recompute && l < cfg->n_layers - 1 ? 2 : 1;
             for (int f = 0; f < passes; f++) {
-                gemm(&a, N, IC, OC, (N * IC + IC * OC + N * OC) * e);                  /* x·Wᵀ */
+                int rerun_down = f == 1 && p == FL_PROJ_DOWN;
+                if (!rerun_down) gemm(&a, N, IC, OC, (N * IC + IC * OC + N * OC) * e);          /* x·Wᵀ */
+                if (!rerun_down && nf4) dequant_bytes += IC * OC * (FL_NF4_BYTES_PER_WEIGHT + e);
                 if (adapted) {
                     gemm(&a, N, IC, R, (N * IC + R * IC + N * R) * e);                 /* xa = x·Aᵀ */
-                    gemm(&a, N, R, OC, (N * R + OC * R + 2 * N * OC) * e);             /* out += s·xa·Bᵀ */
+                    if (!rerun_down) gemm(&a, N, R, OC, (N * R + OC * R + 2 * N * OC) * e);   /* out += s·xa·Bᵀ */
                 }
+                if (adapted && lc->dropout > 0) dropout_bytes += 2 * N * IC * e;
             }
             gemm(&a, N, OC, IC, (N * OC + OC * IC + N * IC) * e);                      /* dinp = dout·W */
+            if (nf4) dequant_bytes += IC * OC * (FL_NF4_BYTES_PER_WEIGHT + e);
             if (adapted) {
                 gemm(&a, OC, N, R, (N * OC + N * R) * e + 2 * OC * R * 4);            /* dlora_b += doutᵀ·xa */
                 gemm(&a, N, OC, R, (N * OC + OC * R + N * R) * e);                     /* dxa = dout·B */
                 gemm(&a, R, N, IC, (N * R + N * IC) * e + 2 * R * IC * 4);            /* dlora_a += dxaᵀ·x */
                 gemm(&a, N, R, IC, (N * R + R * IC + 2 * N * IC) * e);                 /* dinp += dxa·A */
-                if (lc->dropout > 0) dropout_bytes += (passes + 1) * 2 * N * IC * e;
+                if (lc->dropout > 0) dropout_bytes += 2 * N * IC * e;
             }
         }
+    double passes = recompute ? 1.0 + (L - 1) / L : 1.0;   /* forward passes over the layers, on average */
     /* LM head, chunked: logits (f32 on the CPU, bf16 on CUDA), softmax in place, then dinp */
     double le = act_size == 4 ? 4 : 2;
     gemm(&a, N, C, V, (N * C + V * C) * e + N * V * le);
     gemm(&a, N, V, C, N * V * le + V * C * e + N * C * e);
-    /* attention: the FLOPs of fl_model_flops_per_step (causal), forward again with recompute */
-    a.s.attn_flops = 6.0 * T * (double)cfg->n_heads * cfg->head_dim * L * N * (recompute ? 4.0 / 3.0 : 1.0);
+    /* attention: the FLOPs of fl_model_flops_per_step (causal; the forward a third of them), its forward
+     * again in every recomputed layer */
+    a.s.attn_flops = 6.0 * T * (double)cfg->n_heads * cfg->head_dim * L * N * (1.0 + (passes - 1.0) / 3.0);
     a.s.attn_s = a.s.attn_flops / (dev->peak_tflops * 1e12 * dev->compute_eff * FL_PLAN_ATTN_EFF_RATIO);
     /* memory-bound kernels, elements per token per layer: forward 2 RMSNorms (2C each), RoPE on
      * q,k (2(QD+KVD)), 2 residual adds (3C each), SwiGLU (3FF); backward 2 RMSNorm backward (4C
      * each), 2 residual-gradient adds (3C), RoPE backward (2(QD+KVD)), SwiGLU backward (5FF) */
     double fwd = 10 * C + 2 * (QD + KVD) + 3 * FF, bwd = 14 * C + 2 * (QD + KVD) + 5 * FF;
-    double bytes = L * N * (fwd * passes + bwd) * e + dropout_bytes;
+    /* NF4: each frozen product first dequantizes its weight (reads 4.13 bits, writes the tile) */
+    double bytes = L * N * (fwd * passes + bwd) * e + dropout_bytes + dequant_bytes;
     bytes += 2 * N * C * e + 6 * N * C * e;        /* embedding, final RMSNorm forward + backward */
     bytes += 2 * N * V * le;                        /* softmax over the logits chunk, in place */
     double P = (double)fl_lora_param_count(cfg, lc);
@@ -188,7 +176,7 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
     size_t chunk = act_size == 4 ? (size_t)(32 << 20) / (4 * (size_t)V) : fl_cuda_lm_head_chunk_rows((size_t)N, (int)V, FL_CUDA_LM_HEAD_BUDGET);
     if (chunk < 16) chunk = 16;
     double chunks = ceil(N / (double)chunk);
-    int per_layer = (15 + 2 * n_adapted) * passes + 15 + 4 * n_adapted;
+    double per_layer = (15 + 2 * n_adapted) * passes + 15 + 4 * n_adapted + (nf4 ? FL_N_PROJ * (passes + 1) : 0);
     double kernels = L * per_layer + 3 * chunks + 8;   /* past INT_MAX for absurd B x T */
     a.s.kernels = kernels < 2147483647.0 ? (int)kernels : 2147483647;
     a.s.overhead_s = kernels * dev->launch_us * 1e-6 + dev->step_overhead_ms * 1e-3;
@@ -415,11 +403,12 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
     size_t act = tg == FL_TARGET_CUDA ? 2 : 4;
     int T = rq->seq, B = rq->batch;
     out->usable_bytes = fl_gpu_usable_bytes(gpu);
-    out->mem_requested = fl_plan_memory_compute(cfg, lc, B, T, tg, 0);
+    unsigned q = rq->quant == FL_QUANT_NF4 ? FL_PLAN_NF4 : 0;   /* the mode bits without recompute */
+    out->mem_requested = fl_plan_memory_compute(cfg, lc, B, T, tg, q);
     out->fits_requested = out->mem_requested.total <= out->usable_bytes;
     int cap = B > 1024 ? B : 1024;
-    out->max_batch = fl_plan_max_batch(cfg, lc, T, tg, 0, out->usable_bytes, cap);
-    out->max_batch_recompute = fl_plan_max_batch(cfg, lc, T, tg, 1, out->usable_bytes, cap);
+    out->max_batch = fl_plan_max_batch(cfg, lc, T, tg, q, out->usable_bytes, cap);
+    out->max_batch_recompute = fl_plan_max_batch(cfg, lc, T, tg, q | FL_PLAN_RECOMPUTE, out->usable_bytes, cap);
     out->recompute_needed = out->max_batch == 0 && out->max_batch_recompute > 0;
     char how[160];
     fl_plan_device dev = fl_plan_device_for(gpu, tg, cal, how, sizeof how);
@@ -433,7 +422,7 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
         int maxb = rc ? out->max_batch_recompute : out->max_batch;
         if (maxb < 1) continue;
         int mb = B < maxb ? B : maxb;
-        fl_plan_step s = fl_plan_step_time(cfg, lc, mb, T, act, rc, &dev);
+        fl_plan_step s = fl_plan_step_time(cfg, lc, mb, T, act, q | (rc ? FL_PLAN_RECOMPUTE : 0), &dev);
         /* AUTO prefers no recompute when the requested batch fits as is */
         if (best_rc < 0 || (s.tok_s > best_step.tok_s && !(rq->recompute == FL_RECOMPUTE_AUTO && out->fits_requested))) {
             best_rc = rc;
@@ -448,7 +437,8 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
         out->mem = out->mem_requested;
         snprintf(out->note, sizeof out->note, "does not fit even at micro-batch 1%s (needs %.1f GiB at B=1)",
                  rq->recompute == FL_RECOMPUTE_OFF ? " without recompute" : " with recompute",
-                 fl_plan_memory_compute(cfg, lc, 1, T, tg, rq->recompute != FL_RECOMPUTE_OFF).total / 1073741824.0);
+                 fl_plan_memory_compute(cfg, lc, 1, T, tg, q | (rq->recompute != FL_RECOMPUTE_OFF ? FL_PLAN_RECOMPUTE : 0))
+                         .total / 1073741824.0);
         snprintf(out->tok_s_source, sizeof out->tok_s_source, "-");
         return;
     }
@@ -456,12 +446,12 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
     out->recompute = best_rc;
     out->micro_batch = best_mb;
     out->grad_accum = (B + best_mb - 1) / best_mb;
-    out->mem = fl_plan_memory_compute(cfg, lc, best_mb, T, tg, best_rc);
+    out->mem = fl_plan_memory_compute(cfg, lc, best_mb, T, tg, q | (best_rc ? FL_PLAN_RECOMPUTE : 0));
     out->step = best_step;
     out->tok_s = best_step.tok_s;
     snprintf(out->tok_s_source, sizeof out->tok_s_source, "%s", how);
-    /* a measured record of this device and this exact run wins */
-    for (int i = 0; cal && i < cal->n && !best_rc; i++) {
+    /* a measured record of this device and this exact run wins (records are of float bases, no recompute) */
+    for (int i = 0; cal && i < cal->n && !best_rc && !q; i++) {
         const fl_plan_record *r = &cal->recs[i];
         if (!r->gpu || strcmp(r->gpu->name, gpu->name) || record_is_cuda(r) != (tg == FL_TARGET_CUDA)) continue;
         if (r->batch != best_mb || r->seq != T || r->rank != lc->rank || r->lc.target_mask != lc->target_mask ||
@@ -475,7 +465,7 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
         snprintf(out->note, sizeof out->note, "micro-batch %d x %d accumulation steps%s", best_mb, out->grad_accum,
                  best_rc ? ", recompute" : "");
     else if (best_rc)
-        snprintf(out->note, sizeof out->note, "needs recompute (projection: the engine has no --recompute yet)");
+        snprintf(out->note, sizeof out->note, "with --recompute");
     int n = rq->gpus > 1 ? rq->gpus : 1;
     if (n > 1) {
         double step_tokens = (double)best_mb * out->grad_accum * T, one = step_tokens / out->tok_s;

@@ -8,11 +8,14 @@
  *   fl_plan_result r;  fl_plan_gpu(&rq, gpu, &calib, &r);
  *   printf("%s: %.0f tok/s, %s\n", gpu->short_name, r.tok_s, r.fits ? "fits" : "does not fit");
  *
- * Memory is computed from the engine's own tables (engine/activations.h, the LoRA buffer layout of
- * model.c, the CPU LM-head chunk of cpu_loss.c, the CUDA backend's constants in
- * backend/cuda/cuda_plan.h) so it cannot drift from what the engine allocates. Recompute is a
- * PROJECTION: the engine has no --recompute yet; it is modelled as keeping the residual stream of
- * every layer plus one layer's activations, at 2N extra FLOPs per token.
+ * Memory is computed from the engine's own tables (engine/activations.h with and without recompute,
+ * model/weights.h's layout of the base, float or NF4, the LoRA buffer layout of model.c, the CPU
+ * LM-head chunk of cpu_loss.c and NF4 tile of gemm_nf4.c, the CUDA backend's constants in
+ * backend/cuda/cuda_plan.h) so it cannot drift from what the engine allocates. Recompute (train/bench
+ * --recompute) keeps the residual stream of every layer plus one layer's activations and reruns the
+ * forward of every layer but the last in the backward (without the down projection's frozen GEMM);
+ * NF4 (--quant nf4) holds the projections in 4.13 bits and dequantizes a tile before each of their
+ * GEMMs.
  * Not the bench (cli/cmd_bench.c measures) and not the catalog (plan/gpu_catalog.h).
  */
 #ifndef FL_PLAN_H
@@ -22,6 +25,7 @@
 
 #include "lora/lora.h"
 #include "model/config.h"
+#include "model/weights.h"
 #include "plan/gpu_catalog.h"
 
 /* ---- memory ---------------------------------------------------------------------------------- */
@@ -49,18 +53,21 @@ typedef struct {
 
 typedef enum { FL_TARGET_CPU = 0, FL_TARGET_CUDA } fl_plan_target;
 
+/* `mode` bits of the memory and step-time functions (0: every activation kept, a float base) */
+#define FL_PLAN_RECOMPUTE 1u   /* activation recompute */
+#define FL_PLAN_NF4 2u         /* NF4 frozen projections */
+
 /* CUDA context bytes assumed per process (driver + cuBLAS + loaded kernels, lazy loading): stated
  * in docs/PLAN.md, not measured here. */
 #define FL_PLAN_CUDA_CONTEXT_BYTES (500.0 * 1048576.0)
 
-/* Bytes the engine allocates for one training run. CPU: act_size 4, no context; CUDA: act_size 2. */
+/* Bytes the engine allocates for one training run. CPU: the f32 engine (act_size 4), no context;
+ * CUDA: act_size 2. mode: FL_PLAN_* bits. */
 fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T,
-                                      fl_plan_target target, int recompute);
-/* Activation bytes with the layer count replaced by `layers` (same table as the engine). */
-double fl_plan_activation_bytes_layers(const fl_model_config *cfg, int rank, int B, int T, size_t act_size, int layers);
+                                      fl_plan_target target, unsigned mode);
 /* Largest B (1..max_b) whose plan fits in `bytes`; 0 when B = 1 does not fit. */
 int fl_plan_max_batch(const fl_model_config *cfg, const fl_lora_config *lc, int T, fl_plan_target target,
-                      int recompute, double bytes, int max_b);
+                      unsigned mode, double bytes, int max_b);
 
 /* ---- throughput ------------------------------------------------------------------------------ */
 
@@ -90,9 +97,10 @@ typedef struct {
 } fl_plan_step;
 
 /* One step of B x T: GEMMs (frozen projections, LoRA, LM head) by roofline, attention at its
- * FLOPs, norms/RoPE/SwiGLU/adds/softmax/AdamW at bandwidth, plus launches and a fixed overhead. */
+ * FLOPs, norms/RoPE/SwiGLU/adds/softmax/AdamW (and NF4 dequantization) at bandwidth, plus launches
+ * and a fixed overhead. mode: FL_PLAN_* bits (recompute adds the rerun forwards). */
 fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, size_t act_size,
-                               int recompute, const fl_plan_device *dev);
+                               unsigned mode, const fl_plan_device *dev);
 /* The compute efficiency that makes the model's step time equal `measured_s` (clamped to
  * [0.01, 1]); *clamped set when it had to clamp. */
 double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, size_t act_size,
@@ -149,6 +157,7 @@ typedef struct {
     char targets[128];
     int batch, seq;
     fl_recompute_mode recompute;
+    fl_quant quant;      /* the frozen projections: float (the backend's type) or NF4 */
     double tokens;       /* tokens per epoch (0: no time/cost) */
     double epochs;
     fl_plan_target target;
@@ -165,7 +174,7 @@ typedef struct {
     int fits;                    /* the plan below fits */
     int fits_requested;          /* requested batch, no recompute */
     int max_batch;               /* largest micro-batch without recompute (0: none) */
-    int max_batch_recompute;     /* with recompute (projection) */
+    int max_batch_recompute;     /* with recompute */
     int recompute;               /* the plan uses recompute */
     int recompute_needed;        /* nothing fits without it but something fits with it */
     int micro_batch, grad_accum; /* micro_batch * grad_accum >= requested batch */

@@ -60,15 +60,20 @@ static void describe(const fl_plan_report *r, const fl_plan_result *x, char *buf
 
 #define APPEND(...) snprintf(buf + strlen(buf), cap - strlen(buf), __VA_ARGS__)
 
+/* The request's mode bits other than recompute (plan.h). */
+static unsigned quant_mode(const fl_plan_request *rq) { return rq->quant == FL_QUANT_NF4 ? FL_PLAN_NF4 : 0; }
+
 void fl_plan_recommend(const fl_plan_report *r, char *buf, size_t cap) {
     buf[0] = 0;
     int *bt = fl_calloc((size_t)r->n + 1, sizeof(int)), *bc = fl_calloc((size_t)r->n + 1, sizeof(int));
     int nt = fl_plan_rank_by_time(r, bt), nc = fl_plan_rank_by_cost(r, bc);
     char d[256];
     if (nt == 0) {
-        double need = r->n ? fl_plan_memory_compute(&r->rq.cfg, &r->rq.lc, 1, r->rq.seq, r->rq.target, 1).total : 0;
+        double need = r->n ? fl_plan_memory_compute(&r->rq.cfg, &r->rq.lc, 1, r->rq.seq, r->rq.target,
+                                                    quant_mode(&r->rq) | FL_PLAN_RECOMPUTE).total : 0;
         APPEND("Nothing listed fits this run: it needs %.1f GiB even at micro-batch 1 with recompute. Try a shorter "
-               "--seq, fewer --targets or a lower --rank.", need / 1073741824.0);
+               "--seq, fewer --targets or a lower --rank%s.", need / 1073741824.0,
+               r->rq.quant == FL_QUANT_NF4 ? "" : ", or --quant nf4");
         free(bt);
         free(bc);
         return;
@@ -108,7 +113,7 @@ void fl_plan_recommend(const fl_plan_report *r, char *buf, size_t cap) {
     int nofit = 0, needs_rc = 0;
     for (int i = 0; i < r->n; i++) {
         nofit += !r->res[i].fits;
-        needs_rc += r->res[i].fits && r->res[i].recompute;
+        needs_rc += r->res[i].fits && r->res[i].recompute_needed;
     }
     if (nofit) {
         APPEND(" Does not fit:");
@@ -117,8 +122,8 @@ void fl_plan_recommend(const fl_plan_report *r, char *buf, size_t cap) {
             if (!r->res[i].fits) APPEND("%s %s", shown++ ? "," : "", r->res[i].gpu->short_name);
         APPEND(".");
     }
-    if (needs_rc) APPEND(" %d GPU%s only fit with activation recompute (a projection: the engine has no --recompute yet).",
-                         needs_rc, needs_rc == 1 ? "" : "s");
+    if (needs_rc) APPEND(" %d GPU%s only fit with activation recompute (train --recompute).", needs_rc,
+                         needs_rc == 1 ? "" : "s");
     int calibrated = r->cal && r->cal->n_cuda > 0;
     if (!calibrated && r->rq.target == FL_TARGET_CUDA)
         APPEND(" Speeds are predictions at the default GEMM efficiency %.2f: run `fastlora bench --json FILE` on one GPU "
@@ -145,18 +150,20 @@ static void print_memory(FILE *out, const fl_plan_memory *a, const fl_plan_memor
 
 void fl_plan_report_table(const fl_plan_report *r, FILE *out) {
     const fl_plan_request *rq = &r->rq;
-    fprintf(out, "fastlora plan: %s, LoRA r=%d alpha=%g on %s, micro-batch %d x seq %d (%s)\n", r->model_label,
+    fprintf(out, "fastlora plan: %s, LoRA r=%d alpha=%g on %s, micro-batch %d x seq %d (%s%s)\n", r->model_label,
             rq->lc.rank, rq->lc.alpha, rq->targets, rq->batch, rq->seq,
-            rq->target == FL_TARGET_CUDA ? "CUDA, bf16 activations" : "CPU, f32");
+            rq->target == FL_TARGET_CUDA ? "CUDA, bf16 activations" : "CPU, f32",
+            rq->quant == FL_QUANT_NF4 ? "; frozen projections NF4" : "");
     if (rq->tokens > 0) fprintf(out, "  %.4g tokens x %g epoch%s; %s\n", rq->tokens, rq->epochs, rq->epochs == 1 ? "" : "s",
                                 r->tokens_note);
     if (rq->gpus > 1)
         fprintf(out, "  data parallel on %d GPUs of each kind (micro-batch per GPU; tok/s, time and cost are for all %d; "
                      "the LoRA gradients, %.1f MiB f32, all-reduced once per step: docs/DISTRIBUTED.md)\n", rq->gpus,
                 rq->gpus, 4.0 * (double)fl_lora_param_count(&rq->cfg, &rq->lc) / 1048576.0);
-    fprintf(out, "\nmemory at batch %d (the engine's allocations; recompute is a projection):\n", rq->batch);
-    fl_plan_memory with_rc = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, 1);
-    fl_plan_memory no_rc = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, 0);
+    fprintf(out, "\nmemory at batch %d (the engine's allocations):\n", rq->batch);
+    fl_plan_memory with_rc = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target,
+                                                    quant_mode(rq) | FL_PLAN_RECOMPUTE);
+    fl_plan_memory no_rc = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, quant_mode(rq));
     print_memory(out, &no_rc, &with_rc, "as is", "recompute");
     fprintf(out, "\n%-13s %-19s %-5s %6s %6s %9s %-8s %-26s %9s  %s\n", "GPU", "need / usable GiB", "fits", "max B",
             "max B", "tok/s", "", rq->tokens > 0 ? "time" : "", rq->tokens > 0 ? "cost" : "$/Mtok", "note");
@@ -178,7 +185,7 @@ void fl_plan_report_table(const fl_plan_report *r, FILE *out) {
         fprintf(out, "%-13.13s %-19s %-5s %6s %6s %9s %-8s %-26s %9s  %s\n", x->gpu->short_name, mem, fits, mb, mbr, tok,
                 x->fits ? (x->measured ? "measured" : "model") : "", when, cost, x->note);
     }
-    fprintf(out, "\nfits: yes | acc = fits at a smaller micro-batch with gradient accumulation | rc = needs recompute"
+    fprintf(out, "\nfits: yes | acc = fits at a smaller micro-batch with gradient accumulation | rc = with --recompute"
                  " | no.\nspeed source: ");
     if (r->n) fprintf(out, "%s", r->res[0].tok_s_source[0] && strcmp(r->res[0].tok_s_source, "-") ? r->res[0].tok_s_source : "");
     for (int i = 1; i < r->n; i++)
@@ -233,13 +240,14 @@ json_t *fl_plan_report_json(const fl_plan_report *r) {
     json_object_set_new(req, "targets", json_string(rq->targets));
     json_object_set_new(req, "recompute", json_string(rq->recompute == FL_RECOMPUTE_ON ? "on"
                                                       : rq->recompute == FL_RECOMPUTE_OFF ? "off" : "auto"));
+    json_object_set_new(req, "quant", json_string(rq->quant == FL_QUANT_NF4 ? "nf4" : "none"));
     json_object_set_new(req, "tokens", rq->tokens > 0 ? json_real(rq->tokens) : json_null());
     json_object_set_new(req, "epochs", json_real(rq->epochs));
     json_object_set_new(req, "gpus", json_integer(rq->gpus));
     json_object_set_new(req, "tokens_note", json_string(r->tokens_note));
     json_object_set_new(req, "flops_per_step", json_real(fl_model_flops_per_step(&rq->cfg, &rq->lc, rq->batch, rq->seq)));
     json_object_set_new(root, "request", req);
-    fl_plan_memory m0 = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, 0);
+    fl_plan_memory m0 = fl_plan_memory_compute(&rq->cfg, &rq->lc, rq->batch, rq->seq, rq->target, quant_mode(rq));
     json_object_set_new(root, "memory", memory_json(&m0));
     json_t *cal = json_object();
     json_object_set_new(cal, "records", json_integer(r->cal ? r->cal->n : 0));
@@ -422,8 +430,9 @@ int fl_plan_report_html(const fl_plan_report *r, const char *path) {
     esc(f, r->model_label);
     fprintf(f, "</h1>\n<p>LoRA r=%d, alpha %g on ", rq->lc.rank, rq->lc.alpha);
     esc(f, rq->targets);
-    fprintf(f, "; batch %d &times; seq %d; recompute %s", rq->batch, rq->seq,
-            rq->recompute == FL_RECOMPUTE_ON ? "on" : rq->recompute == FL_RECOMPUTE_OFF ? "off" : "auto");
+    fprintf(f, "; batch %d &times; seq %d; recompute %s%s", rq->batch, rq->seq,
+            rq->recompute == FL_RECOMPUTE_ON ? "on" : rq->recompute == FL_RECOMPUTE_OFF ? "off" : "auto",
+            rq->quant == FL_QUANT_NF4 ? "; frozen projections NF4" : "");
     if (rq->tokens > 0) {
         fprintf(f, "; %.4g tokens &times; %g epochs (", rq->tokens, rq->epochs);
         esc(f, r->tokens_note);

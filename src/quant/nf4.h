@@ -33,6 +33,8 @@ extern "C" {   /* also included by backend/cuda/cuda_nf4.cu */
 
 #define FL_NF4_BLOCK 64          /* elements per absmax block */
 #define FL_NF4_GROUP 256         /* absmax blocks per nested (double-quantization) group */
+/* Bytes per weight element with double quantization: 4-bit index, 8-bit code per 64, f32 per 64·256 */
+#define FL_NF4_BYTES_PER_WEIGHT (0.5 + 1.0 / FL_NF4_BLOCK + 4.0 / (FL_NF4_BLOCK * FL_NF4_GROUP))
 
 /* A frozen (rows, cols) matrix in NF4. All arrays live in one allocation (`storage`, host memory);
  * offsets into it are fixed by fl_nf4_layout so a backend can copy the whole thing at once. */

@@ -20,6 +20,12 @@ int fl_nf4_cuda_upload(fl_nf4_weight *dev, const fl_nf4_weight *host);
 void fl_nf4_cuda_free(fl_nf4_weight *dev);
 /* dst (device, bf16, (r1 - r0, cols)) = rows [r0, r1) of dev, enqueued on the backend's stream. */
 void fl_nf4_cuda_dequantize_rows_bf16(const fl_nf4_weight *dev, int64_t r0, int64_t r1, void *dst);
+/* The CUDA backend's matmul_nf4_forward / matmul_nf4_backward_input (backend.h): tiles of rows of W
+ * dequantized into scratch (fl_cuda_nf4_tile_rows rows each) and multiplied by the cuBLASLt matmul. */
+void fl_nf4_cuda_matmul_forward(void *out, const void *inp, const fl_nf4_weight *w, const void *bias, float alpha,
+                                float beta, size_t N, int ld_out, int ld_inp);
+void fl_nf4_cuda_matmul_backward_input(void *dinp, const void *dout, const fl_nf4_weight *w, float alpha, float beta,
+                                       size_t N, int ld_dinp, int ld_dout);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -222,8 +223,16 @@ static void remove_flat_dir(const char *dir) {
 }
 
 int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force) {
-    char *tmp = malloc(strlen(out_dir) + 32);
-    sprintf(tmp, "%s.nf4-dequantized.%d", out_dir, (int)getpid());
+    /* the float merge checks --out against its inputs, which are the intermediate folder and the
+     * adapter: the 4-bit model folder is checked here */
+    struct stat so, sm;
+    if (stat(out_dir, &so) == 0 && stat(model_dir, &sm) == 0 && so.st_dev == sm.st_dev && so.st_ino == sm.st_ino)
+        return fl_input_error("--out %s is the model folder %s: merge writes the merged model to another folder", out_dir,
+                              model_dir);
+    size_t len = strlen(out_dir);
+    while (len > 1 && out_dir[len - 1] == '/') len--;   /* beside --out, never inside it */
+    char *tmp = malloc(len + 48);
+    snprintf(tmp, len + 48, "%.*s.nf4-dequantized.%d", (int)len, out_dir, (int)getpid());
     int status = fl_nf4_dequantize_folder(model_dir, tmp);
     if (!status) status = link_other_files(model_dir, tmp);
     if (!status) status = fl_merge_adapter(tmp, adapter_dir, out_dir, force);

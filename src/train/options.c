@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "io/file_util.h"
 #include "lora/lora.h"
+#include "model/weights.h"
 #include "train/data.h"
 
 #define FL_ARGS_STR FL_OPT_STRING
@@ -246,6 +247,8 @@ int fl_train_options_validate(const fl_train_options *o) {
         return fl_input_error("--schedule: '%s' (expected cosine, linear or constant)", o->schedule);
     unsigned mask;
     FL_TRY(fl_lora_parse_targets(o->targets, &mask));
+    fl_quant quant;
+    FL_TRY(fl_quant_parse(o->quant, &quant));
     fl_data_format f;
     FL_TRY(fl_data_format_parse(o->format, &f));
     return 0;

@@ -55,6 +55,8 @@
     X("keep", INT, keep, 3, "checkpoints kept (the last K)")                                                 \
     X("log-every", INT, log_every, 10, "a log line every N steps when not on a terminal")                    \
     X("strict", FLAG, strict, 0, "stop at the first bad data line (default: report and skip)")                \
+    X("quant", STR, quant, NULL, "frozen projections in nf4 (QLoRA: 4-bit NormalFloat); a 4-bit checkpoint is nf4 anyway") \
+    X("recompute", FLAG, recompute, 0, "activation recompute: keep each layer's input, rerun the layer in the backward") \
     X("device", STR, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")                \
     X("dtype", STR, dtype, NULL, "weight dtype: bf16 (the default: fast) or f32 (the exact CPU reference)")   \
     X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \

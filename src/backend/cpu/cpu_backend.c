@@ -44,6 +44,8 @@ static const fl_backend cpu_backend = {
     .embedding_forward = embedding_forward_cpu,
     .matmul_forward = matmul_forward_cpu,
     .matmul_backward_input = matmul_backward_input_cpu,
+    .matmul_nf4_forward = matmul_nf4_forward_cpu,
+    .matmul_nf4_backward_input = matmul_nf4_backward_input_cpu,
     .lm_head_loss = lm_head_loss_cpu,
     .adamw_update = adamw_update_cpu,
 };
@@ -58,6 +60,8 @@ static const fl_backend cpu_bf16_backend = {
     .embedding_forward = embedding_forward_cpu_bf16,
     .matmul_forward = matmul_forward_cpu_bf16,
     .matmul_backward_input = matmul_backward_input_cpu_bf16,
+    .matmul_nf4_forward = matmul_nf4_forward_cpu_bf16,
+    .matmul_nf4_backward_input = matmul_nf4_backward_input_cpu_bf16,
     .lm_head_loss = lm_head_loss_cpu_bf16,
     .adamw_update = adamw_update_cpu_bf16,
 };

@@ -9,8 +9,8 @@
 #include "backend/cpu/gemm_bf16.h"
 
 /* out = beta·out + bias (rows of stride ld), so the GEMM that follows can accumulate with beta = 1.
- * beta == 0 writes without reading out (it may hold NaN). */
-static void prefill_bias(float *out, const float *bias, float beta, size_t N, int OC, int ld) {
+ * beta == 0 writes without reading out (it may hold NaN). Shared with cpu_matmul_nf4.c. */
+void cpu_prefill_bias(float *out, const float *bias, float beta, size_t N, int OC, int ld) {
     #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++)
         for (int o = 0; o < OC; o++)
@@ -22,7 +22,7 @@ void matmul_forward_cpu(void *out_, const void *inp, const void *weight, const v
     float *out = out_;
     const float *bias = bias_;
     if (bias) {
-        prefill_bias(out, bias, beta, N, OC, ld_out);
+        cpu_prefill_bias(out, bias, beta, N, OC, ld_out);
         beta = 1.0f;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, OC, IC, alpha, inp, ld_inp, weight, ld_w, beta, out,
@@ -118,7 +118,7 @@ void matmul_forward_cpu_bf16(void *out_, const void *inp, const void *weight, co
                              float beta, size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w) {
     float *out = out_;
     if (bias) {
-        prefill_bias(out, bias, beta, N, OC, ld_out);
+        cpu_prefill_bias(out, bias, beta, N, OC, ld_out);
         beta = 1.0f;
     }
     fl_gemm_bf16_nt((int)N, OC, IC, alpha, inp, ld_inp, weight, ld_w, beta, out, ld_out);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant/nf4.h"
+
 void *cpu_alloc(size_t bytes);
 void cpu_free(void *ptr);
 void cpu_copy(void *dst, const void *src, size_t bytes);
@@ -28,6 +30,16 @@ void matmul_forward_cpu(void *out, const void *inp, const void *weight, const vo
                         size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w);
 void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
                                int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
+void cpu_prefill_bias(float *out, const float *bias, float beta, size_t N, int OC, int ld);
+/* NF4 weights (cpu_matmul_nf4.c): f32 (the reference) and bf16 tiles */
+void matmul_nf4_forward_cpu(void *out, const void *inp, const fl_nf4_weight *w, const void *bias, float alpha,
+                            float beta, size_t N, int ld_out, int ld_inp);
+void matmul_nf4_backward_input_cpu(void *dinp, const void *dout, const fl_nf4_weight *w, float alpha, float beta,
+                                   size_t N, int ld_dinp, int ld_dout);
+void matmul_nf4_forward_cpu_bf16(void *out, const void *inp, const fl_nf4_weight *w, const void *bias, float alpha,
+                                 float beta, size_t N, int ld_out, int ld_inp);
+void matmul_nf4_backward_input_cpu_bf16(void *dinp, const void *dout, const fl_nf4_weight *w, float alpha, float beta,
+                                        size_t N, int ld_dinp, int ld_dout);
 void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
                                 int OC, int ld_dout, int ld_inp);
 void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);

@@ -10,6 +10,7 @@
  */
 #include "backend/cpu/gemm_nf4.h"
 
+#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,47 +105,78 @@ void fl_nf4_dequantize_rows_bf16(const fl_nf4_weight *W, int64_t r0, int64_t r1,
 #define TILE_ROWS 2048                 /* the bf16 kernel's column block (NC) */
 #define TILE_BYTES ((size_t)64 << 20)
 
-static _Thread_local uint16_t *scratch;
-static _Thread_local size_t scratch_elems;
+static _Thread_local void *scratch;
+static _Thread_local size_t scratch_bytes;
 
-static uint16_t *tile_buffer(size_t elems) {
-    if (elems > scratch_elems) {
+static void *tile_buffer(size_t bytes) {
+    if (bytes > scratch_bytes) {
         free(scratch);
-        scratch = fl_malloc(elems * sizeof(uint16_t));
-        scratch_elems = elems;
+        scratch = fl_malloc(bytes);
+        scratch_bytes = bytes;
     }
     return scratch;
 }
 
-/* Rows of W per tile: at most TILE_ROWS and TILE_BYTES, at least 32. */
-static int64_t tile_rows(const fl_nf4_weight *W) {
-    int64_t rows = (int64_t)(TILE_BYTES / (2 * (size_t)(W->cols ? W->cols : 1)));
-    if (rows > TILE_ROWS) rows = TILE_ROWS;
-    if (rows < 32) rows = 32;
-    return rows < W->rows ? rows : W->rows;
+/* Rows of a (rows, cols) weight per tile: at most TILE_ROWS and TILE_BYTES of bf16, at least 32. */
+static int64_t tile_rows(int64_t rows, int64_t cols) {
+    int64_t fit = (int64_t)(TILE_BYTES / (2 * (size_t)(cols ? cols : 1)));
+    if (fit > TILE_ROWS) fit = TILE_ROWS;
+    if (fit < 32) fit = 32;
+    return fit < rows ? fit : rows;
+}
+
+/* The tile loop of the four GEMMs. nn = 0 (forward): C[:, r:r+nr] = alpha·A·tileᵀ + beta·C[:, r:r+nr];
+ * nn = 1 (input gradient): C += alpha·A[:, r:r+nr]·tile, the first tile applying beta. f32: tiles of
+ * the f32 products code·scale (what bitsandbytes multiplies with compute dtype float32) through
+ * sgemm, A in f32; else bf16 tiles (its compute dtype bfloat16) through the bf16 GEMM. */
+static void nf4_gemm(int nn, int f32, int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta,
+                     float *C, int ldc) {
+    int64_t tr = tile_rows(W->rows, W->cols);
+    size_t elems = (size_t)(tr * W->cols);
+    void *buf = tile_buffer(elems * (f32 ? sizeof(float) : sizeof(uint16_t)));
+    float *tile_f = buf;
+    uint16_t *tile_h = buf;
+    int K = (int)W->cols;
+    if (W->rows == 0 && nn) { /* K = 0: C = beta·C */
+        if (f32) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, 0, alpha, A, lda, tile_f, K, beta, C, ldc);
+        else fl_gemm_bf16_nn(M, K, 0, alpha, A, lda, tile_h, K, beta, C, ldc);
+    }
+    for (int64_t r = 0; r < W->rows; r += tr) {
+        int64_t nr = W->rows - r < tr ? W->rows - r : tr;
+        float b = nn && r > 0 ? 1.0f : beta;
+        if (f32) fl_nf4_dequantize_rows(W, r, r + nr, tile_f, FL_F32);
+        else fl_nf4_dequantize_rows_bf16(W, r, r + nr, tile_h);
+        if (!nn && f32)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, (int)nr, K, alpha, A, lda, tile_f, K, b, C + r, ldc);
+        else if (!nn)
+            fl_gemm_bf16_nt(M, (int)nr, K, alpha, A, lda, tile_h, K, b, C + r, ldc);
+        else if (f32)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, (int)nr, alpha, A + r, lda, tile_f, K, b, C, ldc);
+        else
+            fl_gemm_bf16_nn(M, K, (int)nr, alpha, A + r, lda, tile_h, K, b, C, ldc);
+    }
 }
 
 void fl_gemm_nf4_nt(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
                     int ldc) {
-    int64_t tr = tile_rows(W);
-    uint16_t *tile = tile_buffer((size_t)(tr * W->cols));
-    for (int64_t r = 0; r < W->rows; r += tr) {
-        int64_t nr = W->rows - r < tr ? W->rows - r : tr;
-        fl_nf4_dequantize_rows_bf16(W, r, r + nr, tile);
-        /* C[:, r:r+nr] = alpha · A · tileᵀ + beta · C[:, r:r+nr] */
-        fl_gemm_bf16_nt(M, (int)nr, (int)W->cols, alpha, A, lda, tile, (int)W->cols, beta, C + r, ldc);
-    }
+    nf4_gemm(0, 0, M, alpha, A, lda, W, beta, C, ldc);
 }
 
 void fl_gemm_nf4_nn(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
                     int ldc) {
-    int64_t tr = tile_rows(W);
-    uint16_t *tile = tile_buffer((size_t)(tr * W->cols));
-    if (W->rows == 0) fl_gemm_bf16_nn(M, (int)W->cols, 0, alpha, A, lda, tile, (int)W->cols, beta, C, ldc);
-    for (int64_t r = 0; r < W->rows; r += tr) {
-        int64_t nr = W->rows - r < tr ? W->rows - r : tr;
-        fl_nf4_dequantize_rows_bf16(W, r, r + nr, tile);
-        /* C += alpha · A[:, r:r+nr] · tile (the first tile applies beta) */
-        fl_gemm_bf16_nn(M, (int)W->cols, (int)nr, alpha, A + r, lda, tile, (int)W->cols, r == 0 ? beta : 1.0f, C, ldc);
-    }
+    nf4_gemm(1, 0, M, alpha, A, lda, W, beta, C, ldc);
+}
+
+void fl_gemm_nf4_f32_nt(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
+                        int ldc) {
+    nf4_gemm(0, 1, M, alpha, A, lda, W, beta, C, ldc);
+}
+
+void fl_gemm_nf4_f32_nn(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
+                        int ldc) {
+    nf4_gemm(1, 1, M, alpha, A, lda, W, beta, C, ldc);
+}
+
+size_t fl_gemm_nf4_scratch_bytes(int64_t rows, int64_t cols, int f32) {
+    return (size_t)(tile_rows(rows, cols) * cols) * (f32 ? sizeof(float) : sizeof(uint16_t));
 }

@@ -20,6 +20,17 @@ void fl_gemm_nf4_nt(int M, float alpha, const float *A, int lda, const fl_nf4_we
 void fl_gemm_nf4_nn(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
                     int ldc);
 
+/* The same two GEMMs for the f32 reference backend: tiles of the f32 dequantization (code · scale,
+ * not rounded further: what bitsandbytes multiplies with bnb_4bit_compute_dtype float32) times A in
+ * f32, by sgemm. */
+void fl_gemm_nf4_f32_nt(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
+                        int ldc);
+void fl_gemm_nf4_f32_nn(int M, float alpha, const float *A, int lda, const fl_nf4_weight *W, float beta, float *C,
+                        int ldc);
+/* Bytes of the tile scratch (per calling thread) a GEMM with a (rows, cols) weight allocates (f32: the
+ * f32 variants): the planner's figure. */
+size_t fl_gemm_nf4_scratch_bytes(int64_t rows, int64_t cols, int f32);
+
 /* Rows [r0, r1) of W dequantized to bf16 into dst ((r1 - r0), cols) row-major; equal bit for bit to
  * the matching slice of fl_nf4_dequantize(W, BF16). AVX2 where the CPU has it, else portable C. */
 void fl_nf4_dequantize_rows_bf16(const fl_nf4_weight *W, int64_t r0, int64_t r1, uint16_t *dst);

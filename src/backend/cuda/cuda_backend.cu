@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_info.h"
 #include "backend/cuda/cuda_memory.h"
+#include "quant/nf4_cuda.h"
 
 typedef struct {
     double loss;
@@ -136,6 +137,8 @@ static const fl_backend cuda_backend = {
     .rmsnorm_backward = rmsnorm_backward_cuda,
     .matmul_forward = matmul_forward_cuda,
     .matmul_backward_input = matmul_backward_input_cuda,
+    .matmul_nf4_forward = fl_nf4_cuda_matmul_forward,
+    .matmul_nf4_backward_input = fl_nf4_cuda_matmul_backward_input,
     .matmul_backward_weight = matmul_backward_weight_cuda,
     .rope_forward = rope_forward_cuda,
     .rope_backward = rope_backward_cuda,

@@ -26,7 +26,8 @@ extern "C" {
  * and aborts. */
 void fl_cuda_fail(const char *what, int code, const char *stmt, const char *func, const char *file, int line)
     __attribute__((noreturn));
-/* "out of GPU memory: asked for X MiB (what), Y MiB free of Z MiB; try --recompute or a smaller --batch" */
+/* "out of GPU memory: asked for X MiB (what), Y MiB free of Z MiB; try --recompute, --quant nf4 or a
+ * smaller --batch" (train and bench take both flags) */
 void fl_cuda_die_oom(size_t bytes_asked, const char *what, const char *func, const char *file, int line)
     __attribute__((noreturn));
 /* The cuBLAS status name ("CUBLAS_STATUS_NOT_SUPPORTED", ...). */

@@ -45,6 +45,7 @@ typedef enum {
     FL_SCRATCH_REDUCE,          /* reduction partials and results */
     FL_SCRATCH_STAGING,         /* f32 staging for upload_act / download_act */
     FL_SCRATCH_ATTN,            /* attention backward: D = rowsum(dout * out) */
+    FL_SCRATCH_NF4,             /* one dequantized bf16 tile of an NF4 weight (cuda_nf4.cu) */
     FL_SCRATCH_COUNT
 } fl_scratch_slot;
 void *fl_cuda_scratch(fl_scratch_slot slot, size_t bytes);

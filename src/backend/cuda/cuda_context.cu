@@ -27,7 +27,8 @@ extern "C" void fl_cuda_die_oom(size_t bytes_asked, const char *what, const char
     cudaMemGetInfo(&free_b, &total_b);
     fprintf(stderr,
             "fastlora: out of GPU memory: asked for %.1f MiB (%s) in %s at %s:%d; %.1f MiB free of %.1f MiB on %s, "
-            "fastlora holds %.1f MiB. Try --recompute (recompute activations per layer) or a smaller --batch / --seq.\n",
+            "fastlora holds %.1f MiB. Try --recompute (keep each layer's input only), --quant nf4 (4-bit frozen "
+            "projections) or a smaller --batch / --seq; `fastlora plan` says what fits.\n",
             bytes_asked / 1048576.0, what, func, file, line, free_b / 1048576.0, total_b / 1048576.0,
             fl_cuda.prop.name[0] ? fl_cuda.prop.name : "the GPU", fl_cuda.live_bytes / 1048576.0);
     fflush(stderr);

@@ -109,6 +109,23 @@ fl_cuda_attn_bwd_plan fl_cuda_attn_bwd_make_plan(int B, int T, int NH, int NKV, 
     return p;
 }
 
+int64_t fl_cuda_nf4_tile_rows(int64_t rows, int64_t cols) {
+    int64_t fit = (int64_t)(FL_CUDA_NF4_TILE_BYTES / (2 * (size_t)(cols > 0 ? cols : 1)));
+    if (fit < 1) fit = 1;
+    return fit < rows ? fit : rows;
+}
+
+size_t fl_cuda_nf4_scratch_bytes(const fl_model_config *cfg) {
+    size_t most = 0;
+    for (int p = 0; p < FL_N_PROJ; p++) {
+        int in, out;
+        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+        size_t bytes = (size_t)fl_cuda_nf4_tile_rows(out, in) * (size_t)in * 2;
+        most = bytes > most ? bytes : most;
+    }
+    return most;
+}
+
 size_t fl_cuda_base_elements(const fl_model_config *cfg) { return (size_t)fl_config_total_params(cfg); }
 
 fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T) {
@@ -118,7 +135,7 @@ fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lor
     p.lora = n_lora * (sizeof(float) + 2);
     p.grads = n_lora * sizeof(float);
     p.optimizer = 2 * n_lora * sizeof(float);
-    p.activations = fl_activations_bytes(cfg, lc->rank, B, T, 2);
+    p.activations = fl_activations_bytes(cfg, lc->rank, B, T, 2, 0);
     p.scratch = fl_cuda_lm_head_scratch_bytes(N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET) + FL_CUDA_WORKSPACE_BYTES +
                 FL_CUDA_STAGING_FLOATS * sizeof(float) + ((size_t)1 << 20) /* reductions, RoPE table */;
     if (fl_cuda_attn_mma_supported(cfg->head_dim))

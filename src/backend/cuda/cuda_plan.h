@@ -80,6 +80,15 @@ typedef struct {
 /* The launches and scratch layout for B x T, NH query and NKV kv heads of HS (64 or 128). */
 fl_cuda_attn_bwd_plan fl_cuda_attn_bwd_make_plan(int B, int T, int NH, int NKV, int HS);
 
+/* ---- NF4 weights (cuda_nf4.cu) ---- */
+
+#define FL_CUDA_NF4_TILE_BYTES ((size_t)64 << 20)   /* one dequantized bf16 tile of an NF4 weight */
+/* Rows of a (rows, cols) NF4 weight per dequantized tile: as many as FL_CUDA_NF4_TILE_BYTES of bf16
+ * hold, at least 1, at most rows. */
+int64_t fl_cuda_nf4_tile_rows(int64_t rows, int64_t cols);
+/* Bytes of the NF4 tile scratch for a model: the largest tile of its seven projections. */
+size_t fl_cuda_nf4_scratch_bytes(const fl_model_config *cfg);
+
 /* ---- memory plan ---- */
 
 typedef struct {
