@@ -91,8 +91,6 @@ static void cp_reserve(fl_tokenizer *tok, size_t n) {
     tok->cp_cap = cap;
 }
 
-static void swap_u32(uint32_t *a, uint32_t *b) { uint32_t t = *a; *a = *b; *b = t; }
-
 /* NFC of text[0, len) into tok->nfc_buf, with the original range of each output byte in
  * tok->nfc_start / nfc_end: the source character of each code point (a composed character covers
  * the characters it was made from). Returns the output length. */
