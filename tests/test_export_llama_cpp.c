@@ -77,7 +77,7 @@ TEST(export_files_llama_cpp_verified) {
                 snprintf(stories, sizeof stories, "%s/stories260K", dir);
                 snprintf(ckpt, sizeof ckpt, "%s/data/stories260K/stories260K.bin", shared);
                 snprintf(tok, sizeof tok, "%s/data/stories260K/tok512.bin", shared);
-                CHECK(fl_llama2c_convert(ckpt, tok, stories) == 0);
+                CHECK(fl_llama2c_convert(ckpt, tok, stories, 0) == 0);
             }
             model = stories;
         }
