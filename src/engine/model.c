@@ -421,8 +421,9 @@ void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, flo
  * the scalars (fl_step_scalars: grad_scale, lr, AdamW's bias corrections; results zeroed), then one
  * slot per micro-batch: its ids, targets, positions and seg_start (4, N) and its dropout streams
  * (L, FL_N_PROJ). Uploads come from these fixed addresses, so a recorded step replays with whatever
- * the host staged for the new step. The host writes a slot only after the previous step's results
- * were read back (every public function here ends with a read or the step's last op). */
+ * the host staged for the new step. Uploads from pinned memory run when the stream reaches them, so
+ * the host writes the block only when none is pending (stage_begin; normally the previous step's
+ * read-back has waited already). */
 
 #define STAGE_ALIGN(x) (((x) + 63) / 64 * 64)
 #define MAX_RECORDINGS 8
@@ -438,6 +439,7 @@ struct fl_step_runner {
     size_t slot_bytes, N;
     int slots;
     unsigned char *active;    /* (slots) 1: micro-batch i of the staged step runs here */
+    int pending;              /* uploads from the block may not have run yet: wait before writing it */
     step_key keys[MAX_RECORDINGS];
     void *recordings[MAX_RECORDINGS];
     int n_recordings, record_failed, replayed;
@@ -474,13 +476,21 @@ static void free_runner(fl_model *m) {
     m->runner = NULL;
 }
 
-/* Room for `slots` micro-batches of N tokens (a new block drops the recordings that name the old). */
+/* Before the host writes the staged block: no upload from it is still queued. */
+static void stage_begin(fl_model *m) {
+    if (!m->runner->pending) return;
+    m->be->synchronize();
+    m->runner->pending = 0;
+}
+
+/* Room for `slots` micro-batches of N tokens (a new block drops the recordings that name the old),
+ * ready to be written. */
 static void ensure_staging(fl_model *m, int slots, size_t N) {
     struct fl_step_runner *r = m->runner;
+    stage_begin(m);
     if (r->host && r->slots >= slots && r->N == N) return;
     drop_recordings(m);
     if (r->host) {
-        m->be->synchronize(); /* queued uploads may still read it */
         if (m->be->free_host) m->be->free_host(r->host);
         else free(r->host);
     }
@@ -527,13 +537,21 @@ static void upload_slot(fl_model *m, int i) {
     }
     if (m->lora_cfg.dropout > 0.0f)
         be->upload(m->dropout_streams, staged_streams(m, i), sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    m->runner->pending = 1;
 }
 
 /* The staged scalars' first `bytes` into m->sc: offsetof(grad_sumsq) at a step's start (the inputs,
  * and zeros for the loss sums), offsetof(clip_scale) for the inputs alone. */
-static void upload_scalars(fl_model *m, size_t bytes) { m->be->upload(m->sc, staged_scalars(m), bytes); }
+static void upload_scalars(fl_model *m, size_t bytes) {
+    m->be->upload(m->sc, staged_scalars(m), bytes);
+    m->runner->pending = 1;
+}
 
-static void read_scalars(fl_model *m, fl_step_scalars *out) { m->be->download(out, m->sc, sizeof *out); }
+/* The step's scalars to the host: waits for everything queued, the uploads too. */
+static void read_scalars(fl_model *m, fl_step_scalars *out) {
+    m->be->download(out, m->sc, sizeof *out);
+    m->runner->pending = 0;
+}
 
 static fl_step_stats stats_of(const fl_step_scalars *sc) {
     fl_step_stats st = {.loss_sum = sc->loss_sum, .n_counted = (size_t)sc->n_counted};
@@ -763,6 +781,7 @@ static void update_ops(fl_model *m, const fl_adamw_config *opt, int have_sumsq) 
 
 double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
     if (!m->runner->host) ensure_staging(m, 1, 1);
+    stage_begin(m);
     int had_norm = m->grad_norm_valid;
     stage_adamw(m, opt, m->adam_step + 1);
     upload_scalars(m, offsetof(fl_step_scalars, clip_scale));
@@ -876,6 +895,7 @@ fl_step_stats fl_model_train_step(fl_model *m, const fl_batch *micro, int n_micr
         if (!memcmp(&r->keys[i], &key, sizeof key)) rec = r->recordings[i];
     if (rec) {
         m->be->capture_replay(rec);
+        r->pending = 1;
         r->replayed++;
     } else {
         step_ops(m, n_micro, opt);

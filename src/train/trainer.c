@@ -527,8 +527,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (c.lead) rc = fl_adapter_save(opt->out, &m->lora, &m->cfg, &m->lora_cfg, opt->model);
         if (!rc && c.lead) rc = fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss");
         if (dist->active) rc = lead_status(rc, "the adapter", st.step);
-        if (!rc) progress_message(&c.prog, "done: %d steps, last loss %.4f%s; adapter in %s\n", st.step, res->last_loss,
-                                  have_eval ? "" : " (no eval set)", opt->out);
+        char replayed[64] = "";
+        if (fl_model_replayed_steps(m))
+            snprintf(replayed, sizeof replayed, " (%d replayed from a CUDA graph)", fl_model_replayed_steps(m));
+        if (!rc) progress_message(&c.prog, "done: %d steps%s, last loss %.4f%s; adapter in %s\n", st.step, replayed,
+                                  res->last_loss, have_eval ? "" : " (no eval set)", opt->out);
     }
     res->steps = st.step;
     res->tokens = st.tokens;

@@ -104,7 +104,9 @@ void *fl_cuda_scratch(fl_scratch_slot slot, size_t bytes) {
     /* growing: work queued on the stream may still read the old buffer */
     CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
     fl_cuda_free_counted(scratch[slot].ptr);
-    size_t grown = bytes + bytes / 4;
+    /* a quarter of slack for small slots that grow step by step; none for large ones (the LM head's
+     * whole-batch logits are 2.5 GB, sized once per shape) */
+    size_t grown = bytes < ((size_t)256 << 20) ? bytes + bytes / 4 : bytes;
     scratch[slot].ptr = FL_CUDA_MALLOC(grown, "scratch arena");
     scratch[slot].bytes = grown;
     return scratch[slot].ptr;
