@@ -844,20 +844,23 @@ static void micro_ops(fl_model *m, int i) {
     fl_model_backward(m);
 }
 
-void fl_model_accumulate(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks) {
-    if (n_micro < 1) return;
-    stage_step(m, micro, n_micro, rank, ranks);
+/* The staged inputs up (the loss sums zeroed), then every staged micro-batch. */
+static void accumulate_ops(fl_model *m, int n_micro) {
     upload_scalars(m, offsetof(fl_step_scalars, grad_sumsq));
     for (int i = 0; i < n_micro; i++)
         if (m->runner->active[i]) micro_ops(m, i);
+}
+
+void fl_model_accumulate(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks) {
+    if (n_micro < 1) return;
+    stage_step(m, micro, n_micro, rank, ranks);
+    accumulate_ops(m, n_micro);
     m->micro_step += (uint64_t)n_micro;
 }
 
 /* Every op of a staged step, in order: what a recording holds. */
 static void step_ops(fl_model *m, int n_micro, const fl_adamw_config *opt) {
-    upload_scalars(m, offsetof(fl_step_scalars, grad_sumsq));
-    for (int i = 0; i < n_micro; i++)
-        if (m->runner->active[i]) micro_ops(m, i);
+    accumulate_ops(m, n_micro);
     update_ops(m, opt, 0);
 }
 
