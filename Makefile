@@ -63,14 +63,16 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 # ---- dependencies from a private prefix (scripts/fetch-gpu-deps; docs/CUDA.md) -------------------
-# DEPS_PREFIX=DIR: Jansson, PCRE2 and OpenBLAS unpacked from Debian packages into DIR (no install into
-# /, no scripts/setup) on a machine that lacks them. Its include folders come first; its libraries
+# DEPS_PREFIX=DIR: Jansson, PCRE2, OpenBLAS and libcrypto unpacked from Debian packages into DIR (no
+# install into /, no scripts/setup) on a machine that lacks them. Its include folders (the multiarch
+# one holds OpenSSL's opensslconf.h) come first; its libraries
 # are linked with DT_RPATH (--disable-new-dtags), which, unlike RUNPATH, also serves the libraries'
 # own dependencies (OpenBLAS's libgfortran).
 ifneq ($(DEPS_PREFIX),)
 DEPS_LIB  := $(DEPS_PREFIX)/usr/lib/x86_64-linux-gnu
 BLAS_DIR  := $(DEPS_LIB)/openblas-openmp
-CFLAGS    += -I$(DEPS_PREFIX)/usr/include -I$(DEPS_PREFIX)/usr/include/x86_64-linux-gnu/openblas-openmp
+CFLAGS    += -I$(DEPS_PREFIX)/usr/include -I$(DEPS_PREFIX)/usr/include/x86_64-linux-gnu \
+             -I$(DEPS_PREFIX)/usr/include/x86_64-linux-gnu/openblas-openmp
 LDLIBS    := -L$(DEPS_LIB) -Wl,--disable-new-dtags,-rpath,$(DEPS_LIB) $(LDLIBS)
 endif
 

@@ -100,6 +100,17 @@ static void pair_free(const fl_backend *cu, pair *p) {
     fl_backend_cpu()->free(p->cpu);
     cu->free(p->dev);
 }
+/* the step's scalars: a copy of *h in device memory, and back */
+static fl_step_scalars *dev_scalars(const fl_backend *cu, const fl_step_scalars *h) {
+    fl_step_scalars *d = cu->alloc(sizeof *d);
+    cu->upload(d, h, sizeof *d);
+    return d;
+}
+static fl_step_scalars host_scalars(const fl_backend *cu, const fl_step_scalars *d) {
+    fl_step_scalars h;
+    cu->download(&h, d, sizeof h);
+    return h;
+}
 
 /* ---- op tests ---- */
 
@@ -224,18 +235,28 @@ TEST(cuda_op_gemm_ex_fallback) {
     unsetenv("FL_CUDA_FORCE_GEMM_EX");
 }
 
-/* The LoRA B compute copy written into a weight's reserved columns: f32 -> bf16, scaled, strided. */
+/* The LoRA B compute copies written into weights' reserved columns: f32 -> bf16, scaled, strided,
+ * many blocks in one call — 300 of them, more than one launch takes (cuda_memory.cu), of heights 1
+ * to 40, block j in the next rows of a (rows, 624) weight, at column 576 + 16·(j % 3). */
 TEST(cuda_op_cast_to_weight_2d) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
-    size_t rows = 960;
+    enum { BLOCKS = 300 };
+    size_t rows = 40 * BLOCKS;
     int cols = 16, ld = 624;
     float *src_h = rand_bf16(rows * cols, 55, -1, 1), *dst_h = rand_bf16(rows * ld, 56, -1, 1);
     pair src = pair_f32(cu, src_h, rows * cols), dst = pair_act(cu, dst_h, rows * ld);
-    cpu->cast_to_weight_2d((float *)dst.cpu + 576, src.cpu, 3.5f, rows, cols, ld);
-    cu->cast_to_weight_2d((char *)dst.dev + 2 * 576, src.dev, 3.5f, rows, cols, ld);
+    fl_cast_block b_cpu[BLOCKS], b_cu[BLOCKS];
+    for (size_t j = 0, r0 = 0; j < BLOCKS; j++) {
+        size_t h = 1 + j * 37 % 40, col = 576 + 16 * (j % 3);
+        b_cpu[j] = (fl_cast_block){(float *)dst.cpu + r0 * ld + col, src.cpu + r0 * cols, h, ld};
+        b_cu[j] = (fl_cast_block){(char *)dst.dev + 2 * (r0 * ld + col), (float *)src.dev + r0 * cols, h, ld};
+        r0 += h;
+    }
+    cpu->cast_to_weight_2d(b_cpu, BLOCKS, 3.5f, cols);
+    cu->cast_to_weight_2d(b_cu, BLOCKS, 3.5f, cols);
     float *g = down_act(cu, &dst);
-    CHECK_REL(g, dst.cpu, rows * ld, 4e-3); /* bf16 rounding of the written block; the rest untouched */
+    CHECK_REL(g, dst.cpu, rows * ld, 4e-3); /* bf16 rounding of the written blocks; the rest untouched */
     free(g); free(src_h); free(dst_h);
     pair_free(cu, &src); pair_free(cu, &dst);
 }
@@ -429,9 +450,11 @@ TEST(cuda_op_swiglu_dropout_add) {
         free(got);
         /* dropout of the gate half of the gate/up rows (a strided view): the same elements are zeroed
          * (same counter-based hash, index r·cols + c), kept ones scaled alike */
-        uint64_t key = fl_rng_stream(7, 1, 2, 3);
-        cpu->dropout(o.cpu, gu.cpu, 0.1f, key, N, FF, 2 * FF);
-        cu->dropout(o.dev, gu.dev, 0.1f, key, N, FF, 2 * FF);
+        uint64_t key = fl_rng_stream(7, 1, 2, 3), *key_d = cu->alloc(sizeof key);
+        cu->upload(key_d, &key, sizeof key);
+        cpu->dropout(o.cpu, gu.cpu, 0.1f, &key, N, FF, 2 * FF);
+        cu->dropout(o.dev, gu.dev, 0.1f, key_d, N, FF, 2 * FF);
+        cu->free(key_d);
         got = down_act(cu, &o);
         size_t mismatched = 0, dropped = 0;
         for (size_t r = 0; r < N; r++)
@@ -465,18 +488,22 @@ TEST(cuda_op_lm_head_loss) {
     pair x = pair_act(cu, x_h, N * C), w = pair_act(cu, w_h, (size_t)V * C), dx = pair_act(cu, NULL, N * C);
     pair logits = pair_f32(cu, NULL, N * V);
     int32_t *tg_d = dev_i32(cu, tg, N);
-    size_t n_cpu = 0, n_cuda = 0;
-    double l_cpu = cpu->lm_head_loss(dx.cpu, logits.cpu, x.cpu, tg, w.cpu, 1.0f / 857, N, C, V, &n_cpu);
-    double l_cuda = cu->lm_head_loss(dx.dev, logits.dev, x.dev, tg_d, w.dev, 1.0f / 857, N, C, V, &n_cuda);
-    CHECK_EQ_INT(n_cuda, n_cpu);
-    CHECK_CLOSE(l_cuda, l_cpu, 0.0, 2e-3);   /* mean of bf16-logit losses: rounding averages out */
+    /* the loss is added to what the scalars hold: start both at 5 tokens of loss 2 */
+    fl_step_scalars sc_cpu = {.grad_scale = 1.0f / 857, .loss_sum = 10.0, .n_counted = 5};
+    fl_step_scalars *sc_d = dev_scalars(cu, &sc_cpu);
+    cpu->lm_head_loss(dx.cpu, logits.cpu, &sc_cpu, x.cpu, tg, w.cpu, N, C, V);
+    cu->lm_head_loss(dx.dev, logits.dev, sc_d, x.dev, tg_d, w.dev, N, C, V);
+    fl_step_scalars sc_cuda = host_scalars(cu, sc_d);
+    CHECK(sc_cpu.n_counted == 5 + 857 && sc_cuda.n_counted == sc_cpu.n_counted);
+    CHECK_CLOSE(sc_cuda.loss_sum, sc_cpu.loss_sum, 0.0, 2e-3);   /* sum of bf16-logit losses: rounding averages out */
     float *g = down_f32(cu, &logits);
     CHECK_REL(g, logits.cpu, N * V, 1e-5);   /* f32-output GEMM of the same bf16 operands */
     free(g);
     g = down_act(cu, &dx);
     CHECK_REL(g, dx.cpu, N * C, 2e-2);       /* through bf16 dlogits */
     free(g);
-    /* forward only (no dinp), and the chunked path over several chunks: V=152064 -> 832-row chunks */
+    /* forward only (no dinp), and the chunked path over several chunks: V=152064 with a 64 MiB budget
+     * -> 4 equal chunks of 250 rows (cuda_plan.c) */
     free(w_h);
     pair_free(cu, &w);
     pair_free(cu, &logits);
@@ -485,34 +512,65 @@ TEST(cuda_op_lm_head_loss) {
     w = pair_act(cu, w_h, (size_t)V * C);
     for (size_t i = 0; i < N; i++) tg[i] = (int32_t)(fl_hash64(i + 9) % V);
     cu->upload(tg_d, tg, sizeof(int32_t) * N);
-    l_cpu = cpu->lm_head_loss(NULL, NULL, x.cpu, tg, w.cpu, 0.0f, N, C, V, &n_cpu);
-    l_cuda = cu->lm_head_loss(NULL, NULL, x.dev, tg_d, w.dev, 0.0f, N, C, V, &n_cuda);
-    CHECK_EQ_INT(n_cuda, N);
-    CHECK_CLOSE(l_cuda, l_cpu, 0.0, 2e-3);
-    free(x_h); free(w_h); free(tg); cu->free(tg_d);
+    sc_cpu = (fl_step_scalars){0};
+    cu->upload(sc_d, &sc_cpu, sizeof sc_cpu);
+    fl_cuda_set_lm_head_budget((size_t)64 << 20);
+    cpu->lm_head_loss(NULL, NULL, &sc_cpu, x.cpu, tg, w.cpu, N, C, V);
+    cu->lm_head_loss(NULL, NULL, sc_d, x.dev, tg_d, w.dev, N, C, V);
+    fl_cuda_set_lm_head_budget(0);
+    sc_cuda = host_scalars(cu, sc_d);
+    CHECK(sc_cuda.n_counted == N);
+    CHECK_CLOSE(sc_cuda.loss_sum, sc_cpu.loss_sum, 0.0, 2e-3);
+    free(x_h); free(w_h); free(tg); cu->free(tg_d); cu->free(sc_d);
     pair_free(cu, &x); pair_free(cu, &w); pair_free(cu, &dx);
 }
 
-TEST(cuda_op_adamw_and_sum_squares) {
+/* AdamW reads its step's factors and the clip factor from the scalars; Σx² and the clip factor are
+ * computed on the device with the CPU's arithmetic (the clip factor equal bit for bit, from the
+ * same Σx²); a clip factor that is not finite leaves everything unchanged. */
+TEST(cuda_op_adamw_clip_and_sum_squares) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
     size_t n = 1234567;
     float *p_h = rand_bf16(n, 100, -1, 1), *g_h = rand_bf16(n, 101, -1, 1);
     pair p = pair_f32(cu, p_h, n), m = pair_f32(cu, NULL, n), v = pair_f32(cu, NULL, n), gr = pair_f32(cu, g_h, n);
     void *pw = cu->alloc(2 * n);
+    fl_step_scalars sc = {0};
+    fl_step_scalars *sc_d = dev_scalars(cu, &sc);
+    cpu->sum_squares(&sc.grad_sumsq, gr.cpu, n);
+    cu->sum_squares(&sc_d->grad_sumsq, gr.dev, n);
+    fl_step_scalars got = host_scalars(cu, sc_d);
+    CHECK_CLOSE(got.grad_sumsq, sc.grad_sumsq, 0.0, 1e-9);
+    cu->sum_squares(&sc_d->grad_sumsq, gr.dev, n);
+    CHECK(host_scalars(cu, sc_d).grad_sumsq == got.grad_sumsq); /* deterministic */
+    sc.grad_sumsq = got.grad_sumsq; /* the same Σx² on both sides: the clip factor must match exactly */
+    cu->upload(sc_d, &sc, sizeof sc);
+    cpu->grad_clip_scale(&sc, 200.0f);
+    cu->grad_clip_scale(sc_d, 200.0f);
+    got = host_scalars(cu, sc_d);
+    CHECK(sc.clip_scale > 0.0f && sc.clip_scale < 1.0f && got.clip_scale == sc.clip_scale);
     for (int step = 1; step <= 3; step++) {
-        cpu->adamw_update(p.cpu, NULL, m.cpu, v.cpu, gr.cpu, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.5f, step, n);
-        cu->adamw_update(p.dev, pw, m.dev, v.dev, gr.dev, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.5f, step, n);
+        sc.lr = 1e-3f;
+        sc.adam_step_size = (float)(1e-3 / (1.0 - pow(0.9, step)));
+        sc.adam_bias2_sqrt = (float)sqrt(1.0 - pow(0.999, step));
+        cu->upload(sc_d, &sc, sizeof sc);
+        cpu->adamw_update(p.cpu, NULL, m.cpu, v.cpu, gr.cpu, &sc, 0.9f, 0.999f, 1e-8f, 0.01f, n);
+        cu->adamw_update(p.dev, pw, m.dev, v.dev, gr.dev, sc_d, 0.9f, 0.999f, 1e-8f, 0.01f, n);
     }
-    float *got = down_f32(cu, &p);
-    CHECK_REL(got, p.cpu, n, 1e-6); /* f32 both sides; FMA contraction only */
+    float *p_g = down_f32(cu, &p);
+    CHECK_REL(p_g, p.cpu, n, 1e-6); /* f32 both sides; FMA contraction only */
     float *w_g = malloc(sizeof(float) * n);
     cu->download_act(w_g, pw, n);
     CHECK_REL(w_g, p.cpu, n, 4e-3); /* the bf16 compute copy */
-    double s_cpu = cpu->sum_squares(gr.cpu, n), s_cuda = cu->sum_squares(gr.dev, n);
-    CHECK_CLOSE(s_cuda, s_cpu, 0.0, 1e-9);
-    CHECK(cu->sum_squares(gr.dev, n) == s_cuda); /* deterministic */
-    free(got); free(w_g); free(p_h); free(g_h); cu->free(pw);
+    /* a NaN in the loss sum: the clip factor is NaN and AdamW changes nothing */
+    sc.loss_sum = NAN;
+    cu->upload(sc_d, &sc, sizeof sc);
+    cu->grad_clip_scale(sc_d, 200.0f);
+    CHECK(isnan(host_scalars(cu, sc_d).clip_scale));
+    cu->adamw_update(p.dev, pw, m.dev, v.dev, gr.dev, sc_d, 0.9f, 0.999f, 1e-8f, 0.01f, n);
+    float *p_after = down_f32(cu, &p);
+    CHECK(memcmp(p_after, p_g, sizeof(float) * n) == 0);
+    free(p_g); free(p_after); free(w_g); free(p_h); free(g_h); cu->free(pw); cu->free(sc_d);
     pair_free(cu, &p); pair_free(cu, &m); pair_free(cu, &v); pair_free(cu, &gr);
 }
 
@@ -627,6 +685,66 @@ TEST(cuda_50_steps_track_cpu) {
     CHECK_MSG(lg[49] < lg[0], "CUDA loss did not decrease: %.4f -> %.4f", lg[0], lg[49]);
     printf("    loss step 1 / 50: cpu %.4f / %.4f, cuda %.4f / %.4f\n", lc[0], lc[49], lg[0], lg[49]);
     free(a); free(b);
+}
+
+/* ---- a whole step recorded as a CUDA graph and replayed ---- */
+
+/* Two identical models (head size 64: the tensor-core attention; LoRA dropout 0.1; q/k/v bias),
+ * one recording its step once and replaying it (m->graphs = 1), one running every step op by op:
+ * 6 steps of 2 micro-batches whose tokens, positions, documents and learning rate change every step,
+ * so a replay that read a stale input would differ. Step 4's second micro-batch has no counted token
+ * (another shape of step: run op by op and recorded apart); the later steps replay the first
+ * recording again. Loss, counted tokens, gradient norm, and at the end the LoRA parameters and both
+ * AdamW moments must be equal bit for bit. */
+TEST(cuda_graph_replay_equals_op_by_op) {
+    CUDA_OR_SKIP(cu);
+    fl_model_config cfg = {.arch = FL_ARCH_QWEN2, .vocab_size = 1000, .hidden_size = 256, .intermediate_size = 512,
+                           .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 64, .max_position_embeddings = 512,
+                           .rope_theta = 10000.0, .rms_norm_eps = 1e-6f, .qkv_bias = 1};
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 8;
+    lc.dropout = 0.1f;
+    fl_model a, b;
+    fl_model_init_random(&a, &cfg, 5, cu, &lc);
+    fl_model_init_random(&b, &cfg, 5, cu, &lc);
+    b.graphs = 0;
+    int B = 2, T = 128, A = 2;
+    size_t N = (size_t)B * T;
+    int32_t *buf = malloc(sizeof(int32_t) * 4 * N * A);
+    fl_batch micro[2];
+    fl_adamw_config opt = fl_adamw_config_default();
+    opt.max_grad_norm = 0.5f; /* clipping active */
+    for (int step = 0; step < 6; step++) {
+        for (int i = 0; i < A; i++) {
+            int32_t *ids = buf + 4 * N * i, *tg = ids + N, *pos = ids + 2 * N, *seg = ids + 3 * N;
+            for (size_t t = 0; t < N; t++) {
+                ids[t] = (int32_t)(fl_hash64((uint64_t)step * 7919 + i * 104729 + t) % cfg.vocab_size);
+                tg[t] = step == 3 && i == 1 ? -100 : (int32_t)(fl_hash64(t * 31 + step) % cfg.vocab_size);
+                int doc = (int)(t % T) < 40 + 10 * step ? 0 : 40 + 10 * step; /* a document boundary that moves */
+                pos[t] = (int32_t)(t % T) - doc;
+                seg[t] = doc;
+            }
+            micro[i] = (fl_batch){.B = B, .T = T, .ids = ids, .targets = tg, .pos = pos, .seg_start = seg};
+        }
+        opt.lr = 1e-3f * (float)(step + 1);
+        double na, nb;
+        fl_step_stats sa = fl_model_train_step(&a, micro, A, &opt, &na);
+        fl_step_stats sb = fl_model_train_step(&b, micro, A, &opt, &nb);
+        CHECK_MSG(sa.loss_sum == sb.loss_sum && sa.n_counted == sb.n_counted && na == nb,
+                  "step %d: graph loss %.9g (%zu tokens) norm %.9g vs op by op %.9g (%zu) %.9g", step + 1, sa.loss_sum,
+                  sa.n_counted, na, sb.loss_sum, sb.n_counted, nb);
+    }
+    CHECK_EQ_INT(fl_model_replayed_steps(&a), 4); /* steps 2, 3, 5 and 6 */
+    CHECK_EQ_INT(fl_model_replayed_steps(&b), 0);
+    const fl_lora_buffer *bufs_a[3] = {&a.lora, &a.adam_m, &a.adam_v}, *bufs_b[3] = {&b.lora, &b.adam_m, &b.adam_v};
+    for (int k = 0; k < 3; k++) {
+        float *ha = host_copy(bufs_a[k]), *hb = host_copy(bufs_b[k]);
+        CHECK_MSG(memcmp(ha, hb, sizeof(float) * bufs_a[k]->n) == 0, "buffer %d (LoRA, m, v) differs", k);
+        free(ha); free(hb);
+    }
+    free(buf);
+    fl_model_free(&a);
+    fl_model_free(&b);
 }
 
 #endif /* FL_HAVE_CUDA */

@@ -14,18 +14,28 @@ TEST(cuda_plan_grid_1d) {
     CHECK_EQ_INT(fl_cuda_grid_1d(100, 256, 1, 0), 1);
 }
 
+/* Rows of one LM-head chunk: the whole batch when its bf16 logits fit the budget, else the fewest
+ * equal chunks that fit, 64-row multiples when that still fits (the rule of cpu_plan.h). */
 TEST(cuda_plan_lm_head_chunk_fits_budget) {
-    /* Qwen2.5's 152064 vocabulary at 4 x 4096 = 16k tokens: bf16 logits of the whole batch would be
-     * 4.6 GiB; the chunk keeps them within the 256 MiB budget, a multiple of 64 rows. */
-    size_t N = 16384, budget = FL_CUDA_LM_HEAD_BUDGET;
+    /* the budget: a quarter of the free device memory, 256 MiB to 4 GiB */
+    CHECK_EQ_INT(fl_cuda_lm_head_budget((size_t)120 << 30), FL_CUDA_LM_HEAD_BUDGET);
+    CHECK_EQ_INT(fl_cuda_lm_head_budget((size_t)2 << 30), (size_t)512 << 20);
+    CHECK_EQ_INT(fl_cuda_lm_head_budget((size_t)100 << 20), FL_CUDA_LM_HEAD_MIN_BUDGET);
+    /* Qwen2.5's vocabulary at 4 x 2048 on an H200 (free memory ~120 GB): all 8192 rows, 2.5 GB, one
+     * chunk, so the dX GEMM's (8192, C) output fills the GPU */
+    CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(8192, 151936, FL_CUDA_LM_HEAD_BUDGET), 8192);
+    /* 4 x 4096 = 16k tokens (5 GB of logits): two equal chunks */
+    CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(16384, 152064, FL_CUDA_LM_HEAD_BUDGET), 8192);
+    /* the smallest budget: 882 rows fit; 19 chunks are needed, 863 rows each (896 would not fit) */
+    size_t N = 16384, budget = FL_CUDA_LM_HEAD_MIN_BUDGET;
     size_t rows = fl_cuda_lm_head_chunk_rows(N, 152064, budget);
-    CHECK(rows >= 64 && rows % 64 == 0);
+    CHECK_EQ_INT(rows, 863);
     CHECK(rows * 152064 * 2 <= budget);
-    CHECK_EQ_INT(rows, 832);
+    CHECK_EQ_INT((N + rows - 1) / rows, (N + 881) / 882); /* as few chunks as the budget allows */
     size_t scratch = fl_cuda_lm_head_scratch_bytes(N, 152064, budget);
     CHECK_MSG(scratch < ((size_t)300 << 20), "LM-head scratch %.1f MiB >= 300 MiB", scratch / 1048576.0);
-    /* small vocabularies: the chunk is the whole batch when it fits */
-    CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(8192, 32000, budget), 4160); /* 65 x 64 rows, 254 MiB */
+    /* small vocabularies: two chunks of 4096 rows instead of 4194 + 3998; whole batches when they fit */
+    CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(8192, 32000, budget), 4096);
     CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(100, 32000, budget), 100);
     CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(0, 32000, budget), 0);
     /* a budget smaller than one row still makes progress, 64 rows at a time */
@@ -114,9 +124,11 @@ TEST(cuda_plan_memory_presets) {
         CHECK_EQ_INT(p.weights, (size_t)fl_config_total_params(&cfg) * 2);
         CHECK(p.lora == p.grads / 4 * 6);                 /* f32 master + bf16 copy vs f32 grads */
         CHECK_MSG(p.total < (size_t)80e9 * 0.95, "%s: plan %.1f GB does not fit 80 GB", presets[i], p.total / 1e9);
-        /* LM-head chunk, cuBLASLt workspace, staging, and the attention backward's f32 GQA
-         * partials (2 x B·T·NH·HS·4: 224 MiB for Qwen2.5-7B) */
-        CHECK(p.scratch < ((size_t)1 << 30));
+        /* the whole batch's bf16 logits (8192 x V x 2: 2.5 GB for Qwen2.5's vocabulary), cuBLASLt
+         * workspace, staging, and the attention backward's f32 GQA partials (2 x B·T·NH·HS·4:
+         * 224 MiB for Qwen2.5-7B) */
+        size_t logits = (size_t)8192 * cfg.vocab_size * 2;
+        CHECK(p.scratch > logits && p.scratch < logits + ((size_t)1 << 30));
     }
     fl_model_config q7;
     fl_config_preset(&q7, "qwen2.5-7b");

@@ -291,6 +291,27 @@ TEST(cuda_dist_nccl_one_rank_collectives) {
     fl_dist_self.transport = FL_DIST_NONE;
 }
 
+/* On a GPU, the plain run records its step as a CUDA graph and replays it (fl_model_train_step);
+ * the one-rank distributed path runs each step op by op and sums the gradients through NCCL.
+ * Same adapter and metrics bit for bit: the recording reads every changing input (batches, dropout
+ * streams, lr, AdamW's step) from device memory. SKIPs without a GPU. */
+TEST(cuda_dist_one_rank_path_equals_plain_graph_run) {
+    if (!fastlora_bin()) SKIP("FASTLORA_BIN not set");
+    const fl_backend *be = NULL;
+    if (fl_backend_select("cuda", &be) || !be) SKIP("no CUDA GPU");
+    char *dir = temp_dir();
+    write_data(dir);
+    CHECK_EQ_INT(train(dir, "", "plain", "--device cuda --grad-accum 2", NULL), 0);
+    CHECK_EQ_INT(train(dir, "FASTLORA_DIST_FORCE=1", "forced", "--device cuda --grad-accum 2", NULL), 0);
+    CHECK(files_equal(dir, "plain", "forced", "adapter_model.safetensors"));
+    CHECK(metrics_equal(dir, "plain", "forced"));
+    char *log = read_log(dir, "plain");
+    CHECK_STR_CONTAINS(log, "replayed from a CUDA graph");
+    free(log);
+    remove_tree(dir);
+    free(dir);
+}
+
 /* A timeout that is not a positive number of seconds is refused before anything runs. */
 TEST(dist_bad_input_timeout) {
     if (!fastlora_bin()) SKIP("FASTLORA_BIN not set");

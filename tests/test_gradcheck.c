@@ -200,8 +200,9 @@ TEST(gradcheck_matmul) {
 typedef struct { float *x, *w; int32_t *targets; int N, C, V; } ce_ctx;
 static double ce_loss(void *p) {
     ce_ctx *c = p;
-    size_t counted;
-    return lm_head_loss_cpu(NULL, NULL, c->x, c->targets, c->w, 0, c->N, c->C, c->V, &counted);
+    fl_step_scalars sc = {0};
+    lm_head_loss_cpu(NULL, NULL, &sc, c->x, c->targets, c->w, c->N, c->C, c->V);
+    return sc.loss_sum;
 }
 TEST(gradcheck_lm_head_cross_entropy) {
     int N = 4, C = 6, V = 11;
@@ -209,9 +210,9 @@ TEST(gradcheck_lm_head_cross_entropy) {
     ce_ctx c = {malloc(4 * N * C), malloc(4 * V * C), targets, N, C, V};
     fill(c.x, N * C, 17, -1, 1); fill(c.w, V * C, 18, -1, 1);
     float *dx = malloc(4 * N * C);
-    size_t counted;
-    lm_head_loss_cpu(dx, NULL, c.x, targets, c.w, 1.0f, N, C, V, &counted);
-    CHECK_EQ_INT(counted, 3);
+    fl_step_scalars sc = {.grad_scale = 1.0f};
+    lm_head_loss_cpu(dx, NULL, &sc, c.x, targets, c.w, N, C, V);
+    CHECK_EQ_INT(sc.n_counted, 3);
     fd_compare("lm_head dinp", c.x, dx, N * C, ce_loss, &c);
     for (int i = 0; i < C; i++) CHECK(dx[1 * C + i] == 0.0f); /* ignored token: no gradient */
     free(c.x); free(c.w); free(dx);
@@ -319,9 +320,10 @@ TEST(gradcheck_model_nf4_llama3_rope_recompute) { model_gradcheck(0, 0.0f, 1, FL
 TEST(dropout_mask_statistics) {
     size_t n = 100000;
     float *x = malloc(4 * n), *y = malloc(4 * n), *y2 = malloc(4 * n);
+    const uint64_t stream = 42;
     for (size_t i = 0; i < n; i++) x[i] = 1.0f;
-    dropout_cpu(y, x, 0.25f, 42, n / 100, 100, 100);
-    dropout_cpu(y2, x, 0.25f, 42, n, 1, 1);   /* the mask depends on r·cols + c only */
+    dropout_cpu(y, x, 0.25f, &stream, n / 100, 100, 100);
+    dropout_cpu(y2, x, 0.25f, &stream, n, 1, 1);   /* the mask depends on r·cols + c only */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         kept += y[i] != 0.0f;
@@ -334,7 +336,7 @@ TEST(dropout_mask_statistics) {
     float *wide = malloc(4 * 130 * (n / 100));
     for (size_t r = 0; r < n / 100; r++)
         for (int c = 0; c < 130; c++) wide[r * 130 + c] = c < 100 ? x[r * 100 + c] : NAN;
-    dropout_cpu(y2, wide, 0.25f, 42, n / 100, 100, 130);
+    dropout_cpu(y2, wide, 0.25f, &stream, n / 100, 100, 130);
     for (size_t i = 0; i < n; i++) CHECK(y[i] == y2[i]);
     free(x); free(y); free(y2); free(wide);
 }

@@ -30,6 +30,34 @@
 
 #include "quant/nf4.h"
 
+/* The scalars of one optimizer step that live in backend memory (one block per model, allocated
+ * with `alloc`): ops read their per-step inputs from it and write their results into it, so nothing
+ * inside a step needs a value on the host, and a step recorded once (capture_begin below) replays
+ * with new values. The host fills the inputs with one upload before the step and reads the results
+ * back once after it (engine/model.c). */
+typedef struct {
+    /* inputs, uploaded by the host before the ops that read them */
+    float grad_scale;       /* lm_head_loss: the factor on d(loss_sum)/d(logits), 1 / counted tokens */
+    float lr;               /* adamw_update: the learning rate */
+    float adam_step_size;   /* adamw_update: lr / (1 - beta1^t), rounded from double */
+    float adam_bias2_sqrt;  /* adamw_update: sqrt(1 - beta2^t), rounded from double */
+    /* results, written by ops */
+    float clip_scale;       /* grad_clip_scale: AdamW's factor on the gradients; NaN: skip the update */
+    float unused;
+    double loss_sum;        /* lm_head_loss: += Σ per-token loss over counted tokens */
+    double n_counted;       /* lm_head_loss: += tokens with target != -100 */
+    double grad_sumsq;      /* sum_squares of the LoRA gradients (the model points it here) */
+} fl_step_scalars;
+
+/* One block of the LoRA B compute copy (cast_to_weight_2d): rows x cols f32 values, contiguous in
+ * backend memory, written scaled into a weight buffer's rows of stride ld. */
+typedef struct {
+    void *dst;              /* weight-typed, (rows, cols; ld) */
+    const float *src;       /* (rows, cols) */
+    size_t rows;
+    int ld;
+} fl_cast_block;
+
 typedef struct fl_backend {
     const char *name;
     size_t act_size;      /* bytes per element of act buffers */
@@ -50,9 +78,10 @@ typedef struct fl_backend {
     /* n f32 values in backend memory -> weight buffer (the LoRA compute copy) */
     void (*cast_to_weight)(void *dst, const float *src, size_t n);
 
-    /* n f32 values (rows, cols) contiguous in backend memory, times scale -> weight buffer rows of
-     * stride ld_dst (the LoRA B compute copy inside a fused projection's weight, engine/model.c) */
-    void (*cast_to_weight_2d)(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
+    /* For each of n blocks (host array): dst (rows, cols; ld) = scale · src (rows, cols), weight-typed
+     * from f32 — the LoRA B compute copies inside the fused projections' weights (engine/model.c),
+     * all of them in one call. */
+    void (*cast_to_weight_2d)(const fl_cast_block *blocks, int n, float scale, int cols);
 
     /* ---- layers ---- */
     /* Leading dimensions: an `ld_*` argument is the row stride, in elements, of the named matrix
@@ -115,26 +144,44 @@ typedef struct fl_backend {
     /* dgate_up (N, 2FF) rows [dgate | dup] from dout (N, FF) */
     void (*swiglu_backward)(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
     /* out (rows, cols) contiguous = inp (rows, cols; ld_inp) · keep / (1-p), keep of element (r, c) =
-     * uniform(stream, r·cols + c) >= p (common/rng.h) — the index ignores ld_inp, so a strided view
+     * uniform(*stream, r·cols + c) >= p (common/rng.h) — the index ignores ld_inp, so a strided view
      * draws the mask of the contiguous matrix. Applying it to a gradient is its backward (same
-     * stream, same mask). In place allowed when ld_inp == cols. */
-    void (*dropout)(void *out, const void *inp, float p, uint64_t stream, size_t rows, int cols, int ld_inp);
+     * stream, same mask). In place allowed when ld_inp == cols. `stream` (1 value) is in backend
+     * memory: the model uploads each micro-batch's streams, so a recorded step draws new masks. */
+    void (*dropout)(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols, int ld_inp);
     /* acc (rows, cols; ld_acc) += x (rows, cols) contiguous */
     void (*add_inplace)(void *acc, const void *x, size_t rows, int cols, int ld_acc);
     /* The LM head and cross-entropy, fused and chunked over tokens so that the (N, V) logits need
      * not exist at once: per chunk, logits = inp · weightᵀ (weight (V, C) weight-typed), loss over
-     * tokens whose target != -100, and
-     * dinp (N, C) = grad_scale · (softmax - onehot) · weight (dinp NULL: forward only). Returns the
-     * sum of the per-token losses and sets *n_counted. `logits_out` (N, V) f32, when not NULL,
-     * receives the logits (tests, generation). */
-    double (*lm_head_loss)(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
-                           float grad_scale, size_t N, int C, int V, size_t *n_counted);
-    /* AdamW (decoupled decay, bias correction, step >= 1) over n f32 params; grads are multiplied
-     * by grad_scale first (clipping). params_w (may be NULL) receives the updated weight-typed copy. */
-    void (*adamw_update)(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
-                         float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n);
-    /* Σ x² in double over an f32 buffer (global-norm clipping). */
-    double (*sum_squares)(const float *x, size_t n);
+     * tokens whose target != -100, and dinp (N, C) = sc->grad_scale · (softmax - onehot) · weight
+     * (dinp NULL: forward only). Adds the sum of the per-token losses to sc->loss_sum and the
+     * counted tokens to sc->n_counted (sc in backend memory; NULL when dinp is NULL and nobody wants
+     * the loss). `logits_out` (N, V) f32, when not NULL, receives the logits (tests, generation). */
+    void (*lm_head_loss)(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
+                         const void *weight, size_t N, int C, int V);
+    /* Σ x² in double over an f32 buffer into *out (backend memory), in a fixed order (deterministic). */
+    void (*sum_squares)(double *out, const float *x, size_t n);
+    /* torch.nn.utils.clip_grad_norm_'s factor from sc->grad_sumsq: sc->clip_scale = min(1, max_norm /
+     * (sqrt(grad_sumsq) + 1e-6)) in double, rounded to f32 (1 when max_norm <= 0); NaN when the
+     * gradients' or the loss's sum is not finite, which makes adamw_update leave everything as is. */
+    void (*grad_clip_scale)(fl_step_scalars *sc, float max_norm);
+    /* AdamW (decoupled decay, bias correction) over n f32 params, reading sc->lr, sc->adam_step_size,
+     * sc->adam_bias2_sqrt and sc->clip_scale (the factor on the gradients); a clip_scale that is not
+     * finite changes nothing. params_w (may be NULL) receives the updated weight-typed copy. */
+    void (*adamw_update)(float *params, void *params_w, float *m, float *v, const float *grads,
+                         const fl_step_scalars *sc, float beta1, float beta2, float eps, float weight_decay, size_t n);
+
+    /* ---- recording a whole step (may be NULL: the engine then runs every step op by op) ----
+     * Between capture_begin and capture_end the ops above are recorded, not run; capture_replay runs
+     * the recording again, reading whatever the recorded buffers then hold. Uploads inside a
+     * recording must come from alloc_host memory (its address is what is recorded). Not recorded:
+     * download, free, synchronize. */
+    void *(*alloc_host)(size_t bytes);     /* zero-filled host memory that uploads may be recorded from */
+    void (*free_host)(void *ptr);
+    int (*capture_begin)(void);            /* 0: recording; -1: not available now (FL_CUDA_GRAPHS=0, ...) */
+    void *(*capture_end)(void);            /* the recording, or NULL when it failed (it then ran nothing) */
+    void (*capture_replay)(void *graph);
+    void (*capture_free)(void *graph);
 
     /* ---- inference (infer/): may be NULL on a backend that lacks it; callers check and say so ---- */
     /* Attention of Tn new queries of ONE sequence against its K/V cache. q (Tn rows of stride ld_q,

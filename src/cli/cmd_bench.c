@@ -41,6 +41,7 @@
 #include "dist/dist.h"
 #include "engine/model.h"
 #include "plan/gpu_catalog.h"
+#include "train/trainer.h"
 #ifdef FL_HAVE_CUDA
 #include "backend/cuda/cuda_info.h"
 #endif
@@ -249,6 +250,8 @@ typedef struct {
     double tok_s, tok_s_min, tok_s_max;
     double peak_bytes, final_loss, flops;
     double allreduce_median;  /* seconds of the gradient all-reduce per step (several ranks) */
+    double launches;          /* CUDA: operations (kernels, GEMMs, copies) one step enqueues op by op; 0 elsewhere */
+    int replayed;             /* timed steps replayed from a recorded CUDA graph */
 } bench_point;
 
 typedef struct {
@@ -300,26 +303,34 @@ static void run_point(bench_context *c, bench_point *p) {
     double *allreduce_s = fl_calloc((size_t)o->steps, sizeof(double));
     reset_peak_rss();
 #ifdef FL_HAVE_CUDA
-    if (c->is_cuda) {
-        fl_cuda_reset_peak();
-        /* no host wait for the loss inside a step: the loss printed per step is the previous one */
-        fl_cuda_set_deferred_loss(1);
-    }
+    if (c->is_cuda) fl_cuda_reset_peak();
 #endif
     if (o->warmup) printf("  warming up (%d untimed step%s)...\n", o->warmup, o->warmup == 1 ? "" : "s");
     fflush(stdout);
     int total = o->warmup + o->steps;
+    int replayed_before = fl_model_replayed_steps(m);
     for (int s = 0; s < total && !interrupted; s++) {
         be->synchronize();
-        double t0 = now_seconds();
-        fl_step_stats st = fl_model_forward(m, &batch, 0.0f);
-        fl_model_backward(m);
-        double t_reduce = now_seconds();
-        if (c->allreduce) fl_dist_allreduce_sum_f32(m->grads.data, m->grads.n, "the LoRA gradients of a bench step");
-        t_reduce = now_seconds() - t_reduce;
-        fl_model_optimizer_step(m, &opt);
+#ifdef FL_HAVE_CUDA
+        unsigned long long ops0 = c->is_cuda ? fl_cuda_ops_enqueued() : 0;
+#endif
+        double t0 = now_seconds(), t_reduce = 0, norm;
+        fl_step_stats st;
+        if (c->allreduce) { /* the gradients summed over the ranks between backward and AdamW */
+            st = fl_train_accumulate(m, &batch, 1);
+            t_reduce = now_seconds();
+            fl_dist_allreduce_sum_f32(m->grads.data, m->grads.n, "the LoRA gradients of a bench step");
+            t_reduce = now_seconds() - t_reduce;
+            fl_model_optimizer_step(m, &opt);
+        } else { /* one step on the device, read back once (a CUDA graph from the second step on) */
+            st = fl_model_train_step(m, &batch, 1, &opt, &norm);
+        }
         be->synchronize();
         double dt = now_seconds() - t0;
+#ifdef FL_HAVE_CUDA
+        /* the first step runs op by op (its recording is not counted: nothing runs while recording) */
+        if (c->is_cuda && s == 0) p->launches = (double)(fl_cuda_ops_enqueued() - ops0);
+#endif
         p->final_loss = st.loss;
         int warm = s < o->warmup;
         if (!warm) allreduce_s[p->n_timed] = t_reduce;
@@ -328,6 +339,7 @@ static void run_point(bench_context *c, bench_point *p) {
                warm ? o->warmup : o->steps, dt * 1e3, N / dt, st.loss);
         fflush(stdout);
     }
+    p->replayed = fl_model_replayed_steps(m) - replayed_before;
     p->interrupted = p->n_timed < o->steps;
     if (p->n_timed > 0) {
         double *sorted = fl_malloc(sizeof(double) * (size_t)p->n_timed);
@@ -425,6 +437,9 @@ static void print_result(const bench_context *c, const bench_point *p) {
         printf("  achieved %.3f TFLOP/s; MFU %.1f%% %s\n", achieved, 100.0 * achieved / c->peak_tflops, c->peak_source);
     else
         printf("  achieved %.3f TFLOP/s; MFU unknown (%s)\n", achieved, c->peak_source);
+    if (p->launches > 0)
+        printf("  launches per step: %.0f op by op (kernels, GEMMs, copies); CUDA graph: %s\n", p->launches,
+               p->replayed ? "recorded once, every later step replayed as one launch" : "not used");
     printf("  peak memory: %.1f MiB %s (predicted %.1f MiB)\n", p->peak_bytes / 1048576.0,
            c->is_cuda ? "allocated on the device" : "resident (VmHWM)", p->predicted_bytes / 1048576.0);
     if (c->reference_tok_s > 0)
@@ -486,6 +501,10 @@ static json_t *point_record(const bench_context *c, const bench_point *p) {
     json_object_set_new(j, "mfu_peak", json_string(c->peak_source));
     json_object_set_new(j, "predicted_mem_bytes", json_integer((json_int_t)p->predicted_bytes));
     json_object_set_new(j, "final_loss", json_real(p->final_loss));
+    if (c->is_cuda) {
+        json_object_set_new(j, "launches_per_step", json_integer((json_int_t)p->launches));
+        json_object_set_new(j, "cuda_graph", json_boolean(p->replayed > 0));
+    }
     json_t *steps = json_array();
     for (int k = 0; k < p->n_timed; k++) json_array_append_new(steps, json_real(p->step_s[k] * 1e3));
     json_object_set_new(j, "step_ms", steps);

@@ -9,6 +9,8 @@
 #include "engine/model.h"
 
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,15 +59,25 @@ fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc) {
     return r;
 }
 
+static void build_cast_blocks(fl_model *m);
+static struct fl_step_runner *new_runner(void);
+static void drop_recordings(fl_model *m);
+static void free_runner(fl_model *m);
+
 static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     const fl_backend *be = m->be;
     m->lora_cfg = *lc;
+    m->sc = be->alloc(sizeof *m->sc);
+    m->dropout_streams = be->alloc(sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    m->runner = new_runner();
+    m->graphs = 1;
     fl_lora_buffer_init(&m->lora, &m->cfg, lc, be);
     fl_lora_buffer_init(&m->grads, &m->cfg, lc, be);
     fl_lora_buffer_init(&m->adam_m, &m->cfg, lc, be);
     fl_lora_buffer_init(&m->adam_v, &m->cfg, lc, be);
     fl_lora_init_peft(&m->lora, &m->cfg, lc);
     m->lora_w = be->weight_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->weight_size);
+    build_cast_blocks(m);
     fl_model_sync_lora(m);
     int half = m->cfg.head_dim / 2;
     float *host = fl_malloc(sizeof(float) * (size_t)half);
@@ -122,6 +134,10 @@ int fl_model_load_adapter(fl_model *m, const char *adapter_dir) {
 }
 
 void fl_model_free(fl_model *m) {
+    if (m->runner) free_runner(m);
+    if (m->sc) m->be->free(m->sc);
+    if (m->dropout_streams) m->be->free(m->dropout_streams);
+    free(m->cast_blocks);
     if (m->lora_w && m->lora_w != (void *)m->lora.data) m->be->free(m->lora_w);
     fl_weights_free(&m->base);
     fl_lora_buffer_free(&m->lora);
@@ -135,6 +151,7 @@ void fl_model_free(fl_model *m) {
 
 static void ensure_activations(fl_model *m, int B, int T) {
     if (m->act.storage && m->act.B == B && m->act.T == T && m->act.recompute == !!m->recompute) return;
+    drop_recordings(m); /* they name the old buffers */
     fl_activations_free(&m->act);
     fl_activations_init(&m->act, &m->cfg, m->lora_cfg.rank, B, T, !!m->recompute, m->be);
 }
@@ -169,8 +186,13 @@ static inline const void *lora_compute(const fl_model *m, const float *master) {
     return (const char *)m->lora_w + (size_t)(master - m->lora.data) * m->be->weight_size;
 }
 
-static uint64_t dropout_stream(const fl_model *m, int l, fl_proj p) {
-    return fl_rng_stream(m->lora_cfg.seed ^ 0xd50bull, m->micro_step, (uint64_t)l, (uint64_t)p);
+/* The mask stream of member p at layer l in forward pass `micro_step` (common/rng.h). */
+static uint64_t dropout_stream_of(const fl_model *m, uint64_t micro_step, int l, int p) {
+    return fl_rng_stream(m->lora_cfg.seed ^ 0xd50bull, micro_step, (uint64_t)l, (uint64_t)p);
+}
+/* The current micro-batch's stream of (l, p) in backend memory (uploaded with the batch). */
+static const uint64_t *dropout_stream(const fl_model *m, int l, fl_proj p) {
+    return m->dropout_streams + (size_t)l * FL_N_PROJ + p;
 }
 
 /* Everything a group's forward and backward need at layer l. */
@@ -436,13 +458,12 @@ static void group_backward(fl_model *m, int l, const group_view *v, void *dx, in
     }
 }
 
-/* The LoRA compute copies: the flat weight-typed copy of every matrix, and s·B of the fused groups'
- * members in their weights' reserved columns (block-diagonal: member p's rows, its R columns). */
-static void refresh_lora_copies(fl_model *m, int flat) {
-    const fl_backend *be = m->be;
-    if (flat) be->cast_to_weight(m->lora_w, m->lora.data, m->lora.n);
-    int R = m->lora_cfg.rank;
-    float s = fl_lora_scale(&m->lora_cfg);
+/* The s·B compute copies of the fused groups' members, one block each: member p's lora_b (OC_p, R)
+ * into rows [member_offset, +OC_p) of its group's weight, columns IC + j·R for the j-th adapted
+ * member (block-diagonal). Only pointers: built once, refreshed by one cast_to_weight_2d call. */
+static void build_cast_blocks(fl_model *m) {
+    int n = 0, R = m->lora_cfg.rank;
+    m->cast_blocks = fl_calloc((size_t)m->cfg.n_layers * FL_N_PROJ + 1, sizeof *m->cast_blocks);
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int g = 0; g < FL_N_GROUPS; g++) {
             group_view v = group_at(m, l, (fl_group)g, 1);
@@ -452,10 +473,21 @@ static void refresh_lora_copies(fl_model *m, int flat) {
                 if (!m->lora.layers[l].b[p]) continue;
                 int in, oc;
                 fl_proj_dims(&m->cfg, p, &in, &oc);
-                void *dst = weight_at(m, v.w, (size_t)member_offset(&m->cfg, p) * v.ld_w + (size_t)v.IC + (size_t)j++ * R);
-                be->cast_to_weight_2d(dst, m->lora.layers[l].b[p], s, (size_t)oc, R, v.ld_w);
+                m->cast_blocks[n++] = (fl_cast_block){
+                    .dst = weight_at(m, v.w, (size_t)member_offset(&m->cfg, p) * v.ld_w + (size_t)v.IC + (size_t)j++ * R),
+                    .src = m->lora.layers[l].b[p], .rows = (size_t)oc, .ld = v.ld_w};
             }
         }
+    m->n_cast_blocks = n;
+}
+
+/* The LoRA compute copies: the flat weight-typed copy of every matrix (flat), and s·B of the fused
+ * groups' members in their weights' reserved columns. */
+static void refresh_lora_copies(fl_model *m, int flat) {
+    const fl_backend *be = m->be;
+    if (flat) be->cast_to_weight(m->lora_w, m->lora.data, m->lora.n);
+    if (m->n_cast_blocks)
+        be->cast_to_weight_2d(m->cast_blocks, m->n_cast_blocks, fl_lora_scale(&m->lora_cfg), m->lora_cfg.rank);
 }
 
 void fl_model_sync_lora(fl_model *m) { refresh_lora_copies(m, 1); }
@@ -471,25 +503,165 @@ void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, flo
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-static void upload_batch(fl_model *m, const fl_batch *batch) {
-    const fl_backend *be = m->be;
+/* ---- a step's inputs, staged in host memory the backend may record uploads from ----------------
+ *
+ * Everything a step reads from the host goes through one block of alloc_host memory (runner.host):
+ * the scalars (fl_step_scalars: grad_scale, lr, AdamW's bias corrections; results zeroed), then one
+ * slot per micro-batch: its ids, targets, positions and seg_start (4, N) and its dropout streams
+ * (L, FL_N_PROJ). Uploads come from these fixed addresses, so a recorded step replays with whatever
+ * the host staged for the new step. Uploads from pinned memory run when the stream reaches them, so
+ * the host writes the block only when none is pending (stage_begin; normally the previous step's
+ * read-back has waited already). */
+
+#define STAGE_ALIGN(x) (((x) + 63) / 64 * 64)
+#define MAX_RECORDINGS 8
+
+typedef struct {
+    int B, T, n_micro, training, fused;
+    uint64_t active;          /* bit i: micro-batch i has counted tokens and runs */
+    float beta1, beta2, eps, weight_decay, max_grad_norm;
+} step_key;
+
+struct fl_step_runner {
+    char *host;               /* alloc_host: fl_step_scalars, then `slots` slots of slot_bytes */
+    size_t slot_bytes, N;
+    int slots;
+    unsigned char *active;    /* (slots) 1: micro-batch i of the staged step runs here */
+    int pending;              /* uploads from the block may not have run yet: wait before writing it */
+    step_key keys[MAX_RECORDINGS];
+    void *recordings[MAX_RECORDINGS];
+    int n_recordings, record_failed, replayed;
+};
+
+static size_t stage_header_bytes(void) { return STAGE_ALIGN(sizeof(fl_step_scalars)); }
+static fl_step_scalars *staged_scalars(fl_model *m) { return (fl_step_scalars *)m->runner->host; }
+/* (4, N): ids, targets, pos, seg_start of slot i */
+static int32_t *staged_batch(fl_model *m, int i) {
+    return (int32_t *)(m->runner->host + stage_header_bytes() + (size_t)i * m->runner->slot_bytes);
+}
+/* (L, FL_N_PROJ) dropout streams of slot i */
+static uint64_t *staged_streams(fl_model *m, int i) {
+    return (uint64_t *)((char *)staged_batch(m, i) + STAGE_ALIGN(4 * m->runner->N * sizeof(int32_t)));
+}
+
+static struct fl_step_runner *new_runner(void) { return fl_calloc(1, sizeof(struct fl_step_runner)); }
+
+static void drop_recordings(fl_model *m) {
+    struct fl_step_runner *r = m->runner;
+    if (!r) return;
+    for (int i = 0; i < r->n_recordings; i++) m->be->capture_free(r->recordings[i]);
+    r->n_recordings = 0;
+}
+
+static void free_runner(fl_model *m) {
+    drop_recordings(m);
+    if (m->runner->host) {
+        if (m->be->free_host) m->be->free_host(m->runner->host);
+        else free(m->runner->host);
+    }
+    free(m->runner->active);
+    free(m->runner);
+    m->runner = NULL;
+}
+
+/* Before the host writes the staged block: no upload from it is still queued. */
+static void stage_begin(fl_model *m) {
+    if (!m->runner->pending) return;
+    m->be->synchronize();
+    m->runner->pending = 0;
+}
+
+/* Room for `slots` micro-batches of N tokens (a new block drops the recordings that name the old),
+ * ready to be written. */
+static void ensure_staging(fl_model *m, int slots, size_t N) {
+    struct fl_step_runner *r = m->runner;
+    stage_begin(m);
+    if (r->host && r->slots >= slots && r->N == N) return;
+    drop_recordings(m);
+    if (r->host) {
+        if (m->be->free_host) m->be->free_host(r->host);
+        else free(r->host);
+    }
+    r->slots = slots > r->slots ? slots : r->slots;
+    r->N = N;
+    free(r->active);
+    r->active = fl_calloc((size_t)r->slots, 1);
+    r->slot_bytes = STAGE_ALIGN(4 * N * sizeof(int32_t)) + STAGE_ALIGN(sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    size_t bytes = stage_header_bytes() + (size_t)r->slots * r->slot_bytes;
+    r->host = m->be->alloc_host ? m->be->alloc_host(bytes) : fl_calloc(1, bytes);
+}
+
+/* The batch into slot i, with the dropout streams of forward pass `micro_step`. */
+static void stage_batch(fl_model *m, int i, const fl_batch *batch, uint64_t micro_step) {
     size_t N = (size_t)batch->B * batch->T;
-    int32_t *host = fl_malloc(sizeof(int32_t) * N);
-    be->upload(m->act.ids, batch->ids, sizeof(int32_t) * N);
-    be->upload(m->act.targets, batch->targets, sizeof(int32_t) * N);
-    if (batch->pos) {
-        be->upload(m->act.pos, batch->pos, sizeof(int32_t) * N);
-    } else {
-        for (size_t i = 0; i < N; i++) host[i] = (int32_t)(i % (size_t)batch->T);
-        be->upload(m->act.pos, host, sizeof(int32_t) * N);
+    int32_t *ids = staged_batch(m, i), *targets = ids + N, *pos = ids + 2 * N, *seg = ids + 3 * N;
+    memcpy(ids, batch->ids, sizeof(int32_t) * N);
+    memcpy(targets, batch->targets, sizeof(int32_t) * N);
+    for (size_t t = 0; t < N; t++) {
+        pos[t] = batch->pos ? batch->pos[t] : (int32_t)(t % (size_t)batch->T);
+        seg[t] = batch->seg_start ? batch->seg_start[t] : 0;
     }
-    if (batch->seg_start) {
-        be->upload(m->act.seg_start, batch->seg_start, sizeof(int32_t) * N);
-    } else {
-        memset(host, 0, sizeof(int32_t) * N);
-        be->upload(m->act.seg_start, host, sizeof(int32_t) * N);
+    if (m->lora_cfg.dropout > 0.0f) {
+        uint64_t *streams = staged_streams(m, i);
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            for (int p = 0; p < FL_N_PROJ; p++) streams[(size_t)l * FL_N_PROJ + p] = dropout_stream_of(m, micro_step, l, p);
     }
-    free(host);
+}
+
+/* Slot i into the activations' ids, targets, pos, seg_start (adjacent in the table: one copy when
+ * nothing pads them) and the dropout streams. */
+static void upload_slot(fl_model *m, int i) {
+    const fl_backend *be = m->be;
+    fl_activations *a = &m->act;
+    size_t N = (size_t)a->B * a->T, bytes = sizeof(int32_t) * N;
+    const int32_t *src = staged_batch(m, i);
+    if (a->targets == a->ids + N && a->pos == a->ids + 2 * N && a->seg_start == a->ids + 3 * N) {
+        be->upload(a->ids, src, 4 * bytes);
+    } else {
+        be->upload(a->ids, src, bytes);
+        be->upload(a->targets, src + N, bytes);
+        be->upload(a->pos, src + 2 * N, bytes);
+        be->upload(a->seg_start, src + 3 * N, bytes);
+    }
+    if (m->lora_cfg.dropout > 0.0f)
+        be->upload(m->dropout_streams, staged_streams(m, i), sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    m->runner->pending = 1;
+}
+
+/* The staged scalars' first `bytes` into m->sc: offsetof(grad_sumsq) at a step's start (the inputs,
+ * and zeros for the loss sums), offsetof(clip_scale) for the inputs alone. */
+static void upload_scalars(fl_model *m, size_t bytes) {
+    m->be->upload(m->sc, staged_scalars(m), bytes);
+    m->runner->pending = 1;
+}
+
+/* The step's scalars to the host: waits for everything queued, the uploads too. */
+static void read_scalars(fl_model *m, fl_step_scalars *out) {
+    m->be->download(out, m->sc, sizeof *out);
+    m->runner->pending = 0;
+}
+
+static fl_step_stats stats_of(const fl_step_scalars *sc) {
+    fl_step_stats st = {.loss_sum = sc->loss_sum, .n_counted = (size_t)sc->n_counted};
+    st.loss = st.n_counted ? st.loss_sum / (double)st.n_counted : 0.0;
+    return st;
+}
+
+/* One batch for the forward passes outside a step (fl_model_forward, eval, logits): slot 0, the loss
+ * sums zeroed, grad_scale set. */
+static void load_batch(fl_model *m, const fl_batch *batch, float grad_scale) {
+    ensure_activations(m, batch->B, batch->T);
+    ensure_staging(m, 1, (size_t)batch->B * batch->T);
+    staged_scalars(m)->grad_scale = grad_scale;
+    stage_batch(m, 0, batch, m->micro_step);
+    upload_scalars(m, offsetof(fl_step_scalars, grad_sumsq));
+    upload_slot(m, 0);
+}
+
+static size_t counted_tokens(const fl_batch *b) {
+    size_t N = (size_t)b->B * b->T, n = 0;
+    for (size_t t = 0; t < N; t++) n += b->targets[t] >= 0;
+    return n;
 }
 
 /* Per-layer views of the saved activations (activations.h) and their row strides. */
@@ -578,37 +750,31 @@ static void forward_layers(fl_model *m, int B, int T) {
 }
 
 fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale) {
-    ensure_activations(m, batch->B, batch->T);
     m->micro_step++;
-    upload_batch(m, batch);
-    forward_layers(m, batch->B, batch->T);
-    size_t N = (size_t)batch->B * batch->T, counted = 0;
     if (grad_scale <= 0.0f) {
-        for (size_t i = 0; i < N; i++) counted += batch->targets[i] >= 0;
+        size_t counted = counted_tokens(batch);
         grad_scale = counted ? 1.0f / (float)counted : 0.0f;
     }
-    fl_step_stats st;
-    st.loss_sum = m->be->lm_head_loss(m->act.dx_final, NULL, m->act.x_final, m->act.targets, m->base.lm_head,
-                                      grad_scale, N, m->cfg.hidden_size, m->cfg.vocab_size, &st.n_counted);
-    st.loss = st.n_counted ? st.loss_sum / (double)st.n_counted : 0.0;
+    load_batch(m, batch, grad_scale);
+    forward_layers(m, batch->B, batch->T);
+    size_t N = (size_t)batch->B * batch->T;
+    m->be->lm_head_loss(m->act.dx_final, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N,
+                        m->cfg.hidden_size, m->cfg.vocab_size);
     m->have_forward = 1;
-    return st;
+    return fl_model_step_stats(m);
 }
 
 fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch) {
     int was_training = m->training;
     m->training = 0;
-    ensure_activations(m, batch->B, batch->T);
-    upload_batch(m, batch);
+    load_batch(m, batch, 0.0f);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    fl_step_stats st;
-    st.loss_sum = m->be->lm_head_loss(NULL, NULL, m->act.x_final, m->act.targets, m->base.lm_head, 0.0f, N,
-                                      m->cfg.hidden_size, m->cfg.vocab_size, &st.n_counted);
-    st.loss = st.n_counted ? st.loss_sum / (double)st.n_counted : 0.0;
+    m->be->lm_head_loss(NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
+                        m->cfg.vocab_size);
     m->training = was_training;
     m->have_forward = 0;
-    return st;
+    return fl_model_step_stats(m);
 }
 
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host) {
@@ -618,15 +784,13 @@ void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logit
     fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = ignore};
     int was_training = m->training;
     m->training = 0;
-    ensure_activations(m, B, T);
-    upload_batch(m, &batch);
+    load_batch(m, &batch, 0.0f);
     forward_layers(m, B, T);
     const fl_backend *be = m->be;
     size_t bytes = N * (size_t)m->cfg.vocab_size * sizeof(float);
     float *logits = be->alloc(bytes);
-    size_t counted;
-    be->lm_head_loss(NULL, logits, m->act.x_final, m->act.targets, m->base.lm_head, 0.0f, N, m->cfg.hidden_size,
-                     m->cfg.vocab_size, &counted);
+    be->lm_head_loss(NULL, logits, NULL, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
+                     m->cfg.vocab_size);
     be->download(logits_host, logits, bytes);
     be->free(logits);
     free(ignore);
@@ -688,29 +852,174 @@ void fl_model_zero_grads(fl_model *m) {
 
 double fl_model_grad_norm(fl_model *m) {
     if (!m->grad_norm_valid) {
-        m->grad_norm = sqrt(m->be->sum_squares(m->grads.data, m->grads.n));
+        m->be->sum_squares(&m->sc->grad_sumsq, m->grads.data, m->grads.n);
+        fl_step_scalars sc;
+        read_scalars(m, &sc);
+        m->grad_norm = sqrt(sc.grad_sumsq);
         m->grad_norm_valid = 1;
     }
     return m->grad_norm;
 }
 
-double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
+/* AdamW's factors of step t into the staged scalars (torch.optim.AdamW's bias corrections, in double
+ * as torch computes them on the host, rounded to f32). */
+static void stage_adamw(fl_model *m, const fl_adamw_config *opt, int t) {
+    fl_step_scalars *h = staged_scalars(m);
+    double bias1 = 1.0 - pow(opt->beta1, t), bias2 = 1.0 - pow(opt->beta2, t);
+    h->lr = opt->lr;
+    h->adam_step_size = (float)(opt->lr / bias1);
+    h->adam_bias2_sqrt = (float)sqrt(bias2);
+}
+
+/* The update on the backend, from the staged inputs already uploaded: the clip factor from Σg²
+ * (computed here unless `have_sumsq`), AdamW, the compute copies, zeroed gradients. */
+static void update_ops(fl_model *m, const fl_adamw_config *opt, int have_sumsq) {
     const fl_backend *be = m->be;
-    double norm = fl_model_grad_norm(m);
-    /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1 */
-    float grad_scale = 1.0f;
-    if (opt->max_grad_norm > 0.0f) {
-        double coef = opt->max_grad_norm / (norm + 1e-6);
-        grad_scale = coef < 1.0 ? (float)coef : 1.0f;
-    }
-    m->adam_step++;
+    if (!have_sumsq) be->sum_squares(&m->sc->grad_sumsq, m->grads.data, m->grads.n);
+    be->grad_clip_scale(m->sc, opt->max_grad_norm);
     void *lora_w = m->lora_w == (void *)m->lora.data ? NULL : m->lora_w;
-    be->adamw_update(m->lora.data, lora_w, m->adam_m.data, m->adam_v.data, m->grads.data, opt->lr, opt->beta1, opt->beta2,
-                     opt->eps, opt->weight_decay, grad_scale, m->adam_step, m->lora.n);
+    be->adamw_update(m->lora.data, lora_w, m->adam_m.data, m->adam_v.data, m->grads.data, m->sc, opt->beta1, opt->beta2,
+                     opt->eps, opt->weight_decay, m->lora.n);
     refresh_lora_copies(m, 0); /* adamw_update wrote the flat copy */
-    fl_model_zero_grads(m);
+    be->zero(m->grads.data, m->grads.n * sizeof(float));
+}
+
+double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt) {
+    if (!m->runner->host) ensure_staging(m, 1, 1);
+    stage_begin(m);
+    int had_norm = m->grad_norm_valid;
+    stage_adamw(m, opt, m->adam_step + 1);
+    upload_scalars(m, offsetof(fl_step_scalars, clip_scale));
+    update_ops(m, opt, had_norm);
+    m->adam_step++;
+    double norm = m->grad_norm;
+    if (!had_norm) {
+        fl_step_scalars sc;
+        read_scalars(m, &sc);
+        norm = sqrt(sc.grad_sumsq);
+    }
+    m->grad_norm_valid = 0;
     return norm;
 }
+
+/* ---- whole steps ----------------------------------------------------------------------------- */
+
+fl_step_stats fl_model_step_stats(fl_model *m) {
+    fl_step_scalars sc;
+    read_scalars(m, &sc);
+    return stats_of(&sc);
+}
+
+/* Stages the micro-batches of this rank's share of a step (slot i = micro-batch i) and the LM head's
+ * grad_scale; the key says which run. */
+static step_key stage_step(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks) {
+    step_key key;
+    memset(&key, 0, sizeof key); /* padding takes part in memcmp */
+    key.B = micro[0].B;
+    key.T = micro[0].T;
+    key.n_micro = n_micro;
+    key.training = m->training;
+    key.fused = m->fused;
+    ensure_activations(m, key.B, key.T);
+    ensure_staging(m, n_micro, (size_t)key.B * key.T);
+    struct fl_step_runner *r = m->runner;
+    size_t total = 0;
+    for (int i = 0; i < n_micro; i++) total += counted_tokens(&micro[i]);
+    fl_step_scalars *h = staged_scalars(m);
+    h->grad_scale = total ? 1.0f / (float)total : 0.0f;
+    for (int i = 0; i < n_micro; i++) {
+        if (micro[i].B != key.B || micro[i].T != key.T) fl_die("the micro-batches of one step differ in shape");
+        /* a micro-batch with no counted token has nothing to contribute */
+        r->active[i] = i % ranks == rank && counted_tokens(&micro[i]) > 0;
+        if (!r->active[i]) continue;
+        stage_batch(m, i, &micro[i], m->micro_step + (uint64_t)i + 1);
+        if (i < 64) key.active |= 1ull << i;
+        else key.n_micro = -1; /* too many to name: never recorded */
+    }
+    return key;
+}
+
+/* Forward, LM head and backward of staged micro-batch i (the loss accumulates in m->sc). */
+static void micro_ops(fl_model *m, int i) {
+    upload_slot(m, i);
+    forward_layers(m, m->act.B, m->act.T);
+    m->be->lm_head_loss(m->act.dx_final, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head,
+                        (size_t)m->act.B * m->act.T, m->cfg.hidden_size, m->cfg.vocab_size);
+    m->have_forward = 1;
+    fl_model_backward(m);
+}
+
+/* The staged inputs up (the loss sums zeroed), then every staged micro-batch. */
+static void accumulate_ops(fl_model *m, int n_micro) {
+    upload_scalars(m, offsetof(fl_step_scalars, grad_sumsq));
+    for (int i = 0; i < n_micro; i++)
+        if (m->runner->active[i]) micro_ops(m, i);
+}
+
+void fl_model_accumulate(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks) {
+    if (n_micro < 1) return;
+    stage_step(m, micro, n_micro, rank, ranks);
+    accumulate_ops(m, n_micro);
+    m->micro_step += (uint64_t)n_micro;
+}
+
+/* Every op of a staged step, in order: what a recording holds. */
+static void step_ops(fl_model *m, int n_micro, const fl_adamw_config *opt) {
+    accumulate_ops(m, n_micro);
+    update_ops(m, opt, 0);
+}
+
+/* Records the step just run (same key, same staged addresses) for later steps to replay. */
+static void record_step(fl_model *m, const step_key *key, int n_micro, const fl_adamw_config *opt) {
+    struct fl_step_runner *r = m->runner;
+    const fl_backend *be = m->be;
+    if (!m->graphs || !be->capture_begin || r->record_failed || r->n_recordings == MAX_RECORDINGS || key->n_micro < 0)
+        return;
+    if (be->capture_begin() != 0) return;
+    step_ops(m, n_micro, opt);
+    void *rec = be->capture_end();
+    if (!rec) {
+        r->record_failed = 1;
+        fprintf(stderr, "fastlora: recording a training step failed; every step runs op by op\n");
+        return;
+    }
+    r->keys[r->n_recordings] = *key;
+    r->recordings[r->n_recordings++] = rec;
+}
+
+fl_step_stats fl_model_train_step(fl_model *m, const fl_batch *micro, int n_micro, const fl_adamw_config *opt,
+                                  double *grad_norm) {
+    struct fl_step_runner *r = m->runner;
+    if (n_micro < 1) fl_die("fl_model_train_step: a step needs at least one micro-batch");
+    step_key key = stage_step(m, micro, n_micro, 0, 1);
+    key.beta1 = opt->beta1;
+    key.beta2 = opt->beta2;
+    key.eps = opt->eps;
+    key.weight_decay = opt->weight_decay;
+    key.max_grad_norm = opt->max_grad_norm;
+    stage_adamw(m, opt, m->adam_step + 1);
+    void *rec = NULL;
+    for (int i = 0; i < r->n_recordings && !rec; i++)
+        if (!memcmp(&r->keys[i], &key, sizeof key)) rec = r->recordings[i];
+    if (rec) {
+        m->be->capture_replay(rec);
+        r->pending = 1;
+        r->replayed++;
+    } else {
+        step_ops(m, n_micro, opt);
+        record_step(m, &key, n_micro, opt);
+    }
+    m->micro_step += (uint64_t)n_micro;
+    m->adam_step++;
+    m->grad_norm_valid = 0;
+    m->have_forward = 0;
+    fl_step_scalars sc;
+    read_scalars(m, &sc);
+    if (grad_norm) *grad_norm = sqrt(sc.grad_sumsq);
+    return stats_of(&sc);
+}
+
+int fl_model_replayed_steps(const fl_model *m) { return m->runner ? m->runner->replayed : 0; }
 
 void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out) {
     const double MiB = 1048576.0;

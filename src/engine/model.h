@@ -6,6 +6,7 @@
  *   fl_step_stats s = fl_model_forward(&m, &batch, 0.0f);   // loss, counted tokens
  *   fl_model_backward(&m);                                   // LoRA grads +=
  *   fl_model_optimizer_step(&m, &adamw);                     // clip, AdamW, zero grads
+ *   fl_model_train_step(&m, micro, n, &adamw, &norm);        // all of it, no host wait inside
  * Not a trainer (data, schedules and checkpoints belong to train/); not a tokenizer.
  */
 #ifndef FL_MODEL_H
@@ -43,6 +44,8 @@ typedef struct {
     double loss;           /* loss_sum / n_counted (0 when none) */
 } fl_step_stats;
 
+struct fl_step_runner;
+
 typedef struct {
     fl_model_config cfg;
     fl_lora_config lora_cfg;
@@ -64,6 +67,13 @@ typedef struct {
     int adam_step;            /* AdamW steps taken */
     uint64_t micro_step;      /* forward passes taken (dropout stream) */
     int have_forward;         /* a forward with saved activations precedes backward */
+    int graphs;               /* 1 (default): fl_model_train_step records a step once and replays it where
+                                 the backend can (CUDA graphs); 0: every step op by op */
+    fl_step_scalars *sc;      /* (1) backend memory: the step's scalars (backend.h) */
+    uint64_t *dropout_streams;   /* (L, FL_N_PROJ) backend memory: this micro-batch's dropout streams */
+    fl_cast_block *cast_blocks;  /* host: the s·B compute copies in the fused weights (refresh_lora_copies) */
+    int n_cast_blocks;
+    struct fl_step_runner *runner;   /* host: staged step inputs and recorded steps (model.c) */
 } fl_model;
 
 /* Build a model from a HF folder, or from a preset with seeded random base weights. LoRA params
@@ -99,8 +109,29 @@ void fl_model_backward(fl_model *m);
  * it, the optimizer step clips with it: one Σx² per step). */
 double fl_model_grad_norm(fl_model *m);
 /* Global-norm clipping then AdamW over all LoRA params, then zero the gradients. Returns the
- * pre-clip gradient norm. */
+ * pre-clip gradient norm. The clip factor is computed on the backend (grad_clip_scale): a non-finite
+ * norm or loss leaves the parameters unchanged. */
 double fl_model_optimizer_step(fl_model *m, const fl_adamw_config *opt);
+
+/* ---- whole steps with nothing read back inside them (docs/CUDA.md, "Synchronization and graphs") ----
+ * Micro-batch i of a step draws dropout stream micro_step + i + 1; one with no counted token is
+ * skipped; every one is scaled by 1 / (counted tokens of all n_micro). */
+
+/* Forward + backward of micro-batches rank, rank + ranks, ... of `micro` (this rank's share of a step
+ * of n_micro): LoRA gradients +=; the loss sum and the counted tokens accumulate on the backend
+ * (fl_model_step_stats reads them). Advances micro_step by n_micro. */
+void fl_model_accumulate(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks);
+/* The loss sum and counted tokens accumulated since the step began (one read from the backend). */
+fl_step_stats fl_model_step_stats(fl_model *m);
+/* A whole optimizer step: fl_model_accumulate over all n_micro, then fl_model_optimizer_step with
+ * opt (its lr this step's), reading back once at the end: the step's loss and, in *grad_norm, the
+ * pre-clip gradient norm. Where the backend records (CUDA graphs, m->graphs), the first step of a
+ * shape runs op by op and is recorded, and later steps of that shape replay the recording with the
+ * new inputs (batches, lr, step) — the same results bit for bit. */
+fl_step_stats fl_model_train_step(fl_model *m, const fl_batch *micro, int n_micro, const fl_adamw_config *opt,
+                                  double *grad_norm);
+/* Steps replayed from a recording so far (0 on a backend that does not record). */
+int fl_model_replayed_steps(const fl_model *m);
 void fl_model_zero_grads(fl_model *m);
 /* One projection group of layer l (lora/lora.h), forward only and without dropout, for decoding:
  * out (N, OC; ld_out) = beta·out + x·Wᵀ + bias (+ LoRA when use_lora). q/k/v and gate/up: x (N,

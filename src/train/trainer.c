@@ -27,30 +27,9 @@ static double now_s(void) {
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static size_t counted_tokens(const fl_batch *b) {
-    size_t N = (size_t)b->B * b->T, n = 0;
-    for (size_t t = 0; t < N; t++) n += b->targets[t] != -100;
-    return n;
-}
-
 fl_step_stats fl_train_accumulate_share(fl_model *m, const fl_batch *micro, int n_micro, int rank, int ranks) {
-    size_t total = 0;
-    for (int i = 0; i < n_micro; i++) total += counted_tokens(&micro[i]);
-    fl_step_stats sum = {0};
-    float scale = total ? 1.0f / (float)total : 0.0f;
-    uint64_t first = m->micro_step;
-    for (int i = rank; i < n_micro; i += ranks) {
-        /* a micro-batch with no counted token has nothing to contribute (and scale 0 would mean "its own mean") */
-        if (!counted_tokens(&micro[i])) continue;
-        m->micro_step = first + (uint64_t)i; /* the forward counts it up: micro-batch i draws dropout stream first + i + 1 */
-        fl_step_stats s = fl_model_forward(m, &micro[i], scale);
-        fl_model_backward(m);
-        sum.loss_sum += s.loss_sum;
-        sum.n_counted += s.n_counted;
-    }
-    m->micro_step = first + (uint64_t)n_micro;
-    sum.loss = sum.n_counted ? sum.loss_sum / (double)sum.n_counted : 0.0;
-    return sum;
+    fl_model_accumulate(m, micro, n_micro, rank, ranks);
+    return fl_model_step_stats(m);
 }
 
 fl_step_stats fl_train_accumulate(fl_model *m, const fl_batch *micro, int n_micro) {
@@ -523,11 +502,20 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         char partial[96] = "";
         if (step_rows < rows_per_step) snprintf(partial, sizeof partial, " (end of epoch: %zu of %zu rows)", step_rows, rows_per_step);
         fl_dist_test_fault(st.step + 1);
-        fl_step_stats s = fl_train_accumulate_share(m, micro, n_micro, dist->rank, dist->size);
-        /* several ranks stop after the same step: on the Ctrl-C seen by any rank at the sum (a later one waits a step) */
-        int stop_agreed = dist->active && sum_over_ranks(m, &s, interrupted, st.step + 1);
-        double lr = fl_lr_at(&sched, st.step);
-        double norm = fl_model_grad_norm(m); /* cached: the optimizer step clips with the same value */
+        double lr = fl_lr_at(&sched, st.step), norm;
+        adam.lr = (float)lr;
+        fl_step_stats s;
+        int stop_agreed = 0;
+        if (!dist->active) {
+            /* the whole step on the backend, read back once; a non-finite loss or norm left the
+             * parameters as they were (grad_clip_scale), and the run stops below */
+            s = fl_model_train_step(m, micro, n_micro, &adam, &norm);
+        } else {
+            s = fl_train_accumulate_share(m, micro, n_micro, dist->rank, dist->size);
+            /* several ranks stop after the same step: on the Ctrl-C seen by any rank at the sum (a later one waits a step) */
+            stop_agreed = sum_over_ranks(m, &s, interrupted, st.step + 1);
+            norm = fl_model_grad_norm(m); /* cached: the optimizer step clips with the same value */
+        }
         if (opt->inject_nan_step == st.step + 1) s.loss = NAN;
         if (!isfinite(s.loss) || !isfinite(norm)) {
             progress_message(&c.prog, "step %d: %s is %s; stopping. The last good checkpoint is in %s (resume from it "
@@ -539,8 +527,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                          s.loss, norm);
             break;
         }
-        adam.lr = (float)lr;
-        fl_model_optimizer_step(m, &adam);
+        if (dist->active) fl_model_optimizer_step(m, &adam);
         st.step++;
         st.adam_step = m->adam_step;
         st.micro_step = m->micro_step;
@@ -586,8 +573,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (c.lead) rc = fl_adapter_save(opt->out, &m->lora, &m->cfg, &m->lora_cfg, opt->model);
         if (!rc && c.lead) rc = fl_metrics_write_svg(&c.metrics, c.svg_path, "fastlora train: loss");
         if (dist->active) rc = lead_status(rc, "the adapter", st.step);
-        if (!rc) progress_message(&c.prog, "done: %d steps, last loss %.4f%s; adapter in %s\n", st.step, res->last_loss,
-                                  have_eval ? "" : " (no eval set)", opt->out);
+        char replayed[64] = "";
+        if (fl_model_replayed_steps(m))
+            snprintf(replayed, sizeof replayed, " (%d replayed from a CUDA graph)", fl_model_replayed_steps(m));
+        if (!rc) progress_message(&c.prog, "done: %d steps%s, last loss %.4f%s; adapter in %s\n", st.step, replayed,
+                                  res->last_loss, have_eval ? "" : " (no eval set)", opt->out);
     }
     res->steps = st.step;
     res->tokens = st.tokens;

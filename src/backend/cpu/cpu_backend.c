@@ -32,6 +32,7 @@
     .dropout = dropout_cpu,                              \
     .add_inplace = add_inplace_cpu,                      \
     .sum_squares = sum_squares_cpu,                      \
+    .grad_clip_scale = grad_clip_scale_cpu,              \
     .attention_decode = attention_decode_cpu
 
 static const fl_backend cpu_backend = {

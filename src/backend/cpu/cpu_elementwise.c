@@ -38,9 +38,10 @@ void swiglu_backward_cpu(void *dgate_up_, const void *dout_, const void *gate_up
     }
 }
 
-void dropout_cpu(void *out_, const void *inp_, float p, uint64_t stream, size_t rows, int cols, int ld_inp) {
+void dropout_cpu(void *out_, const void *inp_, float p, const uint64_t *stream_, size_t rows, int cols, int ld_inp) {
     float *out = out_;
     const float *inp = inp_;
+    uint64_t stream = *stream_;
     float keep_scale = 1.0f / (1.0f - p);
     #pragma omp parallel for schedule(static)
     for (size_t r = 0; r < rows; r++)

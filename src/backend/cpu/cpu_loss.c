@@ -33,9 +33,9 @@ static void dinp_bf16(float *dinp, const float *dlogits, const void *weight, siz
     fl_gemm_bf16_nn((int)rows, C, V, 1.0f, dlogits, V, weight, C, 0.0f, dinp, C);
 }
 
-static double lm_head_loss_impl(float *dinp, float *logits_out, const float *inp, const int32_t *targets,
-                                const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted,
-                                head_gemms gemm) {
+static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *sc, const float *inp,
+                              const int32_t *targets, const void *weight, size_t N, int C, int V, head_gemms gemm) {
+    float grad_scale = dinp ? sc->grad_scale : 0.0f;
     size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
     if (chunk < 16) chunk = 16;
     if (chunk > N) chunk = N;
@@ -89,18 +89,18 @@ static double lm_head_loss_impl(float *dinp, float *logits_out, const float *inp
             if (!(row_loss[r] < 0.0)) { loss_sum += row_loss[r]; counted++; } /* NaN counts: it must surface */
         if (dinp) gemm.dinp(dinp + n0 * C, logits, weight, rows, C, V);
     }
-    *n_counted = counted;
-    return loss_sum;
+    if (sc) {
+        sc->loss_sum += loss_sum;
+        sc->n_counted += (double)counted;
+    }
 }
 
-double lm_head_loss_cpu(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
-                        float grad_scale, size_t N, int C, int V, size_t *n_counted) {
-    return lm_head_loss_impl(dinp, logits_out, inp, targets, weight, grad_scale, N, C, V, n_counted,
-                             (head_gemms){logits_f32, dinp_f32});
+void lm_head_loss_cpu(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
+                      const void *weight, size_t N, int C, int V) {
+    lm_head_loss_impl(dinp, logits_out, sc, inp, targets, weight, N, C, V, (head_gemms){logits_f32, dinp_f32});
 }
 
-double lm_head_loss_cpu_bf16(void *dinp, float *logits_out, const void *inp, const int32_t *targets,
-                             const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted) {
-    return lm_head_loss_impl(dinp, logits_out, inp, targets, weight, grad_scale, N, C, V, n_counted,
-                             (head_gemms){logits_bf16, dinp_bf16});
+void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp,
+                           const int32_t *targets, const void *weight, size_t N, int C, int V) {
+    lm_head_loss_impl(dinp, logits_out, sc, inp, targets, weight, N, C, V, (head_gemms){logits_bf16, dinp_bf16});
 }

@@ -20,10 +20,13 @@ void cpu_synchronize(void) {}
 void cpu_upload_act(void *dst, const float *host_src, size_t n) { memcpy(dst, host_src, n * sizeof(float)); }
 void cpu_download_act(float *host_dst, const void *src, size_t n) { memcpy(host_dst, src, n * sizeof(float)); }
 void cpu_cast_to_weight(void *dst, const float *src, size_t n) { if (dst != src) memcpy(dst, src, n * sizeof(float)); }
-void cpu_cast_to_weight_2d(void *dst_, const float *src, float scale, size_t rows, int cols, int ld_dst) {
-    float *dst = dst_;
-    for (size_t r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) dst[r * (size_t)ld_dst + c] = scale * src[r * (size_t)cols + c];
+void cpu_cast_to_weight_2d(const fl_cast_block *blocks, int n, float scale, int cols) {
+    for (int i = 0; i < n; i++) {
+        float *dst = blocks[i].dst;
+        const float *src = blocks[i].src;
+        for (size_t r = 0; r < blocks[i].rows; r++)
+            for (int c = 0; c < cols; c++) dst[r * (size_t)blocks[i].ld + c] = scale * src[r * (size_t)cols + c];
+    }
 }
 
 /* bf16 weights */
@@ -33,8 +36,12 @@ void cpu_cast_to_weight_bf16(void *dst_, const float *src, size_t n) {
     #pragma omp parallel for schedule(static) if (n > 1 << 16)
     for (size_t i = 0; i < n; i++) dst[i] = fl_f32_to_bf16(src[i]);
 }
-void cpu_cast_to_weight_2d_bf16(void *dst_, const float *src, float scale, size_t rows, int cols, int ld_dst) {
-    uint16_t *dst = dst_;
-    for (size_t r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) dst[r * (size_t)ld_dst + c] = fl_f32_to_bf16(scale * src[r * (size_t)cols + c]);
+void cpu_cast_to_weight_2d_bf16(const fl_cast_block *blocks, int n, float scale, int cols) {
+    for (int i = 0; i < n; i++) {
+        uint16_t *dst = blocks[i].dst;
+        const float *src = blocks[i].src;
+        for (size_t r = 0; r < blocks[i].rows; r++)
+            for (int c = 0; c < cols; c++)
+                dst[r * (size_t)blocks[i].ld + c] = fl_f32_to_bf16(scale * src[r * (size_t)cols + c]);
+    }
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "quant/nf4.h"
 
 void *cpu_alloc(size_t bytes);
@@ -19,7 +20,7 @@ void cpu_synchronize(void);
 void cpu_upload_act(void *dst, const float *host_src, size_t n);
 void cpu_download_act(float *host_dst, const void *src, size_t n);
 void cpu_cast_to_weight(void *dst, const float *src, size_t n);
-void cpu_cast_to_weight_2d(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
+void cpu_cast_to_weight_2d(const fl_cast_block *blocks, int n, float scale, int cols);
 
 void embedding_forward_cpu(void *out, const int32_t *ids, const void *table, size_t N, int C);
 void rmsnorm_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float eps, size_t N, int C,
@@ -51,27 +52,28 @@ void attention_backward_cpu(void *dq, void *dk, void *dv, const void *dout, cons
                             int NH, int NKV, int HS, int ld_qkv);
 void swiglu_forward_cpu(void *out, const void *gate_up, size_t N, int FF);
 void swiglu_backward_cpu(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
-void dropout_cpu(void *out, const void *inp, float p, uint64_t stream, size_t rows, int cols, int ld_inp);
+void dropout_cpu(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols, int ld_inp);
 void add_inplace_cpu(void *acc, const void *x, size_t rows, int cols, int ld_acc);
-double lm_head_loss_cpu(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
-                        float grad_scale, size_t N, int C, int V, size_t *n_counted);
-void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
-                      float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n);
-double sum_squares_cpu(const float *x, size_t n);
+void lm_head_loss_cpu(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
+                      const void *weight, size_t N, int C, int V);
+void sum_squares_cpu(double *out, const float *x, size_t n);
+void grad_clip_scale_cpu(fl_step_scalars *sc, float max_norm);
+void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const float *grads, const fl_step_scalars *sc,
+                      float beta1, float beta2, float eps, float weight_decay, size_t n);
 
 /* The same ops for the bf16-weight CPU backend (weights bf16, activations f32). */
 void cpu_upload_weight_bf16(void *dst, const float *host_src, size_t n);
 void cpu_cast_to_weight_bf16(void *dst, const float *src, size_t n);
-void cpu_cast_to_weight_2d_bf16(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
+void cpu_cast_to_weight_2d_bf16(const fl_cast_block *blocks, int n, float scale, int cols);
 void embedding_forward_cpu_bf16(void *out, const int32_t *ids, const void *table, size_t N, int C);
 void matmul_forward_cpu_bf16(void *out, const void *inp, const void *weight, const void *bias, float alpha,
                              float beta, size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w);
 void matmul_backward_input_cpu_bf16(void *dinp, const void *dout, const void *weight, float alpha, float beta,
                                     size_t N, int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
-double lm_head_loss_cpu_bf16(void *dinp, float *logits_out, const void *inp, const int32_t *targets,
-                             const void *weight, float grad_scale, size_t N, int C, int V, size_t *n_counted);
-void adamw_update_cpu_bf16(float *params, void *params_w, float *m, float *v, const float *grads, float lr,
-                           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int step,
+void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp,
+                           const int32_t *targets, const void *weight, size_t N, int C, int V);
+void adamw_update_cpu_bf16(float *params, void *params_w, float *m, float *v, const float *grads,
+                           const fl_step_scalars *sc, float beta1, float beta2, float eps, float weight_decay,
                            size_t n);
 
 #endif

@@ -1,13 +1,8 @@
 /* cuda_backend.cu — binds the CUDA ops into the fl_backend interface (backend.h), as
  * cpu_backend.c does for the CPU: each <op>_cuda casts the act buffers to bf16 and enqueues the
- * launcher on the context stream.
- *
- * Two interface entries return host values: lm_head_loss (the loss sum) and sum_squares (Σx²).
- * Their results are computed on the device into a small results block and copied back into pinned
- * memory; by default the call waits for that copy (the only host-device synchronizations of a
- * training step: one after the forward, one before AdamW). With fl_cuda_set_deferred_loss(1),
- * lm_head_loss returns the loss of the PREVIOUS call instead and never waits (the bench's mode;
- * docs/CUDA.md proposes the interface change that makes this exact). */
+ * launcher on the context stream. No entry returns a host value: the loss, Σg² and the clip factor
+ * stay in the step's scalars on the device until the engine downloads them, so a training step has
+ * no host-device synchronization inside it and can be recorded as one CUDA graph (cuda_graph.cu). */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,16 +11,6 @@
 #include "backend/cuda/cuda_info.h"
 #include "backend/cuda/cuda_memory.h"
 #include "quant/nf4_cuda.h"
-
-typedef struct {
-    double loss;
-    unsigned long long count;
-    double sumsq;
-} results_block;
-
-static results_block *results_dev, *results_host; /* device / pinned host */
-static cudaEvent_t loss_copied;
-static int deferred_loss;
 
 static void embedding_forward_cuda(void *out, const int32_t *ids, const void *table, size_t N, int C) {
     embedding_forward((bf16 *)out, ids, (const bf16 *)table, N, C, fl_cuda.stream);
@@ -77,44 +62,28 @@ static void swiglu_forward_cuda(void *out, const void *gate_up, size_t N, int FF
 static void swiglu_backward_cuda(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF) {
     swiglu_backward((bf16 *)dgate_up, (const bf16 *)dout, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
 }
-static void dropout_cuda(void *out, const void *inp, float p, uint64_t stream, size_t rows, int cols, int ld_inp) {
+static void dropout_cuda(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols,
+                         int ld_inp) {
     dropout((bf16 *)out, (const bf16 *)inp, p, stream, rows, cols, ld_inp, fl_cuda.stream);
 }
 static void add_inplace_cuda(void *acc, const void *x, size_t rows, int cols, int ld_acc) {
     add_inplace((bf16 *)acc, (const bf16 *)x, rows, cols, ld_acc, fl_cuda.stream);
 }
 
-static double lm_head_loss_cuda(void *dinp, float *logits_out, const void *inp, const int32_t *targets, const void *weight,
-                                float grad_scale, size_t N, int C, int V, size_t *n_counted) {
-    if (deferred_loss) CUDA_CHECK(cudaEventSynchronize(loss_copied)); /* the previous copy: long done */
-    results_block prev = *results_host;
-    lm_head_loss((bf16 *)dinp, logits_out, (const bf16 *)inp, targets, (const bf16 *)weight, grad_scale, N, C, V,
-                 &results_dev->loss, &results_dev->count, fl_cuda.stream);
-    CUDA_CHECK(cudaMemcpyAsync(results_host, results_dev, offsetof(results_block, sumsq), cudaMemcpyDeviceToHost,
-                               fl_cuda.stream));
-    CUDA_CHECK(cudaEventRecord(loss_copied, fl_cuda.stream));
-    if (deferred_loss) {
-        *n_counted = (size_t)prev.count;
-        return prev.loss;
-    }
-    CUDA_CHECK(cudaEventSynchronize(loss_copied));
-    *n_counted = (size_t)results_host->count;
-    return results_host->loss;
+static void lm_head_loss_cuda(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
+                              const void *weight, size_t N, int C, int V) {
+    lm_head_loss((bf16 *)dinp, logits_out, sc, (const bf16 *)inp, targets, (const bf16 *)weight, N, C, V, fl_cuda.stream);
 }
 
-static void adamw_update_cuda(float *params, void *params_w, float *m, float *v, const float *grads, float lr, float beta1,
-                              float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n) {
-    adamw_update(params, (bf16 *)params_w, m, v, grads, lr, beta1, beta2, eps, weight_decay, grad_scale, step, n,
-                 fl_cuda.stream);
+static void adamw_update_cuda(float *params, void *params_w, float *m, float *v, const float *grads,
+                              const fl_step_scalars *sc, float beta1, float beta2, float eps, float weight_decay,
+                              size_t n) {
+    adamw_update(params, (bf16 *)params_w, m, v, grads, sc, beta1, beta2, eps, weight_decay, n, fl_cuda.stream);
 }
 
-static double sum_squares_cuda(const float *x, size_t n) {
-    sum_squares(&results_dev->sumsq, x, n, fl_cuda.stream);
-    CUDA_CHECK(cudaMemcpyAsync(&results_host->sumsq, &results_dev->sumsq, sizeof(double), cudaMemcpyDeviceToHost,
-                               fl_cuda.stream));
-    CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
-    return results_host->sumsq;
-}
+static void sum_squares_cuda(double *out, const float *x, size_t n) { sum_squares(out, x, n, fl_cuda.stream); }
+
+static void grad_clip_scale_cuda(fl_step_scalars *sc, float max_norm) { grad_clip_scale(sc, max_norm, fl_cuda.stream); }
 
 static const fl_backend cuda_backend = {
     .name = "cuda",
@@ -149,26 +118,20 @@ static const fl_backend cuda_backend = {
     .dropout = dropout_cuda,
     .add_inplace = add_inplace_cuda,
     .lm_head_loss = lm_head_loss_cuda,
-    .adamw_update = adamw_update_cuda,
     .sum_squares = sum_squares_cuda,
+    .grad_clip_scale = grad_clip_scale_cuda,
+    .adamw_update = adamw_update_cuda,
+    .alloc_host = cuda_alloc_host,
+    .free_host = cuda_free_host,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .capture_replay = cuda_capture_replay,
+    .capture_free = cuda_capture_free,
     .attention_decode = NULL, /* KV-cache decoding has no CUDA kernel yet: generate runs on the CPU */
 };
 
 extern "C" const fl_backend *fl_backend_cuda(void) {
     static int state; /* 0 untried, 1 ready, -1 unusable */
-    if (state == 0) {
-        state = -1;
-        if (fl_cuda_init() == 0) {
-            results_dev = (results_block *)FL_CUDA_MALLOC(sizeof(results_block), "loss results");
-            CUDA_CHECK(cudaMemsetAsync(results_dev, 0, sizeof(results_block), fl_cuda.stream));
-            CUDA_CHECK(cudaMallocHost((void **)&results_host, sizeof(results_block)));
-            memset(results_host, 0, sizeof *results_host);
-            CUDA_CHECK(cudaEventCreateWithFlags(&loss_copied, cudaEventDisableTiming));
-            CUDA_CHECK(cudaEventRecord(loss_copied, fl_cuda.stream));
-            state = 1;
-        }
-    }
+    if (state == 0) state = fl_cuda_init() == 0 ? 1 : -1;
     return state > 0 ? &cuda_backend : NULL;
 }
-
-extern "C" void fl_cuda_set_deferred_loss(int on) { deferred_loss = on; }

@@ -4,7 +4,7 @@
  * print the statement, the function, file:line, the device and the error string, then abort: a
  * failing CUDA call inside a training step is a bug or a broken device, not bad input, so there is
  * nothing for the engine to return to. CUDA_LAUNCH_CHECK() follows every kernel launch (it reads
- * the last launch error without synchronizing). Out-of-memory is reported by fl_cuda_die_oom()
+ * the last launch error without synchronizing, and counts the launch). Out-of-memory is reported by fl_cuda_die_oom()
  * (cuda_memory.cu) with the bytes asked for, the bytes free and the flags that help.
  *
  * Usable from .cu files only (it needs the CUDA headers); plain C code talks to the backend through
@@ -32,6 +32,9 @@ void fl_cuda_die_oom(size_t bytes_asked, const char *what, const char *func, con
     __attribute__((noreturn));
 /* The cuBLAS status name ("CUBLAS_STATUS_NOT_SUPPORTED", ...). */
 const char *fl_cublas_status_string(cublasStatus_t status);
+/* Counts one operation enqueued on the stream (a kernel, a GEMM, a copy or memset, a graph launch);
+ * nothing while a step is being recorded (cuda_info.h: fl_cuda_ops_enqueued). */
+void fl_cuda_count_op(void);
 
 #ifdef __cplusplus
 }
@@ -59,11 +62,16 @@ const char *fl_cublas_status_string(cublasStatus_t status);
 #ifdef FL_CUDA_SYNC_CHECK
 #define CUDA_LAUNCH_CHECK()                                                                      \
     do {                                                                                         \
+        fl_cuda_count_op();                                                                      \
         CUDA_CHECK(cudaGetLastError());                                                          \
         CUDA_CHECK(cudaDeviceSynchronize());                                                     \
     } while (0)
 #else
-#define CUDA_LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+#define CUDA_LAUNCH_CHECK()                                                                      \
+    do {                                                                                         \
+        fl_cuda_count_op();                                                                      \
+        CUDA_CHECK(cudaGetLastError());                                                          \
+    } while (0)
 #endif
 
 #endif

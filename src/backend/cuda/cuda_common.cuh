@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_plan.h"
 
@@ -30,6 +31,9 @@ typedef struct {
     void *workspace;              /* cuBLASLt workspace, FL_CUDA_WORKSPACE_BYTES */
     size_t workspace_bytes;
     size_t live_bytes, peak_bytes;  /* backend alloc()/free() and the scratch arena */
+    int recording;                /* between capture_begin and capture_end: ops are recorded, not run */
+    int record_failed;            /* something during this recording could not be recorded */
+    unsigned long long ops;       /* operations enqueued outside recordings (fl_cuda_count_op) */
 } fl_cuda_context;
 
 extern fl_cuda_context fl_cuda;
@@ -39,7 +43,9 @@ extern fl_cuda_context fl_cuda;
 int fl_cuda_init(void);
 
 /* Scratch arena slots: each a growing device buffer reused across calls, so ops never allocate in
- * the steady state. Growing synchronizes (first steps only). */
+ * the steady state. Growing synchronizes (first steps only); while recording it cannot, so the
+ * recording is marked failed (the engine runs a step op by op before recording it, so every slot
+ * has its size by then). */
 typedef enum {
     FL_SCRATCH_LM_LOGITS = 0,   /* bf16 logits chunk + per-row losses */
     FL_SCRATCH_REDUCE,          /* reduction partials and results */
@@ -124,9 +130,9 @@ __device__ __forceinline__ float fl_rng_uniform_dev(uint64_t stream, uint64_t in
 /* cuda_memory.cu */
 void convert_f32_to_bf16(bf16 *dst, const float *src, size_t n, cudaStream_t stream);
 void convert_bf16_to_f32(float *dst, const bf16 *src, size_t n, cudaStream_t stream);
-/* dst (rows, cols; ld_dst) bf16 = scale · src (rows, cols) f32 */
-void convert_f32_to_bf16_2d(bf16 *dst, const float *src, float scale, size_t rows, int cols, int ld_dst,
-                            cudaStream_t stream);
+/* for each block: dst (rows, cols; ld) bf16 = scale · src (rows, cols) f32 — one launch per
+ * FL_CUDA_CAST_BLOCKS blocks */
+void convert_f32_to_bf16_2d(const fl_cast_block *blocks, int n, float scale, int cols, cudaStream_t stream);
 /* cuda_norm.cu */
 void embedding_forward(bf16 *out, const int32_t *ids, const bf16 *table, size_t N, int C, cudaStream_t stream);
 void rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N, int C,
@@ -173,20 +179,22 @@ void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, cons
 /* gate_up (N, 2FF) rows [gate | up]; dgate_up likewise */
 void swiglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
 void swiglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
-/* out (rows, cols) contiguous = mask(inp (rows, cols; ld_inp)), mask index r·cols + c */
-void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t rows, int cols, int ld_inp,
+/* out (rows, cols) contiguous = mask(inp (rows, cols; ld_inp)), mask index r·cols + c, the mask's
+ * stream read from device memory (*stream_key) */
+void dropout(bf16 *out, const bf16 *inp, float p, const uint64_t *stream_key, size_t rows, int cols, int ld_inp,
              cudaStream_t stream);
 /* acc (rows, cols; ld_acc) += x (rows, cols) */
 void add_inplace(bf16 *acc, const bf16 *x, size_t rows, int cols, int ld_acc, cudaStream_t stream);
-/* cuda_loss.cu: enqueues everything; the loss sum and count land in *loss_dev (double) and
- * *count_dev (unsigned long long) on the device */
-void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t *targets, const bf16 *weight,
-                  float grad_scale, size_t N, int C, int V, double *loss_dev, unsigned long long *count_dev,
-                  cudaStream_t stream);
-/* cuda_optim.cu */
-void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n, cudaStream_t stream);
+/* cuda_loss.cu: enqueues everything; sc (device memory) gives grad_scale and receives += the loss
+ * sum and the counted tokens (sc may be NULL when dinp is NULL) */
+void lm_head_loss(bf16 *dinp, float *logits_out, fl_step_scalars *sc, const bf16 *inp, const int32_t *targets,
+                  const bf16 *weight, size_t N, int C, int V, cudaStream_t stream);
+/* cuda_optim.cu: AdamW with the step's factors and the clip factor read from sc (device memory) */
+void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, const fl_step_scalars *sc,
+                  float beta1, float beta2, float eps, float weight_decay, size_t n, cudaStream_t stream);
 /* Σ x² into *out_dev (double), deterministic (fixed two-stage tree) */
 void sum_squares(double *out_dev, const float *x, size_t n, cudaStream_t stream);
+/* sc->clip_scale from sc->grad_sumsq and sc->loss_sum (backend.h grad_clip_scale), one thread */
+void grad_clip_scale(fl_step_scalars *sc, float max_norm, cudaStream_t stream);
 
 #endif

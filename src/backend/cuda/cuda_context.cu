@@ -96,10 +96,18 @@ static struct { void *ptr; size_t bytes; } scratch[FL_SCRATCH_COUNT];
 
 void *fl_cuda_scratch(fl_scratch_slot slot, size_t bytes) {
     if (scratch[slot].bytes >= bytes && scratch[slot].ptr) return scratch[slot].ptr;
+    if (fl_cuda.recording) {
+        /* no synchronize or free while recording: the recording fails (it is discarded unrun), and the
+         * ops still being recorded get a stand-in address they never touch */
+        fl_cuda.record_failed = 1;
+        return scratch[slot].ptr ? scratch[slot].ptr : fl_cuda.workspace;
+    }
     /* growing: work queued on the stream may still read the old buffer */
     CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
     fl_cuda_free_counted(scratch[slot].ptr);
-    size_t grown = bytes + bytes / 4;
+    /* a quarter of slack for small slots that grow step by step; none for large ones (the LM head's
+     * whole-batch logits are 2.5 GB, sized once per shape) */
+    size_t grown = bytes < ((size_t)256 << 20) ? bytes + bytes / 4 : bytes;
     scratch[slot].ptr = FL_CUDA_MALLOC(grown, "scratch arena");
     scratch[slot].bytes = grown;
     return scratch[slot].ptr;
@@ -143,6 +151,10 @@ extern "C" int fl_cuda_compute_capability(void) {
     return context_state > 0 ? fl_cuda.prop.major * 10 + fl_cuda.prop.minor : 0;
 }
 extern "C" size_t fl_cuda_live_bytes(void) { return fl_cuda.live_bytes; }
+extern "C" void fl_cuda_count_op(void) {
+    if (!fl_cuda.recording) fl_cuda.ops++;
+}
+extern "C" unsigned long long fl_cuda_ops_enqueued(void) { return fl_cuda.ops; }
 extern "C" size_t fl_cuda_peak_bytes(void) { return fl_cuda.peak_bytes; }
 extern "C" void fl_cuda_reset_peak(void) { fl_cuda.peak_bytes = fl_cuda.live_bytes; }
 extern "C" void fl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {

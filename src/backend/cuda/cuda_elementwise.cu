@@ -1,7 +1,7 @@
 /* cuda_elementwise.cu — SwiGLU forward/backward, dropout and the residual add on bf16, f32 math.
  *
  * Mirrors backend/cpu/cpu_elementwise.c: silu(g) = g·σ(g), d silu/dg = σ(g)(1 + g(1 − σ(g)));
- * dropout keeps element i when fl_rng_uniform(stream, i) >= p — the same counter-based hash as
+ * dropout keeps element i when fl_rng_uniform(*stream, i) >= p — the same counter-based hash as
  * common/rng.h, so the mask is the CPU's bit for bit. SwiGLU reads the fused gate/up rows
  * [gate (FF) | up (FF)]; dropout and the add take a row stride for their strided operand. Each op
  * is a small functor over the contiguous index i = row·cols + col, run by one grid-stride kernel:
@@ -52,9 +52,10 @@ struct swiglu_bwd_op {
 };
 
 struct dropout_op {
-    bf16 *out; const bf16 *inp; float p, keep_scale; uint64_t key; int cols, ld;
+    bf16 *out; const bf16 *inp; float p, keep_scale; const uint64_t *key_ptr; int cols, ld;
     template <int W> __device__ void apply(size_t i) const {
         float x[W];
+        uint64_t key = *key_ptr; /* device memory: a recorded step draws the new micro-batch's mask */
         load_w<W>(inp + strided_at(i, cols, ld), x);
 #pragma unroll
         for (int k = 0; k < W; k++) x[k] = fl_rng_uniform_dev(key, i + k) >= p ? x[k] * keep_scale : 0.0f;
@@ -99,7 +100,7 @@ void swiglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size
     elementwise_launch(op, N * (size_t)FF, FF % 8 == 0 && fl_aligned16(dgate_up, dout, gate_up), stream);
 }
 
-void dropout(bf16 *out, const bf16 *inp, float p, uint64_t stream_key, size_t rows, int cols, int ld_inp,
+void dropout(bf16 *out, const bf16 *inp, float p, const uint64_t *stream_key, size_t rows, int cols, int ld_inp,
              cudaStream_t stream) {
     dropout_op op = {out, inp, p, 1.0f / (1.0f - p), stream_key, cols, ld_inp};
     elementwise_launch(op, rows * (size_t)cols, cols % 8 == 0 && ld_inp % 8 == 0 && fl_aligned16(out, inp), stream);

@@ -37,9 +37,13 @@ void fl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 double fl_cuda_measure_matmul_tflops(int m, int n, int k, int iters);
 /* Measured device-to-device copy bandwidth in GB/s (bytes read + bytes written). */
 double fl_cuda_measure_copy_gbs(size_t bytes, int iters);
-/* 1: lm_head_loss returns the loss sum and count of the PREVIOUS call and never waits for the
- * device (no host-device sync after the forward); 0 (default): exact, waits. For the bench. */
-void fl_cuda_set_deferred_loss(int on);
+/* Operations enqueued on the backend's stream so far, outside recordings: kernel launches, GEMMs
+ * (one cuBLASLt or cuBLAS call each), copies and memsets, and graph launches (a replayed step counts
+ * 1). The bench's "launches per step" is the difference over a step run op by op. */
+unsigned long long fl_cuda_ops_enqueued(void);
+/* Bytes of bf16 logits per LM-head chunk (cuda_plan.h); 0 (default): a quarter of the free device
+ * memory, decided once per shape. Tests set it to take the chunked path. */
+void fl_cuda_set_lm_head_budget(size_t bytes);
 /* Which attention runs: "mma" (tensor cores, HS 64/128; the default) or "simple" (CUDA cores, any
  * HS up to 256), forward and backward. The environment variable FL_CUDA_ATTN=simple|mma sets the
  * start value; the setter overrides it (tests run both). FL_CUDA_ATTN_BWD=simple keeps the simple

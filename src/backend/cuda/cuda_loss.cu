@@ -1,23 +1,29 @@
 /* cuda_loss.cu — the LM head fused with softmax cross-entropy, chunked over tokens.
  *
- * Mirrors backend/cpu/cpu_loss.c. Per chunk of `rows` tokens (cuda_plan.c sizes it so the bf16
- * logits stay within FL_CUDA_LM_HEAD_BUDGET, 256 MiB: 768 rows of a 152k vocabulary):
+ * Mirrors backend/cpu/cpu_loss.c. Chunks are as large as memory allows — the whole batch when its
+ * bf16 logits fit the budget of cuda_plan.h (a quarter of the free device memory, 256 MiB to 4 GiB:
+ * 8192 tokens of a 152k vocabulary are 2.5 GB, one chunk), else N split into equal chunks — so the
+ * dX GEMM's output (rows, C) has enough tiles to fill the GPU. Per chunk of `rows` tokens:
  *   1. logits (rows, V) bf16 = inp · weightᵀ                         (cuBLASLt, f32 accumulate)
- *   2. one block per row: max and Σexp in f32 (online), loss_row = lse − logit[target]; when a
- *      gradient is wanted, the row is overwritten in place by grad_scale·(softmax − onehot)
- *      (zeros for ignored rows, target < 0)
+ *   2. one block per row, two passes over its logits: (1) the max and Σexp together, online in f32
+ *      (per thread one rescale per 8 logits, then across the block), loss_row = lse − logit[target];
+ *      (2) when a gradient is wanted, the row overwritten in place by
+ *      grad_scale·(softmax − onehot) (zeros for ignored rows, target < 0)
  *   3. dinp (rows, C) = dlogits · weight                              (cuBLASLt)
  * The per-row losses go to a device array; one block then sums them in a fixed order into a
- * double and counts the rows (deterministic). Nothing waits for the host: the result stays on the
- * device until cuda_backend.cu reads it. The full (N, V) logits exist only when the caller asks
- * for them (logits_out, f32, tests and generation), and then come from an f32-output GEMM. */
+ * double, counts the rows and adds both to the step's scalars (deterministic). grad_scale is read
+ * from the step's scalars on the device, so nothing here depends on a host value that changes
+ * between steps. The full (N, V) logits exist only when the caller asks for them (logits_out,
+ * f32, tests and generation), and then come from an f32-output GEMM. */
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_info.h"
 
 #define XENT_THREADS 512
 
-__global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t *targets, float grad_scale, int V,
-                                    int write_grad, int vec) {
+__global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t *targets, const fl_step_scalars *sc,
+                                    int V, int write_grad, int vec) {
     __shared__ float red[32];
+    float grad_scale = write_grad ? sc->grad_scale : 0.0f;
     size_t r = blockIdx.x;
     bf16 *row = logits + r * (size_t)V;
     int32_t target = targets[r];
@@ -76,9 +82,9 @@ __global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t
     }
 }
 
-/* One block: Σ row_loss in double (fixed order per thread, fixed tree), count of targets >= 0. */
-__global__ void loss_sum_kernel(double *loss_dev, unsigned long long *count_dev, const float *row_loss,
-                                const int32_t *targets, size_t N) {
+/* One block: Σ row_loss in double (fixed order per thread, fixed tree), count of targets >= 0, both
+ * added to the step's scalars. */
+__global__ void loss_sum_kernel(fl_step_scalars *sc, const float *row_loss, const int32_t *targets, size_t N) {
     __shared__ double dsum[1024];
     __shared__ unsigned long long dcnt[1024];
     double s = 0.0;
@@ -98,16 +104,35 @@ __global__ void loss_sum_kernel(double *loss_dev, unsigned long long *count_dev,
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        *loss_dev = dsum[0];
-        *count_dev = dcnt[0];
+        sc->loss_sum += dsum[0];
+        sc->n_counted += (double)dcnt[0];
     }
 }
 
-void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t *targets, const bf16 *weight,
-                  float grad_scale, size_t N, int C, int V, double *loss_dev, unsigned long long *count_dev,
-                  cudaStream_t stream) {
-    size_t rows_max = fl_cuda_lm_head_chunk_rows(N, V, FL_CUDA_LM_HEAD_BUDGET);
-    char *scratch = (char *)fl_cuda_scratch(FL_SCRATCH_LM_LOGITS, fl_cuda_lm_head_scratch_bytes(N, V, FL_CUDA_LM_HEAD_BUDGET));
+/* The logits budget for (N, V): decided at the first call of each shape from the memory then free,
+ * and kept, so that every later step (and a recorded one) runs the same chunks and GEMMs. */
+static size_t budget_override;
+extern "C" void fl_cuda_set_lm_head_budget(size_t bytes) { budget_override = bytes; }
+
+static size_t head_budget(size_t N, int V) {
+    enum { SHAPES = 16 };
+    if (budget_override) return budget_override;
+    static struct { size_t N; int V; size_t budget; } known[SHAPES];
+    static int n_known;
+    for (int i = 0; i < n_known; i++)
+        if (known[i].N == N && known[i].V == V) return known[i].budget;
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t budget = fl_cuda_lm_head_budget(free_b);
+    if (n_known < SHAPES) known[n_known++] = {N, V, budget};
+    return budget;
+}
+
+void lm_head_loss(bf16 *dinp, float *logits_out, fl_step_scalars *sc, const bf16 *inp, const int32_t *targets,
+                  const bf16 *weight, size_t N, int C, int V, cudaStream_t stream) {
+    if (!N) return;
+    size_t budget = head_budget(N, V), rows_max = fl_cuda_lm_head_chunk_rows(N, V, budget);
+    char *scratch = (char *)fl_cuda_scratch(FL_SCRATCH_LM_LOGITS, fl_cuda_lm_head_scratch_bytes(N, V, budget));
     bf16 *logits = (bf16 *)scratch;
     float *row_loss = (float *)(scratch + (rows_max * (size_t)V * 2 + 255) / 256 * 256);
     for (size_t n0 = 0; n0 < N; n0 += rows_max) {
@@ -118,11 +143,13 @@ void lm_head_loss(bf16 *dinp, float *logits_out, const bf16 *inp, const int32_t 
             matmul_forward_f32out(logits_out + n0 * (size_t)V, inp + n0 * C, weight, rows, C, V, stream);
         }
         int vec = V % 8 == 0 && fl_aligned16(logits);
-        softmax_xent_kernel<<<(unsigned)rows, XENT_THREADS, 0, stream>>>(logits, row_loss + n0, targets + n0, grad_scale,
-                                                                         V, dinp != NULL, vec);
+        softmax_xent_kernel<<<(unsigned)rows, XENT_THREADS, 0, stream>>>(logits, row_loss + n0, targets + n0, sc, V,
+                                                                         dinp != NULL, vec);
         CUDA_LAUNCH_CHECK();
         if (dinp) matmul_backward_input(dinp + n0 * C, logits, weight, 1.0f, 0.0f, rows, C, V, C, V, C, stream);
     }
-    loss_sum_kernel<<<1, 1024, 0, stream>>>(loss_dev, count_dev, row_loss, targets, N);
-    CUDA_LAUNCH_CHECK();
+    if (sc) {
+        loss_sum_kernel<<<1, 1024, 0, stream>>>(sc, row_loss, targets, N);
+        CUDA_LAUNCH_CHECK();
+    }
 }

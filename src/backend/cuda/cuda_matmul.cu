@@ -125,12 +125,18 @@ __global__ void add_bias_kernel(bf16 *D, const bf16 *bias, int64_t m, int64_t n,
 static void gemm_ex_fallback(const gemm_key *key, const bf16 *A, const bf16 *B, void *D, const bf16 *bias, float alpha,
                              float beta, cudaStream_t stream) {
     static cublasHandle_t handle;
-    if (!handle) CUBLAS_CHECK(cublasCreate(&handle));
+    if (!handle) {
+        CUBLAS_CHECK(cublasCreate(&handle));
+        /* the fixed workspace (shared with cuBLASLt on the same stream), so that cuBLAS allocates
+         * nothing of its own inside a recorded step */
+        CUBLAS_CHECK(cublasSetWorkspace(handle, fl_cuda.workspace, fl_cuda.workspace_bytes));
+    }
     CUBLAS_CHECK(cublasSetStream(handle, stream));
     CUBLAS_CHECK(cublasGemmEx(handle, key->transa ? CUBLAS_OP_T : CUBLAS_OP_N, key->transb ? CUBLAS_OP_T : CUBLAS_OP_N,
                               (int)key->m, (int)key->n, (int)key->k, &alpha, A, CUDA_R_16BF, (int)key->lda, B,
                               CUDA_R_16BF, (int)key->ldb, &beta, D, key->ctype, (int)key->ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
+    fl_cuda_count_op();
     if (bias) { /* biased problems are forwards: bf16 output */
         unsigned blocks = fl_cuda_grid_1d((size_t)(key->m * key->n), 256, 1, (unsigned)fl_cuda.prop.multiProcessorCount * 8);
         add_bias_kernel<<<blocks ? blocks : 1, 256, 0, stream>>>((bf16 *)D, bias, key->m, key->n, key->ldc);
@@ -162,6 +168,7 @@ static void lt_gemm(int transa, int transb, int64_t m, int64_t n, int64_t k, con
     if (bias) CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     CUBLAS_CHECK(cublasLtMatmul(fl_cuda.lt, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->c, D, p->c, &p->algo,
                                 fl_cuda.workspace, fl_cuda.workspace_bytes, stream));
+    fl_cuda_count_op();
 }
 
 void matmul_forward(bf16 *out, const bf16 *inp, const bf16 *weight, const bf16 *bias, float alpha, float beta, size_t N,

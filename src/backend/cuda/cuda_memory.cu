@@ -5,6 +5,8 @@
  *
  * Host->device copies from pageable memory return once the source was staged, so callers may free
  * it at once; device->host copies return when the data is on the host. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_common.cuh"
@@ -20,20 +22,49 @@ __global__ void convert_bf16_to_f32_kernel(float *dst, const bf16 *src, size_t n
         dst[i] = __bfloat162float(src[i]);
 }
 
-__global__ void convert_f32_to_bf16_2d_kernel(bf16 *dst, const float *src, float scale, size_t rows, int cols,
-                                              int ld_dst) {
-    size_t n = rows * (size_t)cols;
+/* Up to FL_CUDA_CAST_BLOCKS blocks of the LoRA B compute copy, passed by value (2.9 KiB of kernel
+ * parameters, within the 4 KiB every CUDA version takes): blockIdx.y picks the block, a grid-stride
+ * loop over x covers its rows x cols. */
+#define FL_CUDA_CAST_BLOCKS 120
+typedef struct {
+    bf16 *dst[FL_CUDA_CAST_BLOCKS];
+    const float *src[FL_CUDA_CAST_BLOCKS];
+    uint32_t rows[FL_CUDA_CAST_BLOCKS];
+    int32_t ld[FL_CUDA_CAST_BLOCKS];
+} cast_batch;
+
+__global__ void convert_f32_to_bf16_2d_kernel(const __grid_constant__ cast_batch batch, float scale, int cols) {
+    int j = blockIdx.y;
+    size_t n = (size_t)batch.rows[j] * (size_t)cols;
+    bf16 *dst = batch.dst[j];
+    const float *src = batch.src[j];
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i / cols * ld_dst + i % cols] = __float2bfloat16_rn(scale * src[i]);
+        dst[i / cols * batch.ld[j] + i % cols] = __float2bfloat16_rn(scale * src[i]);
 }
 
-void convert_f32_to_bf16_2d(bf16 *dst, const float *src, float scale, size_t rows, int cols, int ld_dst,
-                            cudaStream_t stream) {
-    size_t n = rows * (size_t)cols;
-    if (!n) return;
-    convert_f32_to_bf16_2d_kernel<<<fl_cuda_grid_1d(n, 256, 4, 65535), 256, 0, stream>>>(dst, src, scale, rows, cols,
-                                                                                          ld_dst);
-    CUDA_LAUNCH_CHECK();
+void convert_f32_to_bf16_2d(const fl_cast_block *blocks, int n, float scale, int cols, cudaStream_t stream) {
+    for (int j0 = 0; j0 < n; j0 += FL_CUDA_CAST_BLOCKS) {
+        int count = n - j0 < FL_CUDA_CAST_BLOCKS ? n - j0 : FL_CUDA_CAST_BLOCKS;
+        cast_batch batch;
+        memset(&batch, 0, sizeof batch);
+        size_t most = 0;
+        for (int j = 0; j < count; j++) {
+            const fl_cast_block *b = &blocks[j0 + j];
+            if (b->rows > UINT32_MAX) {
+                fprintf(stderr, "fastlora: cast_to_weight_2d: %zu rows in one block\n", b->rows);
+                abort();
+            }
+            batch.dst[j] = (bf16 *)b->dst;
+            batch.src[j] = b->src;
+            batch.rows[j] = (uint32_t)b->rows;
+            batch.ld[j] = b->ld;
+            if (b->rows * (size_t)cols > most) most = b->rows * (size_t)cols;
+        }
+        if (!most || !cols) continue;
+        dim3 grid(fl_cuda_grid_1d(most, 256, 4, 1024), (unsigned)count);
+        convert_f32_to_bf16_2d_kernel<<<grid, 256, 0, stream>>>(batch, scale, cols);
+        CUDA_LAUNCH_CHECK();
+    }
 }
 
 void convert_f32_to_bf16(bf16 *dst, const float *src, size_t n, cudaStream_t stream) {
@@ -61,7 +92,9 @@ void cuda_free(void *ptr) {
 }
 
 void cuda_upload(void *dst, const void *host_src, size_t bytes) {
-    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, fl_cuda.stream));
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, fl_cuda.stream));
+    fl_cuda_count_op();
 }
 
 void cuda_download(void *host_dst, const void *src, size_t bytes) {
@@ -71,11 +104,15 @@ void cuda_download(void *host_dst, const void *src, size_t bytes) {
 }
 
 void cuda_copy(void *dst, const void *src, size_t bytes) {
-    if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, fl_cuda.stream));
+    if (!bytes || dst == src) return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, fl_cuda.stream));
+    fl_cuda_count_op();
 }
 
 void cuda_zero(void *ptr, size_t bytes) {
-    if (bytes) CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, fl_cuda.stream));
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, fl_cuda.stream));
+    fl_cuda_count_op();
 }
 
 void cuda_synchronize(void) { CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream)); }
@@ -107,6 +144,21 @@ void cuda_download_act(float *host_dst, const void *src, size_t n) {
 
 void cuda_cast_to_weight(void *dst, const float *src, size_t n) { convert_f32_to_bf16((bf16 *)dst, src, n, fl_cuda.stream); }
 
-void cuda_cast_to_weight_2d(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst) {
-    convert_f32_to_bf16_2d((bf16 *)dst, src, scale, rows, cols, ld_dst, fl_cuda.stream);
+void cuda_cast_to_weight_2d(const fl_cast_block *blocks, int n, float scale, int cols) {
+    convert_f32_to_bf16_2d(blocks, n, scale, cols, fl_cuda.stream);
+}
+
+/* Pinned host memory: uploads from it are true asynchronous copies, and a recorded upload (a CUDA
+ * graph's memcpy node) reads it again at every replay. */
+void *cuda_alloc_host(size_t bytes) {
+    void *p = NULL;
+    CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
+    memset(p, 0, bytes);
+    return p;
+}
+
+void cuda_free_host(void *ptr) {
+    if (!ptr) return;
+    CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream)); /* queued copies may still read it */
+    CUDA_CHECK(cudaFreeHost(ptr));
 }

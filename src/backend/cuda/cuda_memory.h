@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "backend/backend.h"
+
 void *cuda_alloc(size_t bytes);
 void cuda_free(void *ptr);
 void cuda_upload(void *dst, const void *host_src, size_t bytes);
@@ -15,6 +17,14 @@ void cuda_synchronize(void);
 void cuda_upload_act(void *dst, const float *host_src, size_t n);
 void cuda_download_act(float *host_dst, const void *src, size_t n);
 void cuda_cast_to_weight(void *dst, const float *src, size_t n);
-void cuda_cast_to_weight_2d(void *dst, const float *src, float scale, size_t rows, int cols, int ld_dst);
+void cuda_cast_to_weight_2d(const fl_cast_block *blocks, int n, float scale, int cols);
+void *cuda_alloc_host(size_t bytes);
+void cuda_free_host(void *ptr);
+
+/* cuda_graph.cu: recording a step as one CUDA graph (backend.h capture_*) */
+int cuda_capture_begin(void);
+void *cuda_capture_end(void);
+void cuda_capture_replay(void *graph);
+void cuda_capture_free(void *graph);
 
 #endif

@@ -1,19 +1,22 @@
-/* cuda_optim.cu — AdamW over the whole flat LoRA buffer in one launch, and the Σx² reduction of
- * global-norm clipping.
+/* cuda_optim.cu — AdamW over the whole flat LoRA buffer in one launch, the Σx² reduction of
+ * global-norm clipping, and the clip factor.
  *
  * Mirrors backend/cpu/cpu_optim.c (torch.optim.AdamW: decay applied to the parameter first,
- * bias-corrected moments, eps after the sqrt); the bias corrections are computed on the host in
- * double exactly as the CPU does. Each thread updates f32 master, m, v and writes the bf16 compute
- * copy in the same pass (4 f32 reads, 3 f32 + 1 bf16 writes per parameter).
- * sum_squares is deterministic: a grid fixed by n, one double partial per block, one block adding
- * the partials in order. */
+ * bias-corrected moments, eps after the sqrt). The step's factors — lr, lr / (1 − β1^t),
+ * sqrt(1 − β2^t), computed by the engine in double exactly as the CPU takes them — and the clip
+ * factor are read from the step's scalars in device memory, so a recorded step replays with the
+ * new step's values. Each thread updates f32 master, m, v and writes the bf16 compute copy in the
+ * same pass (4 f32 reads, 3 f32 + 1 bf16 writes per parameter). sum_squares is deterministic: a
+ * grid fixed by n, one double partial per block, one block adding the partials in order. */
 #include <math.h>
 
 #include "backend/cuda/cuda_common.cuh"
 
-__global__ void adamw_update_kernel(float *params, bf16 *params_act, float *m, float *v, const float *grads, float lr,
-                                    float beta1, float beta2, float eps, float weight_decay, float grad_scale,
-                                    float step_size, float bias2_sqrt, size_t n) {
+__global__ void adamw_update_kernel(float *params, bf16 *params_act, float *m, float *v, const float *grads,
+                                    const fl_step_scalars *sc, float beta1, float beta2, float eps, float weight_decay,
+                                    size_t n) {
+    float lr = sc->lr, step_size = sc->adam_step_size, bias2_sqrt = sc->adam_bias2_sqrt, grad_scale = sc->clip_scale;
+    if (!isfinite(grad_scale)) return; /* non-finite gradients or loss: the trainer stops; nothing changes */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float g = grads[i] * grad_scale;
         float p = params[i] * (1.0f - lr * weight_decay);
@@ -27,14 +30,25 @@ __global__ void adamw_update_kernel(float *params, bf16 *params_act, float *m, f
     }
 }
 
-void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, float grad_scale, int step, size_t n, cudaStream_t stream) {
+void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, const fl_step_scalars *sc,
+                  float beta1, float beta2, float eps, float weight_decay, size_t n, cudaStream_t stream) {
     if (!n) return;
-    double bias1 = 1.0 - pow(beta1, step), bias2 = 1.0 - pow(beta2, step);
-    float step_size = (float)(lr / bias1), bias2_sqrt = (float)sqrt(bias2);
     unsigned blocks = fl_cuda_grid_1d(n, 256, 4, (unsigned)fl_cuda.prop.multiProcessorCount * 8);
-    adamw_update_kernel<<<blocks, 256, 0, stream>>>(params, params_act, m, v, grads, lr, beta1, beta2, eps, weight_decay,
-                                                    grad_scale, step_size, bias2_sqrt, n);
+    adamw_update_kernel<<<blocks, 256, 0, stream>>>(params, params_act, m, v, grads, sc, beta1, beta2, eps, weight_decay,
+                                                    n);
+    CUDA_LAUNCH_CHECK();
+}
+
+/* torch.nn.utils.clip_grad_norm_'s coef = max_norm / (norm + 1e-6), clamped to 1: the CPU's double
+ * arithmetic (IEEE sqrt and division on both), so both backends clip by the same f32 factor. */
+__global__ void grad_clip_scale_kernel(fl_step_scalars *sc, float max_norm) {
+    double sumsq = sc->grad_sumsq, norm = sqrt(sumsq), coef = max_norm / (norm + 1e-6);
+    if (!isfinite(sumsq) || !isfinite(sc->loss_sum)) sc->clip_scale = NAN;
+    else sc->clip_scale = max_norm > 0.0f && coef < 1.0 ? (float)coef : 1.0f;
+}
+
+void grad_clip_scale(fl_step_scalars *sc, float max_norm, cudaStream_t stream) {
+    grad_clip_scale_kernel<<<1, 1, 0, stream>>>(sc, max_norm);
     CUDA_LAUNCH_CHECK();
 }
 
@@ -66,6 +80,7 @@ __global__ void sum_squares_final_kernel(double *out, const double *partials, in
 void sum_squares(double *out_dev, const float *x, size_t n, cudaStream_t stream) {
     if (!n) {
         CUDA_CHECK(cudaMemsetAsync(out_dev, 0, sizeof(double), stream));
+        fl_cuda_count_op();
         return;
     }
     unsigned blocks = fl_cuda_grid_1d(n, SS_THREADS, 8, SS_MAX_BLOCKS);

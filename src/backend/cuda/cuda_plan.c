@@ -12,13 +12,21 @@ unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blo
     return blocks > max_blocks ? max_blocks : (unsigned)blocks;
 }
 
+size_t fl_cuda_lm_head_budget(size_t free_bytes) {
+    size_t budget = free_bytes / 4;
+    if (budget > FL_CUDA_LM_HEAD_BUDGET) budget = FL_CUDA_LM_HEAD_BUDGET;
+    return budget < FL_CUDA_LM_HEAD_MIN_BUDGET ? FL_CUDA_LM_HEAD_MIN_BUDGET : budget;
+}
+
 size_t fl_cuda_lm_head_chunk_rows(size_t N, int V, size_t budget_bytes) {
     if (N == 0 || V <= 0) return 0;
-    size_t row_bytes = (size_t)V * 2; /* bf16 logits */
-    size_t rows = budget_bytes / row_bytes;
-    if (rows >= 64) rows = rows / 64 * 64; /* GEMM-friendly M */
-    if (rows < 64) rows = 64;              /* tiny budgets or huge V: still a useful GEMM */
-    return rows < N ? rows : N;
+    size_t most = budget_bytes / ((size_t)V * 2); /* bf16 logits */
+    if (most < 64) most = 64;                     /* tiny budgets or huge V: still a useful GEMM */
+    if (N <= most) return N;
+    size_t chunks = (N + most - 1) / most;
+    size_t rows = (N + chunks - 1) / chunks;      /* equal chunks: no short last GEMM */
+    size_t rounded = (rows + 63) / 64 * 64;       /* GEMM-friendly M */
+    return rounded <= most ? rounded : rows;
 }
 
 size_t fl_cuda_lm_head_scratch_bytes(size_t N, int V, size_t budget_bytes) {

@@ -27,10 +27,15 @@ unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blo
 
 /* ---- LM head ---- */
 
-/* Default bytes for one chunk of bf16 logits (the only (rows, V) buffer that exists). */
-#define FL_CUDA_LM_HEAD_BUDGET ((size_t)256 << 20)
-/* Rows per LM-head chunk: the largest multiple of 64 (or all N when N is smaller) whose bf16
- * logits (rows x V x 2 bytes) fit in budget_bytes; at least min(N, 64) rows. */
+/* Bytes for one chunk of bf16 logits (the only (rows, V) buffer that exists): a quarter of the device
+ * memory free when the head first runs at a shape, between FL_CUDA_LM_HEAD_MIN_BUDGET and
+ * FL_CUDA_LM_HEAD_BUDGET (what the memory plans assume: the whole batch's logits up to 4 GiB). */
+#define FL_CUDA_LM_HEAD_BUDGET ((size_t)4 << 30)
+#define FL_CUDA_LM_HEAD_MIN_BUDGET ((size_t)256 << 20)
+size_t fl_cuda_lm_head_budget(size_t free_bytes);
+/* Rows per LM-head chunk, as the CPU backend sizes its chunks (cpu_plan.h): all N when their bf16
+ * logits (N x V x 2 bytes) fit budget_bytes, else N split into the fewest equal chunks that fit
+ * (a multiple of 64 rows when that still fits); at least min(N, 64) rows. */
 size_t fl_cuda_lm_head_chunk_rows(size_t N, int V, size_t budget_bytes);
 /* Scratch bytes the LM head needs for that chunking: bf16 logits chunk + per-row f32 losses. */
 size_t fl_cuda_lm_head_scratch_bytes(size_t N, int V, size_t budget_bytes);
