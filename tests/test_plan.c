@@ -11,6 +11,7 @@
 #include "engine/model.h"
 #include "plan/plan.h"
 #include "plan/plan_report.h"
+#include "backend/cpu/cpu_plan.h"
 #include "test.h"
 
 #define FIX "tests/fixtures/plan/"
@@ -95,8 +96,13 @@ TEST(plan_memory_hand_count_qwen25_7b_cpu) {
     CHECK_CLOSE(m.lora_params, P * 4, 0, 0);     /* the compute copy aliases the f32 master on the CPU */
     CHECK_CLOSE(m.lora_grads + m.adamw, P * 12, 0, 0);
     CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4, 0), 0, 0);
-    /* cpu_loss.c: 32 MiB / (4·152064) = 55 rows of f32 logits */
-    CHECK_CLOSE(m.logits, 55.0 * 152064 * 4, 0, 0);
+    /* cpu_plan.h: at most 128 MiB / (4·152064) = 220 rows of f32 logits, so N = 256 runs as two
+     * equal chunks of 128 */
+    CHECK_CLOSE(m.logits, 128.0 * 152064 * 4, 0, 0);
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(256, 152064), 128);
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(1024, 49152), 512);   /* 682 at most: two of 512 */
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(1000, 4000000), 63);  /* huge V: 16 chunks of <= 64 rows */
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(30, 4000000), 30);
     CHECK(m.context == 0 && m.gemm_ws == 0);
 }
 

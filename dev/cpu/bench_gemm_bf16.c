@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
         }
     }
     printf("threads %d, path %s, best of %d, %s time\n", omp_get_max_threads(),
-           fl_gemm_bf16_uses_avx512() ? "avx512bf16" : "portable", repeats, use_cputime ? "cpu" : "wall");
+           fl_gemm_bf16_path(), repeats, use_cputime ? "cpu" : "wall");
     printf("%-20s %6s %6s %6s | %9s %9s %6s | %8s\n", "shape", "M", "N", "K", "bf16 GF/s", "sgemm", "ratio", "relerr");
     double sum_ratio_log = 0;
     int count = 0;

@@ -5,10 +5,12 @@
  *       -ljansson -lpcre2-8 -L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm
  *   build/op_profile [preset] [B] [T] [f32|bf16] [fused|unfused]
  * "of which LoRA" counts the GEMMs with a side of at most 64 (the rank-sized ones at rank 16).
+ * OMP_NUM_THREADS=1 times in thread CPU time (per-core cost, robust on a loaded machine).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include <time.h>
 
 #include "engine/model.h"
@@ -22,7 +24,10 @@ static const char *names[OP_N] = {"embedding", "rmsnorm fwd", "rmsnorm bwd", "ma
                                   "swiglu bwd", "lm head + loss", "adamw", "copy/zero/add"};
 static double spent[OP_N];
 static long calls[OP_N];
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+/* With one thread every op runs on the calling thread, so its CPU time is the op's cost without
+ * the time slices other processes take on a shared machine; with more, wall time. */
+static clockid_t clock_id = CLOCK_MONOTONIC;
+static double now(void) { struct timespec t; clock_gettime(clock_id, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 #define TIMED(op, call) do { double t0_ = now(); call; spent[op] += now() - t0_; calls[op]++; } while (0)
 
 static void w_emb(void *o, const int32_t *i, const void *t, size_t N, int C) { TIMED(OP_EMB, inner->embedding_forward(o, i, t, N, C)); }
@@ -52,6 +57,7 @@ static void w_zero(void *d, size_t b) { TIMED(OP_COPY, inner->zero(d, b)); }
 static void w_add(void *a, const void *x, size_t R, int C, int ld) { TIMED(OP_COPY, inner->add_inplace(a, x, R, C, ld)); }
 
 int main(int argc, char **argv) {
+    if (omp_get_max_threads() == 1) clock_id = CLOCK_THREAD_CPUTIME_ID;
     const char *preset = argc > 1 ? argv[1] : "smollm2-135m";
     int B = argc > 2 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 256;
     inner = argc > 4 && !strcmp(argv[4], "f32") ? fl_backend_cpu() : fl_backend_cpu_bf16();
@@ -81,7 +87,8 @@ int main(int argc, char **argv) {
         if (s > 0) total += now() - t0;
     }
     double sum = 0;
-    printf("%s %d x %d on %s (%s): %.1f ms/step, %.1f tok/s\n", preset, B, T, inner->name, m.fused ? "fused" : "unfused", total / steps * 1e3, B * T * steps / total);
+    printf("%s %d x %d on %s (%s, %s): %.1f ms/step, %.1f tok/s\n", preset, B, T, inner->name, m.fused ? "fused" : "unfused",
+           clock_id == CLOCK_MONOTONIC ? "wall time" : "1 thread, CPU time", total / steps * 1e3, B * T * steps / total);
     for (int i = 0; i < OP_N; i++) {
         if (i != OP_MM_F_LORA && i != OP_MM_BI_LORA) sum += spent[i];
         printf("  %-18s %8.1f ms/step %5.1f%%  (%ld calls/step)\n", names[i], spent[i] / steps * 1e3, 100 * spent[i] / total, calls[i] / steps);

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "backend/cpu/gemm_nf4.h"
+#include "backend/cpu/cpu_plan.h"
 #include "backend/cuda/cuda_plan.h"
 #include "bench/records.h"
 #include "common/error.h"
@@ -22,13 +23,8 @@
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
-/* CPU LM head (cpu_loss.c): rows = 32 MiB / (4 V), at least 16, at most N; f32 logits. */
-static double cpu_logits_bytes(size_t N, int V) {
-    size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
-    if (chunk < 16) chunk = 16;
-    if (chunk > N) chunk = N;
-    return (double)chunk * V * sizeof(float);
-}
+/* CPU LM head (cpu_loss.c): one chunk of f32 logits, rows as backend/cpu/cpu_plan.h sizes them. */
+static double cpu_logits_bytes(size_t N, int V) { return (double)fl_cpu_lm_head_chunk_rows(N, V) * V * sizeof(float); }
 
 /* The CPU NF4 GEMMs' tile scratch (gemm_nf4.c): one tile of the largest projection, f32 on the
  * reference backend. */
@@ -173,7 +169,7 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
     a.s.elementwise_bytes = bytes;
     a.s.elementwise_s = bytes / (dev->mem_bw_gbs * 1e9 * dev->bw_eff);
     /* launches: per layer forward ~15 + 2 per adapted projection, backward ~15 + 4 per adapted */
-    size_t chunk = act_size == 4 ? (size_t)(32 << 20) / (4 * (size_t)V) : fl_cuda_lm_head_chunk_rows((size_t)N, (int)V, FL_CUDA_LM_HEAD_BUDGET);
+    size_t chunk = act_size == 4 ? fl_cpu_lm_head_chunk_rows((size_t)N, (int)V) : fl_cuda_lm_head_chunk_rows((size_t)N, (int)V, FL_CUDA_LM_HEAD_BUDGET);
     if (chunk < 16) chunk = 16;
     double chunks = ceil(N / (double)chunk);
     double per_layer = (15 + 2 * n_adapted) * passes + 15 + 4 * n_adapted + (nf4 ? FL_N_PROJ * (passes + 1) : 0);

@@ -1,18 +1,30 @@
 /* cpu_loss.c — the LM head fused with cross-entropy, chunked over tokens.
  *
  * For a chunk of rows: logits (rows, V) = inp · weightᵀ (one GEMM); per row with target != -100,
- * loss = logsumexp(logits) − logits[target] and, in place, dlogits = grad_scale·(softmax − onehot)
- * (zero for ignored rows); then dinp (rows, C) = dlogits · weight (one GEMM). The chunk is sized so
- * the logits stay within ~32 MiB whatever the vocabulary. The chunk buffer is the backend's own
+ * two passes over its logits — (1) the max and Σ exp(z − max) together, in blocks of 256 logits
+ * (the block's max is taken from L1, the running sum rescaled once per block), giving
+ * loss = logsumexp − z[target]; (2) in place, dlogits = grad_scale·(exp(z − lse) − onehot) (zero
+ * for ignored rows) — then dinp (rows, C) = dlogits · weight (one GEMM). Chunks are as large as
+ * FL_CPU_LM_HEAD_BUDGET allows (cpu_plan.h): every chunk packs the whole (V, C) weight for both
+ * GEMMs, so few large chunks run the head at the GEMM's rate. The chunk buffer is the backend's own
  * workspace, kept between calls (one step runs at a time; not reentrant). */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_plan.h"
 #include "common/fastmath.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "common/error.h"
+
+size_t fl_cpu_lm_head_chunk_rows(size_t N, int V) {
+    size_t most = FL_CPU_LM_HEAD_BUDGET / (sizeof(float) * (size_t)V);
+    if (most < 64) most = 64;
+    if (N <= most) return N;
+    size_t chunks = (N + most - 1) / most;
+    return (N + chunks - 1) / chunks;
+}
 
 /* logits (rows, V) = inp (rows, C) · weightᵀ, and dinp (rows, C) = dlogits (rows, V) · weight */
 typedef struct {
@@ -33,12 +45,33 @@ static void dinp_bf16(float *dinp, const float *dlogits, const void *weight, siz
     fl_gemm_bf16_nn((int)rows, C, V, 1.0f, dlogits, V, weight, C, 0.0f, dinp, C);
 }
 
+/* log Σ exp(row) over V logits: max and sum in one pass over memory, 256 at a time. */
+static double row_logsumexp(const float *row, int V) {
+    enum { BLK = 256 };
+    float max = -INFINITY, sum = 0.0f;
+    for (int i0 = 0; i0 < V; i0 += BLK) {
+        int n = V - i0 < BLK ? V - i0 : BLK;
+        const float *z = row + i0;
+        float bmax = -INFINITY;
+        #pragma omp simd reduction(max : bmax)
+        for (int i = 0; i < n; i++) bmax = z[i] > bmax ? z[i] : bmax;
+        if (bmax > max) {
+            sum *= fl_expf(max - bmax); /* exp(-inf) = 0 on the first block */
+            max = bmax;
+        }
+        /* f32 partial sums in vector lanes, relative error ~1e-7·sqrt(V/8) */
+        float s = 0.0f;
+        #pragma omp simd reduction(+ : s)
+        for (int i = 0; i < n; i++) s += fl_expf(z[i] - max);
+        sum += s;
+    }
+    return max + log(sum);
+}
+
 static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *sc, const float *inp,
                               const int32_t *targets, const void *weight, size_t N, int C, int V, head_gemms gemm) {
     float grad_scale = dinp ? sc->grad_scale : 0.0f;
-    size_t chunk = ((size_t)32 << 20) / (sizeof(float) * (size_t)V);
-    if (chunk < 16) chunk = 16;
-    if (chunk > N) chunk = N;
+    size_t chunk = fl_cpu_lm_head_chunk_rows(N, V);
     static float *logits;
     static double *row_loss;
     static size_t logits_cap, rows_cap;
@@ -59,7 +92,7 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *s
         gemm.logits(logits, inp + n0 * C, weight, rows, C, V);
         if (logits_out)
             for (size_t i = 0; i < rows * (size_t)V; i++) logits_out[n0 * V + i] = logits[i];
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(dynamic, 8)
         for (size_t r = 0; r < rows; r++) {
             float *row = logits + r * V;
             int32_t target = targets[n0 + r];
@@ -68,20 +101,12 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *s
                 if (dinp) for (int i = 0; i < V; i++) row[i] = 0.0f;
                 continue;
             }
-            float max = -INFINITY, target_logit = row[target];
-            #pragma omp simd reduction(max : max)
-            for (int i = 0; i < V; i++) max = row[i] > max ? row[i] : max;
-            /* one exp per logit: the row becomes exp(z - max) in place (the logits are not needed
-             * again); f32 partial sums in 16 lanes, relative error ~1e-7·sqrt(V/16) */
-            float sum = 0.0f;
-            #pragma omp simd reduction(+ : sum)
-            for (int i = 0; i < V; i++) sum += (row[i] = fl_expf(row[i] - max));
-            double lse = max + log(sum);
-            row_loss[r] = lse - target_logit;
+            double lse = row_logsumexp(row, V);
+            row_loss[r] = lse - row[target];
             if (dinp) {
-                float scale = grad_scale / sum;
+                float l = (float)lse;
                 #pragma omp simd
-                for (int i = 0; i < V; i++) row[i] *= scale;
+                for (int i = 0; i < V; i++) row[i] = fl_expf(row[i] - l) * grad_scale;
                 row[target] -= grad_scale;
             }
         }

@@ -1,5 +1,6 @@
 /* gemm_bf16.c — the public bf16 GEMM entry points: run-time dispatch between the AVX512_BF16
- * kernel (gemm_bf16_avx512.c) and the portable C path below.
+ * kernel (gemm_bf16_avx512.c), the AVX2 + FMA kernel (gemm_bf16_avx2.c) and the portable C path
+ * below.
  *
  * The portable path computes the same function — bf16(A) · bf16 B, exact products, f32 sums — with
  * plain loops the compiler vectorizes for whatever target it is built for: B blocks are widened to
@@ -29,11 +30,29 @@ int fl_gemm_bf16_uses_avx512(void) {
 #endif
 }
 
+static int uses_avx2(void) {
+    if (force_fallback) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+const char *fl_gemm_bf16_path(void) {
+    return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : uses_avx2() ? "avx2" : "portable";
+}
+
 static void gemm_dispatch(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                           const uint16_t *B, int ldb, float beta, float *C, int ldc) {
 #if defined(__x86_64__) || defined(__i386__)
     if (fl_gemm_bf16_uses_avx512()) {
         fl_gemm_bf16_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (uses_avx2()) {
+        fl_gemm_bf16_avx2(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
 #endif

@@ -1,0 +1,331 @@
+/* gemm_bf16_avx2.c — the bf16 GEMM on CPUs with AVX2 + FMA but no AVX512_BF16 (Zen 2/3, Intel
+ * before Cooper Lake): the same function as gemm_bf16_avx512.c — A rounded to bf16 (RNE), B bf16,
+ * exact products, f32 sums — on 256-bit FMA.
+ *
+ * Without a bf16 dot-product instruction the products are f32 FMAs of widened values, so the B
+ * block is widened to f32 once, when it is packed, and the micro-kernel is an sgemm kernel:
+ *
+ *   B micro-panel (NR = 16 columns of C, one K block): [k][16] f32 — two aligned loads per k.
+ *     nt (B (N, K), an nn.Linear weight): 8 × 8 transposes of bf16 in registers, then widening;
+ *     nn (B (K, N)): rows widened as they are.
+ *   A micro-panel (MR = 6 rows of C, one K block): [k][6] f32, each value already rounded to bf16
+ *     — 8 × 8 transposes of rounded rows (two rows of zeros), six values kept per k.
+ *
+ * Micro-kernel: a 6 × 16 tile of C in 12 ymm accumulators (+ 2 for B, 1 broadcast); per k 2 B
+ * loads, 6 broadcasts from memory, 12 FMAs — FMA-bound (2 per cycle). Around it the blocking,
+ * threading and shared-B packing of the AVX-512 file, with its sizes scaled to 256-bit registers:
+ * K in equal blocks of at most KC = 384 (K = 576 + LoRA columns is two; the B micro-panel, 24 KB,
+ * stays in L1 beside the A micro-panel), MC = 96 rows per work item, NC = 2048 columns per B block.
+ * Details and measurements: docs/CPU-GEMM.md.
+ */
+#include "backend/cpu/gemm_bf16.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TGT __attribute__((target("avx2,fma")))
+
+#ifndef FL_G2_KC
+#define FL_G2_KC 384  /* most k per block; K is split into equal blocks below it */
+#endif
+#ifndef FL_G2_MC
+#define FL_G2_MC 96   /* rows per work item (multiple of MR) */
+#endif
+#ifndef FL_G2_NC
+#define FL_G2_NC 2048 /* columns per packed B block (multiple of NR) */
+#endif
+
+enum { MR = 6, NR = 16, KC = FL_G2_KC, MC = FL_G2_MC, NC = FL_G2_NC };
+_Static_assert(MC % MR == 0, "MC must be a multiple of MR");
+_Static_assert(NC % NR == 0, "NC must be a multiple of NR");
+
+static void *xaligned(size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) {
+        fprintf(stderr, "fastlora: out of memory (%zu bytes) in bf16 GEMM\n", bytes);
+        abort();
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- rounding and transposes */
+
+/* 8 f32 -> the f32 values of their bf16 rounding (RNE; NaN stays NaN, quieted), as fl_f32_to_bf16. */
+TGT static inline __m256 round_bf16(__m256 x) {
+    __m256i u = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+/* In-register transpose of 8 × 8 f32: r[i] element j -> r[j] element i. */
+TGT static inline void transpose8x8(__m256 r[8]) {
+    __m256 t[8], s[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        s[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        s[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        s[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        s[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(s[j], s[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(s[j], s[4 + j], 0x31);
+    }
+}
+
+/* 8 bf16 -> 8 f32 */
+TGT static inline __m256 widen8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+/* ---------------------------------------------------------------- packing */
+
+/* A rows [0, mr) (mr <= MR), k [0, kc) -> dst [kc][MR] f32 rounded to bf16; rows past mr are zero.
+ * dst has room for 2 floats past its end (the last 8-wide store overlaps). */
+TGT static void pack_a(float *restrict dst, const float *A, int lda, int mr, int kc) {
+    int k = 0;
+    __m256 r[8];
+    for (; k + 8 <= kc; k += 8) {
+        for (int i = 0; i < 8; i++) r[i] = i < mr ? round_bf16(_mm256_loadu_ps(A + (size_t)i * lda + k)) : _mm256_setzero_ps();
+        transpose8x8(r);
+        for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + (size_t)(k + j) * MR, r[j]); /* 6 kept, 2 overwritten next */
+    }
+    for (; k < kc; k++)
+        for (int i = 0; i < MR; i++) {
+            float v = 0.0f;
+            if (i < mr) _mm_store_ss(&v, _mm256_castps256_ps128(round_bf16(_mm256_set1_ps(A[(size_t)i * lda + k]))));
+            dst[(size_t)k * MR + i] = v;
+        }
+}
+
+/* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B; k [0, kc) -> dst [kc][NR] f32. */
+TGT static void pack_b_nt(float *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+    for (int g = 0; g < NR; g += 8) {
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = g + i < nr ? widen8(_mm_loadu_si128((const __m128i *)(B + (size_t)(g + i) * ldb + k)))
+                                  : _mm256_setzero_ps();
+            transpose8x8(r);
+            for (int j = 0; j < 8; j++) _mm256_store_ps(dst + (size_t)(k + j) * NR + g, r[j]);
+        }
+        for (; k < kc; k++)
+            for (int i = 0; i < 8; i++) {
+                uint32_t u = g + i < nr ? (uint32_t)B[(size_t)(g + i) * ldb + k] << 16 : 0;
+                memcpy(dst + (size_t)k * NR + g + i, &u, 4);
+            }
+    }
+}
+
+/* B panel for nn (B is (K, N)): row k, columns [0, nr) widened -> dst [kc][NR] f32. */
+TGT static void pack_b_nn(float *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+    for (int k = 0; k < kc; k++) {
+        const uint16_t *b = B + (size_t)k * ldb;
+        float *d = dst + (size_t)k * NR;
+        if (nr == NR) {
+            _mm256_store_ps(d, widen8(_mm_loadu_si128((const __m128i *)b)));
+            _mm256_store_ps(d + 8, widen8(_mm_loadu_si128((const __m128i *)(b + 8))));
+        } else {
+            for (int j = 0; j < NR; j++) {
+                uint32_t u = j < nr ? (uint32_t)b[j] << 16 : 0;
+                memcpy(d + j, &u, 4);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- micro-kernel */
+
+/* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kc k. beta == 0: C = alpha·acc (C not read);
+ * beta == 1: C += alpha·acc; else C = alpha·acc + beta·C. */
+TGT static void kernel(int kc, const float *restrict pa, const float *restrict pb, float *C, int ldc, int mr, int nr,
+                       float alpha, float beta) {
+    for (int r = 0; r < mr; r++) _mm_prefetch((const char *)(C + (size_t)r * ldc), _MM_HINT_T0);
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#define FL_G2_STEP(o)                                                                                 \
+    do {                                                                                              \
+        __m256 b0 = _mm256_load_ps(pb + (o) * NR), b1 = _mm256_load_ps(pb + (o) * NR + 8), a;        \
+        a = _mm256_broadcast_ss(pa + (o) * MR + 0); c00 = _mm256_fmadd_ps(a, b0, c00); c01 = _mm256_fmadd_ps(a, b1, c01); \
+        a = _mm256_broadcast_ss(pa + (o) * MR + 1); c10 = _mm256_fmadd_ps(a, b0, c10); c11 = _mm256_fmadd_ps(a, b1, c11); \
+        a = _mm256_broadcast_ss(pa + (o) * MR + 2); c20 = _mm256_fmadd_ps(a, b0, c20); c21 = _mm256_fmadd_ps(a, b1, c21); \
+        a = _mm256_broadcast_ss(pa + (o) * MR + 3); c30 = _mm256_fmadd_ps(a, b0, c30); c31 = _mm256_fmadd_ps(a, b1, c31); \
+        a = _mm256_broadcast_ss(pa + (o) * MR + 4); c40 = _mm256_fmadd_ps(a, b0, c40); c41 = _mm256_fmadd_ps(a, b1, c41); \
+        a = _mm256_broadcast_ss(pa + (o) * MR + 5); c50 = _mm256_fmadd_ps(a, b0, c50); c51 = _mm256_fmadd_ps(a, b1, c51); \
+    } while (0)
+    int k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        FL_G2_STEP(0);
+        FL_G2_STEP(1);
+        FL_G2_STEP(2);
+        FL_G2_STEP(3);
+        pa += 4 * MR;
+        pb += 4 * NR;
+    }
+    for (; k < kc; k++) {
+        FL_G2_STEP(0);
+        pa += MR;
+        pb += NR;
+    }
+#undef FL_G2_STEP
+    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), lane), m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8), lane);
+    for (int r = 0; r < mr; r++) {
+        float *c = C + (size_t)r * ldc;
+        __m256 x0 = _mm256_mul_ps(va, acc[r][0]), x1 = _mm256_mul_ps(va, acc[r][1]);
+        if (nr == NR) {
+            if (beta == 1.0f) {
+                x0 = _mm256_add_ps(x0, _mm256_loadu_ps(c));
+                x1 = _mm256_add_ps(x1, _mm256_loadu_ps(c + 8));
+            } else if (beta != 0.0f) {
+                x0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), x0);
+                x1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c + 8), x1);
+            }
+            _mm256_storeu_ps(c, x0);
+            _mm256_storeu_ps(c + 8, x1);
+        } else {
+            if (beta == 1.0f) {
+                x0 = _mm256_add_ps(x0, _mm256_maskload_ps(c, m0));
+                x1 = _mm256_add_ps(x1, _mm256_maskload_ps(c + 8, m1));
+            } else if (beta != 0.0f) {
+                x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c, m0), x0);
+                x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c + 8, m1), x1);
+            }
+            _mm256_maskstore_ps(c, m0, x0);
+            _mm256_maskstore_ps(c + 8, m1, x1);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static void scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int m = 0; m < M; m++) {
+        float *c = C + (size_t)m * ldc;
+        for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
+    }
+}
+
+#define KGROUP_BYTES ((size_t)8 << 20)
+#define PRIVATE_B_BYTES ((size_t)64 << 10)
+
+/* Packs B panel bi of a group: K block p0 + bi / npanels, panel bi % npanels of the jc block. */
+static void pack_b_item(float *bp, int bi, int npanels, int p0, int kc_blk, int K, int nc, int jc, int trans_b,
+                        const uint16_t *B, int ldb) {
+    int q = bi / npanels, j = bi % npanels;
+    int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+    int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+    float *dst = bp + (size_t)bi * kc_blk * NR;
+    if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
+    else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
+}
+
+void fl_gemm_bf16_avx2(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
+                       int ldb, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    double flops = 2.0 * M * N * K;
+    int nthreads = flops < 4e6 ? 1 : omp_get_max_threads();
+
+    int nkb = (K + KC - 1) / KC;
+    int kc_blk = (K + nkb - 1) / nkb;
+    size_t apanel = (size_t)kc_blk * MR + 8;   /* floats per A micro-panel (+ the overlapping store) */
+
+    int ncols = N < NC ? (N + NR - 1) / NR * NR : NC;
+    int npanels_max = ncols / NR;
+    /* K blocks are packed and run in groups of up to KGROUP_BYTES of packed B (L3-resident): two
+     * barriers per group, not per block (each may wait out another process's time slice). */
+    size_t bblock = sizeof(float) * (size_t)kc_blk * NR * npanels_max;   /* one K block */
+    int kgroup = (int)(KGROUP_BYTES / bblock);
+    if (kgroup < 1) kgroup = 1;
+    if (kgroup > nkb) kgroup = nkb;
+    /* a small B block (LoRA ranks) is packed by every thread for itself: no barrier */
+    int private_b = nthreads > 1 && bblock * kgroup <= PRIVATE_B_BYTES;
+    float *bp = private_b ? NULL : xaligned(bblock * kgroup);
+
+    /* rows per work item: about 4 items per thread, at most MC; with few rows, items also split
+     * the columns of a B block into chunks of panels */
+    int mtiles = (M + MR - 1) / MR;
+    int want = 4 * nthreads;
+    int mc = (mtiles + want - 1) / want * MR;
+    if (mc > MC) mc = MC;
+    if (mc < MR) mc = MR;
+    int nic = (M + mc - 1) / mc;
+
+    #pragma omp parallel num_threads(nthreads)
+    {
+        float *ap = xaligned(sizeof(float) * apanel * (size_t)(mc / MR));
+        float *bmine = private_b ? xaligned(bblock * kgroup) : NULL;
+        float *bpt = private_b ? bmine : bp;
+        for (int jc = 0; jc < N; jc += NC) {
+            int nc = N - jc < NC ? N - jc : NC;
+            int npanels = (nc + NR - 1) / NR;
+            int nchunks = nic >= 2 * nthreads ? 1 : (want + nic - 1) / nic;
+            if (nchunks > npanels) nchunks = npanels;
+            int ppc = (npanels + nchunks - 1) / nchunks;
+            nchunks = (npanels + ppc - 1) / ppc;
+            for (int p0 = 0; p0 < nkb; p0 += kgroup) {
+                int np = nkb - p0 < kgroup ? nkb - p0 : kgroup;
+                if (private_b) {
+                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, K, nc, jc, trans_b, B, ldb);
+                } else {
+                    #pragma omp for schedule(dynamic, 1)
+                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, K, nc, jc, trans_b, B, ldb);
+                    /* implicit barrier: B packed */
+                }
+                #pragma omp for schedule(dynamic, 1)
+                for (int item = 0; item < nic * nchunks; item++) {
+                    int ic = item / nchunks * mc, chunk = item % nchunks;
+                    int mcur = M - ic < mc ? M - ic : mc;
+                    int j0 = chunk * ppc, j1 = j0 + ppc < npanels ? j0 + ppc : npanels;
+                    for (int q = 0; q < np; q++) {
+                        int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
+                        float beta_k = pc == 0 ? beta : 1.0f;
+                        for (int ir = 0; ir < mcur; ir += MR) {
+                            int mr = mcur - ir < MR ? mcur - ir : MR;
+                            pack_a(ap + (size_t)(ir / MR) * apanel, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
+                        }
+                        for (int j = j0; j < j1; j++) {
+                            int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
+                            const float *pb = bpt + ((size_t)q * npanels + j) * kc_blk * NR;
+                            for (int ir = 0; ir < mcur; ir += MR) {
+                                int mr = mcur - ir < MR ? mcur - ir : MR;
+                                kernel(kc, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
+                                       mr, nr, alpha, beta_k);
+                            }
+                        }
+                    }
+                }
+                /* implicit barrier: C tiles of these K blocks done, B may be overwritten */
+            }
+        }
+        free(bmine);
+        free(ap);
+    }
+    free(bp);
+}
+
+#else /* not x86: never selected */
+
+void fl_gemm_bf16_avx2(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
+                       int ldb, float beta, float *C, int ldc) {
+    fl_gemm_bf16_portable(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+#endif
