@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/cpu/gemm_bf16.h"
 #include "bench/records.h"
 #include "bench/reference.h"
 #include "cli/args.h"
@@ -783,7 +784,8 @@ static int bench_main(int argc, char **argv) {
            c.version, c.weights, cfg->arch == FL_ARCH_QWEN2 ? "Qwen2" : "Llama", o.preset ? "random" : "loaded",
            fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, o.targets, lora_params / 1e6);
     printf("  device: %s (%s backend, %s weights, %s activations", c.device, be->name, c.dtype, c.act_dtype);
-    if (!c.is_cuda) printf(", %d threads", c.threads);
+    if (!c.is_cuda) printf(", %d threads, OMP_WAIT_POLICY %s, GEMM %s", c.threads,
+                           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(runtime default)", fl_gemm_bf16_path());
     if (c.driver[0]) printf(", driver %s", c.driver);
     if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
     printf("); loaded in %.1f s; memory limit %.2f GiB%s\n", t_load, limit / 1073741824.0,

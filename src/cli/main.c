@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_threads.h"
+
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -32,6 +34,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    fl_omp_default_environment(argv); /* passive OpenMP waiting unless the user chose (cpu_threads.h) */
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
