@@ -3,7 +3,7 @@
  *
  *   make && gcc -O2 -std=c11 -D_GNU_SOURCE -fopenmp -Isrc dev/cpu/op_profile.c build/libfastlora.a -o build/op_profile \
  *       -ljansson -lpcre2-8 -L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm
- *   build/op_profile [preset] [B] [T] [f32|bf16] [fused|unfused]
+ *   build/op_profile [preset] [B] [T] [f32|bf16] [fused|unfused] [steps]
  * "of which LoRA" counts the GEMMs with a side of at most 64 (the rank-sized ones at rank 16).
  * OMP_NUM_THREADS=1 times in thread CPU time (per-core cost, robust on a loaded machine).
  */
@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < B * T; i++) { ids[i] = (i * 7919) % m.cfg.vocab_size; tg[i] = (i * 104729) % m.cfg.vocab_size; }
     fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = tg};
     fl_adamw_config opt = fl_adamw_config_default();
-    int steps = 3;
+    int steps = argc > 6 ? atoi(argv[6]) : 3;
+    if (steps < 1) steps = 1;
     double total = 0;
     for (int s = 0; s <= steps; s++) {
         if (s == 1) { memset(spent, 0, sizeof spent); memset(calls, 0, sizeof calls); }

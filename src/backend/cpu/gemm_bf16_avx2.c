@@ -13,9 +13,12 @@
  *
  * Micro-kernel: a 6 × 16 tile of C in 12 ymm accumulators (+ 2 for B, 1 broadcast); per k 2 B
  * loads, 6 broadcasts from memory, 12 FMAs — FMA-bound (2 per cycle). Around it the blocking,
- * threading and shared-B packing of the AVX-512 file, with its sizes scaled to 256-bit registers:
- * K in equal blocks of at most KC = 384 (K = 576 + LoRA columns is two; the B micro-panel, 24 KB,
- * stays in L1 beside the A micro-panel), MC = 96 rows per work item, NC = 2048 columns per B block.
+ * threading and shared-B packing of the AVX-512 file (a B of at most 4 MB packed by each thread for
+ * itself instead: no barrier), with its sizes scaled to 256-bit registers:
+ * K in equal blocks of at most KC = 768 (K = 576 + LoRA columns is one, so C — the LM head's
+ * logits — is written once; the B micro-panel, up to 48 KB, streams from L2 at 64 bytes per 12
+ * FMAs, well within L2's 32 bytes per cycle, while the A micro-panel stays in L1), MC = 96 rows
+ * per work item, NC = 2048 columns per B block.
  * Details and measurements: docs/CPU-GEMM.md.
  */
 #include "backend/cpu/gemm_bf16.h"
@@ -31,7 +34,7 @@
 #define TGT __attribute__((target("avx2,fma")))
 
 #ifndef FL_G2_KC
-#define FL_G2_KC 384  /* most k per block; K is split into equal blocks below it */
+#define FL_G2_KC 768  /* most k per block; K is split into equal blocks below it */
 #endif
 #ifndef FL_G2_MC
 #define FL_G2_MC 96   /* rows per work item (multiple of MR) */
@@ -220,7 +223,7 @@ static void scale_c(int M, int N, float beta, float *C, int ldc) {
 }
 
 #define KGROUP_BYTES ((size_t)8 << 20)
-#define PRIVATE_B_BYTES ((size_t)64 << 10)
+#define PRIVATE_B_BYTES ((size_t)4 << 20)
 
 /* Packs B panel bi of a group: K block p0 + bi / npanels, panel bi % npanels of the jc block. */
 static void pack_b_item(float *bp, int bi, int npanels, int p0, int kc_blk, int K, int nc, int jc, int trans_b,
@@ -255,8 +258,11 @@ void fl_gemm_bf16_avx2(int trans_b, int M, int N, int K, float alpha, const floa
     int kgroup = (int)(KGROUP_BYTES / bblock);
     if (kgroup < 1) kgroup = 1;
     if (kgroup > nkb) kgroup = nkb;
-    /* a small B block (LoRA ranks) is packed by every thread for itself: no barrier */
-    int private_b = nthreads > 1 && bblock * kgroup <= PRIVATE_B_BYTES;
+    /* When all of B packs into PRIVATE_B_BYTES (every projection of a small model, the LoRA ranks),
+     * every thread packs all of it for itself — a duplicate of a few percent of the GEMM's work —
+     * and the call has no barrier but its end: on a machine whose cores are shared, a barrier waits
+     * out the time slice of whichever thread was descheduled. */
+    int private_b = nthreads > 1 && kgroup == nkb && N <= NC && bblock * kgroup <= PRIVATE_B_BYTES;
     float *bp = private_b ? NULL : xaligned(bblock * kgroup);
 
     /* rows per work item: about 4 items per thread, at most MC; with few rows, items also split
