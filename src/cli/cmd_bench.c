@@ -123,12 +123,19 @@ static void command_output(const char *cmd, char *out, size_t cap) {
     if (pclose(p) != 0) out[0] = 0;
 }
 
-/* fastlora's version: `git describe` of the checkout this binary was built in (<repo>/build/fastlora),
- * else the FL_VERSION the build baked in, else "unknown". */
+/* fastlora's version: $FASTLORA_VERSION when set (scripts that run a copy of the binary, e.g.
+ * scripts/cpu-peer-bench, name the commit it was built from), else `git describe` of the checkout
+ * this binary was built in (<repo>/build/fastlora), else the FL_VERSION the build baked in, else
+ * "unknown". */
 static void fastlora_version(char *out, size_t cap) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     out[0] = 0;
+    const char *given = getenv("FASTLORA_VERSION");
+    if (given && given[0]) {
+        snprintf(out, cap, "%s", given);
+        return;
+    }
     if (n > 0) {
         exe[n] = 0;
         for (int up = 0; up < 2; up++) {
