@@ -120,6 +120,11 @@ class LlamaCpp:
         llama_cpp.llama_backend_init()
         self.version = llama_cpp.__version__
         self.system_info = llama_cpp.llama_print_system_info().decode()
+        # llama.cpp's Unicode table lookup (src/unicode.h: unicode_cpt_flags_from_cpt, a 16-bit flag
+        # struct: 0x1 undefined, 0x2 \p{N}, 0x4 \p{L}, ...), exported by libllama under its C++ name
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(llama_cpp.__file__), "lib", "libllama.so"))
+        self.cpt_flags = lib._Z26unicode_cpt_flags_from_cptj
+        self.cpt_flags.restype, self.cpt_flags.argtypes = ctypes.c_uint16, [ctypes.c_uint32]
 
     def load(self, path, vocab_only=False):
         L = self.L
@@ -179,12 +184,15 @@ class LlamaCpp:
             raise RuntimeError("llama_tokenize: buffer too small")
         return list(buf[:n])
 
-    def detokenize(self, model, ids, skip_special):
+    def detokenize(self, model, ids, skip_special, raw=False):
+        """llama.cpp's bytes for ids, as text the usual way (one U+FFFD per maximal invalid subpart)."""
         L = self.L
         arr = (L.llama_token * max(1, len(ids)))(*ids)
         buf = ctypes.create_string_buffer(1 << 16)
         n = L.llama_detokenize(L.llama_model_get_vocab(model), arr, len(ids), buf, len(buf), False, not skip_special)
-        return None if n < 0 else buf.raw[:n].decode("utf-8", errors="replace")
+        if n < 0:
+            return None
+        return buf.raw[:n] if raw else buf.raw[:n].decode("utf-8", errors="replace")
 
     def meta(self, model, key):
         buf = ctypes.create_string_buffer(1 << 16)
@@ -340,24 +348,268 @@ def tiny_model(shared_model, out):
         shutil.copytree(os.path.join(shared_model, "original"), os.path.join(out, "original"))
 
 
-def explain_mismatch(lc, model, text, add_special, want):
-    """Why llama.cpp's ids differ from transformers' although the metadata is right, or None.
-    Two behaviours of llama.cpp's tokenizer itself (not of the GGUF) are recognized, each proved by
-    making the difference go away: it does not apply a tokenizer.json NFC normalizer (Qwen2), so
-    the NFC form of the text must give transformers' ids; and it turns vocabulary tokens that look
-    like end-of-generation markers ("</s>", "<|endoftext|>", ...) into control tokens even when the
-    model's vocabulary has them as plain text (Qwen2's "</s>" is), so without special-token parsing
-    the ids must be transformers'."""
-    import unicodedata
-    nfc = unicodedata.normalize("NFC", text)
-    if nfc != text and lc.tokenize(model, nfc, add_special) == want:
-        return "llama.cpp does not NFC-normalize (the NFC text gives transformers' ids)"
-    if lc.tokenize(model, text, add_special, parse_special=False) == want:
-        return "llama.cpp makes an end-of-generation-looking vocabulary token a control token (parsed as plain text it matches)"
+# ---- why llama.cpp's tokenizer differs from transformers -------------------------------------------
+#
+# Each cause is a behaviour of llama.cpp's tokenizer itself, whatever the GGUF says (a GGUF made by
+# llama.cpp's own convert_hf_to_gguf.py behaves identically: see converter_check). A difference is
+# explained only when removing its causes — and nothing else — gives transformers' result exactly;
+# the smallest set of causes that does is recorded. Anything else is unexplained and fails the check.
+
+CAUSES = {
+    "nfc": "llama.cpp does not run the tokenizer's normalizer (Qwen2's NFC, Unicode 9.0 tables in "
+           "transformers): the text normalized by transformers' own normalizer gives transformers' ids",
+    "eog_control": "llama.cpp makes a vocabulary token that looks like an end-of-generation marker a control "
+                   "token by its text ('</s>' in Qwen2's vocabulary, plain text for transformers): parsing only "
+                   "transformers' added tokens as special gives transformers' ids",
+    "unicode_15_1": "code points that are \\p{L} / \\p{N} for transformers' regex engine (Oniguruma, Unicode "
+                    "16.0) and unassigned in llama.cpp's own tables (Unicode 15.1): cut where transformers' "
+                    "pre-tokenizer cuts around them, llama.cpp gives transformers' ids",
+    "byte_fallback": "llama.cpp returns the bytes of byte tokens that are not valid UTF-8; transformers' "
+                     "ByteFallback decoder writes one U+FFFD per byte of such a run (not per maximal bad "
+                     "subpart): that rule applied to llama.cpp's own bytes gives transformers' text",
+    "space_after_special": "llama.cpp strips the SentencePiece leading space only from the first token, here "
+                           "a special token it does not print; transformers drops special tokens first: "
+                           "without them llama.cpp's text is transformers'",
+}
+
+
+class Reference:
+    """transformers' tokenizer as the fixtures were made (tools/make_tokenizer_fixtures.py), with what
+    llama.cpp does differently for this vocabulary: its added tokens, the vocabulary tokens llama.cpp
+    made control tokens that transformers does not, and the code points their regexes class apart."""
+
+    def __init__(self, lc, model, name):
+        import make_tokenizer_fixtures as mtf
+        from tokenizers import Regex, pre_tokenizers
+        self.lc, self.model = lc, model
+        self.tok = mtf.load(os.path.join(ROOT, "..", "shared"), name)[0]
+        added = self.tok.get_added_tokens_decoder()
+        self.added = sorted({t.content for t in added.values()}, key=len, reverse=True)
+        L = lc.L
+        vocab = L.llama_model_get_vocab(model)
+        real = len(self.tok.get_vocab())  # the GGUF's [PAD<id>] fillers beyond it are not transformers'
+        self.forced_control = [lc.token_text(model, i) for i in range(real)
+                               if L.llama_vocab_get_attr(vocab, i) & L.LLAMA_TOKEN_ATTR_CONTROL and i not in added]
+        self._is = {k: pre_tokenizers.Split(Regex(rf"\p{{{k}}}"), "removed") for k in "LN"}
+        self._apart = {}
+
+    def hf_class(self, c):
+        return tuple(not self._is[k].pre_tokenize_str(c) for k in "LN")
+
+    def classed_apart(self, text):
+        """The code points of text whose \\p{L} / \\p{N} membership differs between transformers'
+        Oniguruma and llama.cpp's unicode_cpt_flags_from_cpt."""
+        out = []
+        for c in sorted(set(text)):
+            if c not in self._apart:
+                f = self.lc.cpt_flags(ord(c))
+                self._apart[c] = self.hf_class(c) != (bool(f & 4), bool(f & 2))
+            if self._apart[c]:
+                out.append(c)
+        return out
+
+    def split_added(self, text):
+        """(start, end, is_added_token) spans of text, cut at transformers' added tokens."""
+        spans, i, start = [], 0, 0
+        while i < len(text):
+            m = next((a for a in self.added if text.startswith(a, i)), None)
+            if m is None:
+                i += 1
+                continue
+            if start < i:
+                spans.append((start, i, False))
+            spans.append((i, i + len(m), True))
+            i = start = i + len(m)
+        if start < len(text):
+            spans.append((start, len(text), False))
+        return spans
+
+
+def tokenize_without(ref, text, add_special, causes):
+    """llama.cpp's ids for text with the given causes removed."""
+    lc, model = ref.lc, ref.model
+    if "nfc" in causes and ref.tok.normalizer is not None:
+        text = ref.tok.normalizer.normalize_str(text)
+    spans = ref.split_added(text)
+    cuts = {0, len(text)}
+    if "eog_control" in causes:
+        cuts |= {x for a, b, _ in spans for x in (a, b)}
+    if "unicode_15_1" in causes:
+        apart = set(ref.classed_apart(text))
+        for a, b, is_added in spans:
+            if is_added:
+                continue
+            for _, (x, y) in ref.tok.pre_tokenizer.pre_tokenize_str(text[a:b]):
+                if apart & set(text[a + x:a + y]):
+                    cuts |= {a + x, a + y}
+    added = {(a, b) for a, b, is_added in spans if is_added}
+    ids = lc.tokenize(model, "", add_special)  # BOS where llama.cpp adds one (none of these adds EOS)
+    cuts = sorted(cuts)
+    for a, b in zip(cuts, cuts[1:]):
+        parse = (a, b) in added if "eog_control" in causes else True
+        ids += lc.tokenize(model, text[a:b], False, parse_special=parse)
+    return ids
+
+
+def explain_ids(ref, text, add_special, want):
+    """The smallest set of causes whose removal gives transformers' ids, or None."""
+    import itertools
+    present = []
+    if ref.tok.normalizer is not None and ref.tok.normalizer.normalize_str(text) != text:
+        present.append("nfc")
+    if any(t in text for t in ref.forced_control):
+        present.append("eog_control")
+    if ref.classed_apart(text):
+        present.append("unicode_15_1")
+    for k in range(1, len(present) + 1):
+        for causes in itertools.combinations(present, k):
+            if tokenize_without(ref, text, add_special, causes) == want:
+                return list(causes)
     return None
 
 
-def tokenizer_checks(fl, lc, tmp, results, templates):
+def decode_without(ref, ids, skip_special, causes):
+    """llama.cpp's text for ids with the given causes removed."""
+    lc, L = ref.lc, ref.lc.L
+    vocab = L.llama_model_get_vocab(ref.model)
+    if "space_after_special" in causes:
+        ids = [t for t in ids if not L.llama_vocab_get_attr(vocab, t) & L.LLAMA_TOKEN_ATTR_CONTROL]
+    if "byte_fallback" not in causes:
+        return lc.detokenize(ref.model, ids, skip_special)
+    text, run, prev = "", b"", b""
+    for k, t in enumerate(ids):  # each token's bytes as llama.cpp writes them in this sequence
+        cur = lc.detokenize(ref.model, ids[:k + 1], skip_special, raw=True)
+        piece, prev = cur[len(prev):], cur
+        if L.llama_vocab_get_attr(vocab, t) & L.LLAMA_TOKEN_ATTR_BYTE:
+            run += piece
+            continue
+        text += byte_fallback(run) + piece.decode("utf-8", errors="replace")
+        run = b""
+    return text + byte_fallback(run)
+
+
+def byte_fallback(run):
+    """transformers' ByteFallback decoder on the bytes of a run of byte tokens."""
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd" * len(run)
+
+
+def explain_decode(ref, ids, skip_special, want):
+    """The smallest set of decode causes whose removal gives transformers' text, or None."""
+    import itertools
+    L = ref.lc.L
+    vocab = L.llama_model_get_vocab(ref.model)
+    attrs = [L.llama_vocab_get_attr(vocab, t) for t in ids]
+    present = []
+    if any(a & L.LLAMA_TOKEN_ATTR_BYTE for a in attrs):
+        present.append("byte_fallback")
+    if skip_special and attrs and attrs[0] & L.LLAMA_TOKEN_ATTR_CONTROL:
+        present.append("space_after_special")
+    for k in range(1, len(present) + 1):
+        for causes in itertools.combinations(present, k):
+            if decode_without(ref, ids, skip_special, causes) == want:
+                return list(causes)
+    return None
+
+
+def tokenizer_compare(ref, all_rows, chats):
+    """llama.cpp's ids and texts on ref.model against transformers' (the fixture rows and chats):
+    counts, each difference with its causes (explained) or none (unexplained), and every llama.cpp
+    output in order (for converter_check)."""
+    lc, model = ref.lc, ref.model
+    rows = [x for x in all_rows if "text" in x]
+    decodes = [x for x in all_rows if "decode_ids" in x]
+    r = {"strings": len(rows), "ids_equal": 0, "ids_plain_equal": 0, "chats": len(chats), "chat_ids_equal": 0,
+         "decodes": len(decodes), "decode_equal": 0, "explained": [], "unexplained": [],
+         "forced_control": ref.forced_control}
+    outputs = []
+
+    def record(entry, key, got, want, causes):
+        outputs.append(got)
+        if got == want:
+            r[key] += 1
+            return
+        entry.update({"hf": want, "llama_cpp": got, "causes": causes})
+        if causes and "unicode_15_1" in causes:
+            entry["code_points"] = [f"U+{ord(c):04X}" for c in ref.classed_apart(entry.get("text") or entry["chat"])]
+        (r["explained"] if causes else r["unexplained"]).append(entry)
+
+    for row in rows:
+        for special, want, key in ((True, row["ids"], "ids_equal"), (False, row["ids_plain"], "ids_plain_equal")):
+            got = lc.tokenize(model, row["text"], add_special=special)
+            causes = None if got == want else explain_ids(ref, row["text"], special, want)
+            record({"text": row["text"], "add_special": special}, key, got, want, causes)
+    for c in chats:
+        got = lc.tokenize(model, c["text"], add_special=False)
+        causes = None if got == c["ids"] else explain_ids(ref, c["text"], False, c["ids"])
+        record({"chat": c["text"]}, "chat_ids_equal", got, c["ids"], causes)
+    for d in decodes:
+        skip = d.get("skip_special", False)
+        got = lc.detokenize(model, d["decode_ids"], skip)
+        causes = None if got == d["decoded"] else explain_decode(ref, d["decode_ids"], skip, d["decoded"])
+        record({"decode_ids": d["decode_ids"], "skip_special": skip}, "decode_equal", got, d["decoded"], causes)
+    r["by_cause"] = {k: sum(k in e["causes"] for e in r["explained"]) for k in CAUSES
+                     if any(k in e["causes"] for e in r["explained"])}
+    r["ok"] = not r["unexplained"]
+    return r, outputs
+
+
+def gguf_tokenizer_meta(path):
+    """The tokenizer.* keys of a GGUF, read with gguf-py."""
+    from gguf import GGUFReader
+    out = {}
+    for k, f in GGUFReader(path).fields.items():
+        if k.startswith("tokenizer."):
+            v = f.contents()
+            out[k] = v.tolist() if hasattr(v, "tolist") else v
+    return out
+
+
+def converter_check(lc, converter, folder, ref, all_rows, chats, ours, our_outputs, tmp):
+    """The GGUF that llama.cpp's own converter (convert_hf_to_gguf.py --vocab-only from the llama.cpp
+    source tree converter["src"], run by converter["python"]) makes of the same folder: its tokenizer
+    metadata against ours, and llama.cpp's tokenizer on it against llama.cpp's on ours, case by case.
+    Equal results mean each difference from transformers comes with llama.cpp's own conversion too."""
+    import copy
+    src = converter["src"]
+    name = os.path.basename(folder)
+    conv_folder = folder
+    if not os.path.exists(os.path.join(folder, "tokenizer.json")) and os.path.exists(os.path.join(folder, "original")):
+        # Llama-3.x with only tiktoken's original/tokenizer.model: the converter reads tokenizer.json,
+        # so it gets the one transformers' TikTokenConverter writes (the fixtures' reference)
+        conv_folder = folder + "-converter"
+        shutil.copytree(folder, conv_folder, dirs_exist_ok=True)
+        ref.tok.save(os.path.join(conv_folder, "tokenizer.json"))
+    out = os.path.join(tmp, f"{name}.converter.gguf")
+    env = {**os.environ, "PYTHONPATH": os.path.join(src, "gguf-py")}
+    p = subprocess.run([converter["python"], os.path.join(src, "convert_hf_to_gguf.py"), "--vocab-only",
+                        "--outfile", out, conv_folder], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"convert_hf_to_gguf.py on {name}: {p.stderr.strip()[-2000:]}")
+    a, b = gguf_tokenizer_meta(ours), gguf_tokenizer_meta(out)
+    meta = {}
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) == b.get(k):
+            continue
+        if isinstance(a.get(k), list) and isinstance(b.get(k), list) and len(a[k]) == len(b[k]):
+            meta[k] = f"{sum(x != y for x, y in zip(a[k], b[k]))} of {len(a[k])} values differ"
+        else:
+            meta[k] = {"fastlora": str(a.get(k))[:200], "converter": str(b.get(k))[:200]}
+    model = lc.load(out, vocab_only=True)
+    ref2 = copy.copy(ref)
+    ref2.model = model
+    r2, outputs = tokenizer_compare(ref2, all_rows, chats)
+    lc.L.llama_model_free(model)
+    same = sum(x == y for x, y in zip(outputs, our_outputs))
+    return {"tokenizer_meta_differs": meta, "cases": len(outputs), "same_llama_cpp_results": same,
+            "ids_equal": r2["ids_equal"], "ids_plain_equal": r2["ids_plain_equal"], "chat_ids_equal": r2["chat_ids_equal"],
+            "decode_equal": r2["decode_equal"], "by_cause": r2["by_cause"], "unexplained": len(r2["unexplained"]),
+            "ok": same == len(outputs) == len(our_outputs)}
+
+
+def tokenizer_checks(fl, lc, tmp, results, templates, converter=None):
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     shared = os.path.join(ROOT, "..", "shared", "models")
     for name in TOKENIZER_MODELS:
@@ -372,38 +624,19 @@ def tokenizer_checks(fl, lc, tmp, results, templates):
         fl.export(gguf, folder, type_="f16")
         model = lc.load(gguf, vocab_only=True)
         all_rows = [json.loads(l) for l in open(fixture, encoding="utf-8")]
-        rows = [r for r in all_rows if "text" in r]
-        decodes = [r for r in all_rows if "decode_ids" in r]
         chats = [json.loads(l) for l in open(fixture.replace(".jsonl", ".chat.jsonl"), encoding="utf-8")]
-        r = {"model": name, "strings": len(rows), "ids_equal": 0, "ids_plain_equal": 0, "chats": len(chats),
-             "chat_ids_equal": 0, "explained": [], "unexplained": []}
-        for row in rows:
-            for special, want, key in ((True, row["ids"], "ids_equal"), (False, row["ids_plain"], "ids_plain_equal")):
-                got = lc.tokenize(model, row["text"], add_special=special)
-                if got == want:
-                    r[key] += 1
-                    continue
-                why = explain_mismatch(lc, model, row["text"], special, want)
-                (r["explained"] if why else r["unexplained"]).append(
-                    {"text": row["text"], "add_special": special, "hf": want, "llama_cpp": got, "why": why})
-        for c in chats:
-            got = lc.tokenize(model, c["text"], add_special=False)
-            r["chat_ids_equal"] += got == c["ids"]
-            if got != c["ids"]:
-                r["unexplained"].append({"chat": c["text"][:200], "hf": c["ids"], "llama_cpp": got})
-        r["ok"] = not r["unexplained"] and r["chat_ids_equal"] == r["chats"]
-        # decoding is recorded, not required: llama.cpp's detokenizer is not transformers' decode
-        r.update({"decodes": len(decodes), "decode_equal": 0, "decode_differs": []})
-        for d in decodes:
-            got = lc.detokenize(model, d["decode_ids"], d.get("skip_special", False))
-            if got == d["decoded"]:
-                r["decode_equal"] += 1
-            else:
-                r["decode_differs"].append({"ids": d["decode_ids"], "hf": d["decoded"], "llama_cpp": got})
+        ref = Reference(lc, model, name)
+        r, outputs = tokenizer_compare(ref, all_rows, chats)
+        r["model"] = name
+        if converter:
+            r["converter"] = converter_check(lc, converter, folder, ref, all_rows, chats, gguf, outputs, tmp)
+            r["ok"] = r["ok"] and r["converter"]["ok"]
         results.append(r)
         print(f"  {name:26s} ids {r['ids_equal']}/{r['strings']}  plain {r['ids_plain_equal']}/{r['strings']}  "
-              f"chat ids {r['chat_ids_equal']}/{r['chats']}  explained {len(r['explained'])}  unexplained "
-              f"{len(r['unexplained'])}  (decode {r['decode_equal']}/{r['decodes']}) {'ok' if r['ok'] else 'FAIL'}")
+              f"chat ids {r['chat_ids_equal']}/{r['chats']}  decode {r['decode_equal']}/{r['decodes']}  "
+              f"explained {len(r['explained'])} {r['by_cause']}  unexplained {len(r['unexplained'])}"
+              f"{'  converter ' + ('same' if r['converter']['ok'] else 'DIFFERS') if converter else ''} "
+              f"{'ok' if r['ok'] else 'FAIL'}")
         # chat template: the GGUF's own, rendered from the GGUF metadata alone
         tmpl = lc.meta(model, "tokenizer.chat_template")
         folder_tmpl = None
@@ -441,6 +674,11 @@ def main():
     ap.add_argument("--setup", action="store_true", help=f"build llama-cpp-python=={PIN} into {VENV}")
     ap.add_argument("--fastlora", default=os.path.join(ROOT, "build", "fastlora"))
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "gguf", "llama_cpp_check.json"))
+    ap.add_argument("--converter", metavar="LLAMA_CPP_DIR",
+                    help="also convert each tokenizer folder with this llama.cpp tree's convert_hf_to_gguf.py "
+                         "--vocab-only and require llama.cpp's results on that file to equal those on ours")
+    ap.add_argument("--converter-python", default=sys.executable,
+                    help="the Python that runs the converter (needs torch, transformers, sentencepiece)")
     args = ap.parse_args()
     if args.setup:
         return setup()
@@ -452,12 +690,14 @@ def main():
     import importlib.metadata as md
     fl = Fastlora(os.path.abspath(args.fastlora))
     report = {"llama_cpp_python": lc.version, "pinned": PIN, "gguf_py": md.version("gguf"), "system_info": lc.system_info,
+              "tokenizers": md.version("tokenizers"), "transformers": md.version("transformers"), "causes": CAUSES,
               "tolerances": TOL, "logits": [], "tokenizer": [], "chat_template": [], "files": []}
     with tempfile.TemporaryDirectory(prefix="fastlora-llama-cpp-") as tmp:
         print("logits (fastlora f32 reference vs llama.cpp):")
         stories = logit_checks(fl, lc, tmp, report["logits"], report["files"])
         print("tokenizer and chat template (transformers fixtures vs llama.cpp on our GGUF):")
-        tokenizer_checks(fl, lc, tmp, report["tokenizer"], report["chat_template"])
+        converter = {"src": os.path.abspath(args.converter), "python": args.converter_python} if args.converter else None
+        tokenizer_checks(fl, lc, tmp, report["tokenizer"], report["chat_template"], converter)
         if stories:
             stories_tokenizer_check(fl, lc, stories, os.path.join(tmp, "stories260K-f32-base.gguf"), report["tokenizer"])
     report["ok"] = all(r["ok"] for k in ("logits", "tokenizer", "chat_template") for r in report[k])
