@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *tok = n > 1 ? fz_write("tok.bin", p[1].data, p[1].size) : NULL;
     const char *out = fz_path("out");
     fl_clear_error();
-    int status = fl_llama2c_convert(ckpt, tok, out);
+    int status = fl_llama2c_convert(ckpt, tok, out, 0);
     fz_check(status, "fl_llama2c_convert");
     if (status) return 0;
     fl_model_config cfg;
