@@ -216,28 +216,34 @@ TEST(bad_input_fuzz_config_parameter_overflow) {
 
 /* `plan --records`: a record's batch 1e300 was cast to int (undefined; UBSan float-cast-overflow),
  * and batch x seq = 2^40 tokens made the step's kernel count overflow int, so the predicted tok/s
- * came out negative. Now batch/seq/rank outside 1..2^20 skip the record, and the kernel count
+ * came out negative. Now plan reads records with the board's checked reader (a batch that is not an
+ * integer in range is an error naming the file, the line and the field), and the kernel count
  * saturates (its launch overhead stays in double). */
 TEST(bad_input_fuzz_plan_records_absurd_sizes) {
     test_file files[] = {
-        {"records.jsonl",
+        {"absurd.jsonl",
          "{\"tool\":\"fastlora\",\"model\":\"smollm2-135m\",\"device\":\"NVIDIA H100 80GB HBM3\",\"backend\":\"cuda\","
-         "\"batch\":1e300,\"seq\":512,\"rank\":16,\"train_tok_s\":1000.0}\n"
+         "\"weights\":\"smollm2-135m\",\"dtype\":\"bf16\",\"date\":\"2026-11-30\",\"batch\":1e300,\"seq\":512,\"rank\":16,\"train_tok_s\":1000.0}\n",
+         0},
+        {"huge.jsonl",
          "{\"tool\":\"fastlora\",\"model\":\"qwen2.5-7b\",\"device\":\"NVIDIA H100 80GB HBM3\",\"backend\":\"cuda\","
-         "\"batch\":1048576,\"seq\":1048576,\"rank\":16,\"train_tok_s\":1000.0}\n",
+         "\"weights\":\"qwen2.5-7b\",\"dtype\":\"bf16\",\"date\":\"2026-11-30\",\"batch\":1048576,\"seq\":1048576,\"rank\":16,\"train_tok_s\":1000.0}\n",
          0}};
     char dir[64], path[128];
-    CHECK(make_dir(dir, files, 1) == 0);
-    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    CHECK(make_dir(dir, files, 2) == 0);
     fl_gpu_catalog cat;
     if (fl_gpu_catalog_load(&cat, "data/gpus.csv")) {
-        remove_dir(dir, files, 1);
+        remove_dir(dir, files, 2);
         SKIP("data/gpus.csv not found (run from the project root)");
     }
     fl_plan_calibration cal;
+    snprintf(path, sizeof path, "%s/absurd.jsonl", dir);
+    CHECK_EQ_INT(fl_plan_calibration_load(&cal, path, &cat), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "absurd.jsonl");
+    CHECK_STR_CONTAINS(fl_last_error(), "batch");
+    fl_plan_calibration_free(&cal);
+    snprintf(path, sizeof path, "%s/huge.jsonl", dir);
     CHECK_EQ_INT(fl_plan_calibration_load(&cal, path, &cat), 0);
-    CHECK_EQ_INT(cal.n_skipped, 1);
-    CHECK_STR_CONTAINS(cal.notes, "line 1:");
     CHECK_EQ_INT(cal.n, 1);
     if (cal.n == 1) {
         const fl_plan_record *r = &cal.recs[0];
@@ -249,7 +255,7 @@ TEST(bad_input_fuzz_plan_records_absurd_sizes) {
     }
     fl_plan_calibration_free(&cal);
     fl_gpu_catalog_free(&cat);
-    remove_dir(dir, files, 1);
+    remove_dir(dir, files, 2);
 }
 
 /* `train --config`: an integer option of -2^63 went through llabs(), which is undefined there and

@@ -17,6 +17,7 @@
  * roundings: relative 2^-22) and the angle position · inv_freq once more (2^-24), so the angle
  * differs from the float64 one by at most |θ|·2^-21; each output element then by |Δθ|·(|a| + |b|)
  * plus the f32 rounding of cos, sin and the two-term sum (4·2^-24·(|a| + |b|)). */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ static double proc_kb(const char *key) {
 
 /* Peak bytes touched by building a tiny model and taking one forward + backward at 1 x T. */
 static double step_peak(int T) {
+    malloc_trim(0);   /* heap pages freed by the previous call leave the RSS: they would hide new ones */
     FILE *f = fopen("/proc/self/clear_refs", "w");   /* resets VmHWM to the current RSS */
     if (!f) return -1;
     fputs("5", f);

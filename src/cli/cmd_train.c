@@ -87,10 +87,6 @@ int cmd_train(int argc, char **argv) {
         m.recompute = o.recompute;
         have_model = !rc;
         if (!rc && o.adapter) rc = fl_model_load_adapter(&m, o.adapter);
-        if (!rc && o.seq > m.cfg.max_position_embeddings && fl_dist_prints_errors())
-            fprintf(stderr, "fastlora train: note: --seq %d is longer than the model's max_position_embeddings (%d): "
-                            "positions past it are outside what its RoPE%s was made for\n", o.seq,
-                    m.cfg.max_position_embeddings, m.cfg.rope_llama3 ? " scaling" : "");
     }
     fl_train_result res;
     if (!rc) rc = fl_train_run(&o, &m, tok, &res);

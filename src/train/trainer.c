@@ -451,6 +451,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     st.rows_per_step = rows_per_step;
     st.world_size = (uint64_t)dist->size;
 
+    /* after every input check: a bad input stays one line */
+    if (opt->seq > m->cfg.max_position_embeddings)
+        progress_message(&c.prog, "note: --seq %d is longer than the model's max_position_embeddings (%d): positions "
+                         "past it are outside what its RoPE%s was made for\n", opt->seq, m->cfg.max_position_embeddings,
+                         m->cfg.rope_llama3 ? " scaling" : "");
     progress_message(&c.prog,
                      "train: %zu documents (%zu bad lines skipped), %zu rows of %d per epoch%s; eval: %zu documents, %zu rows\n"
                      "%d steps of %d x %d rows%s (%zu per epoch, the last with the %zu rows left), lr %g %s (warmup %d), "
