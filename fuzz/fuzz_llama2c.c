@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (status) return 0;
     fl_model_config cfg;
     fl_base_weights w;
-    if (fl_config_load(&cfg, fz_path("out/config.json")) || fl_weights_load(&w, &cfg, out, fl_backend_cpu())) {
+    if (fl_config_load(&cfg, fz_path("out/config.json")) || fl_weights_load(&w, &cfg, out, fl_backend_cpu(), (fl_weights_reserve){0, 0})) {
         fprintf(stderr, "fuzz: the converted model does not load: %s\n", fl_last_error());
         abort();
     }

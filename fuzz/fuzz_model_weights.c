@@ -93,7 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fl_base_weights w;
     fl_model_config cfg;
     fl_clear_error();
-    int status = fl_weights_load(&w, &cfg, fz_path("model"), size & 1 ? fl_backend_cpu_bf16() : fl_backend_cpu());
+    int status = fl_weights_load(&w, &cfg, fz_path("model"), size & 1 ? fl_backend_cpu_bf16() : fl_backend_cpu(),
+                                 (fl_weights_reserve){0, 0});
     fz_check(status, "fl_weights_load");
     if (!status) fl_weights_free(&w);
     return 0;

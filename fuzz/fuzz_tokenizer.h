@@ -80,7 +80,7 @@ static inline void fz_tokenizer_use(fl_tokenizer *tok) {
     fl_chat_format format;
     fl_clear_error();
     if (fl_tokenizer_chat_format(tok, &format) == 0) {
-        fl_chat_message msgs[3] = {{"system", "Be brief."}, {"user", "Hi <|im_end|>"}, {"assistant", " Hello! "}};
+        fl_chat_message msgs[3] = {{"system", "Be brief.", 0}, {"user", "Hi <|im_end|>", 0}, {"assistant", " Hello! ", 0}};
         for (int gen = 0; gen < 2; gen++) {
             fl_chat_rendered r;
             fl_clear_error();
