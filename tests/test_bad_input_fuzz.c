@@ -132,7 +132,7 @@ TEST(bad_input_fuzz_llama2c_tokenizer_without_byte_tokens) {
         fputs(pieces[i], f);
     }
     fclose(f);
-    CHECK_EQ_INT(fl_llama2c_convert(ckpt, tokbin, out), 0);
+    CHECK_EQ_INT(fl_llama2c_convert(ckpt, tokbin, out, 0), 0);
     fl_tokenizer *tok = NULL;
     CHECK_EQ_INT(fl_tokenizer_load(&tok, out), 0);
     if (tok) {
@@ -276,7 +276,7 @@ TEST(bad_input_fuzz_llama2c_vocab_int_min) {
     CHECK(make_dir(dir, files, 1) == 0);
     snprintf(path, sizeof path, "%s/model.bin", dir);
     snprintf(out, sizeof out, "%s/out", dir);
-    CHECK_EQ_INT(fl_llama2c_convert(path, NULL, out), FL_ERR_INPUT);
+    CHECK_EQ_INT(fl_llama2c_convert(path, NULL, out, 0), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "is not a llama2.c v0 checkpoint");
     rmdir(out);
     remove_dir(dir, files, 1);
