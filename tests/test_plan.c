@@ -179,7 +179,7 @@ TEST(plan_step_flops_match_the_engine) {
     CHECK(fl_plan_step_time(&cfg, &lc, 4, 1024, 2, 0, &d2).step_s < s.step_s);
     /* the solver inverts the model */
     int clamped;
-    double eff = fl_plan_solve_efficiency(&cfg, &lc, 4, 1024, 2, &d, s.step_s, &clamped);
+    double eff = fl_plan_solve_efficiency(&cfg, &lc, 4, 1024, 2, 0, &d, s.step_s, &clamped);
     CHECK_CLOSE(eff, 0.5, 1e-6, 0);
     CHECK(!clamped);
 }
@@ -217,6 +217,49 @@ TEST(plan_records_calibrate_and_measure) {
     fl_plan_gpu(&rq, h100, &cal, &r);
     CHECK(!r.measured);
     CHECK_STR_CONTAINS(r.tok_s_source, "of this device");
+    fl_plan_calibration_free(&cal);
+    fl_gpu_catalog_free(&cat);
+}
+
+/* A record carries its run's quant and recompute (bench --json writes both): the efficiency is
+ * solved with them, the --check memory column models them, and a record is the measurement only
+ * of a plan with the same ones. Before, every record was taken as a float base without recompute:
+ * an NF4 + recompute record calibrated the float model and stood in for the float run. */
+TEST(plan_records_keep_quant_and_recompute) {
+    fl_gpu_catalog cat;
+    if (fl_gpu_catalog_load(&cat, "data/gpus.csv")) SKIP("data/gpus.csv not found");
+    fl_plan_calibration cal;
+    CHECK_EQ_INT(fl_plan_calibration_load(&cal, FIX "records-nf4.jsonl", &cat), 0);
+    CHECK_EQ_INT(cal.n, 2);
+    CHECK_STR_CONTAINS(cal.notes, "line 3: unknown quant");
+    CHECK_EQ_INT(cal.recs[0].mode, 0);
+    CHECK_EQ_INT(cal.recs[1].mode, FL_PLAN_NF4 | FL_PLAN_RECOMPUTE);
+    const fl_gpu_spec *h100 = fl_gpu_catalog_find(&cat, "H100 SXM");
+    /* the solved efficiency reproduces the NF4 + recompute record's step time with its own mode */
+    fl_plan_device d = fl_plan_device_for(h100, FL_TARGET_CUDA, NULL, (char[160]){0}, 160);
+    d.compute_eff = cal.recs[1].efficiency;
+    CHECK(cal.recs[1].efficiency > 0.01 && cal.recs[1].efficiency < 1.0);   /* not clamped */
+    CHECK_CLOSE(fl_plan_step_time(&cal.recs[1].cfg, &cal.recs[1].lc, 4, 512, 2, FL_PLAN_NF4 | FL_PLAN_RECOMPUTE, &d).step_s,
+                29.2571429e-3, 0, 1e-6);
+    fl_plan_request rq = fl_plan_request_default();
+    CHECK_EQ_INT(fl_config_preset(&rq.cfg, "smollm2-135m"), 0);
+    rq.batch = 4;
+    rq.seq = 512;
+    rq.tokens = 1e6;
+    fl_plan_result r;
+    rq.quant = FL_QUANT_NF4;
+    rq.recompute = FL_RECOMPUTE_ON;
+    fl_plan_gpu(&rq, h100, &cal, &r);
+    CHECK(r.measured);
+    CHECK_CLOSE(r.tok_s, 70000.0, 0, 1e-12);
+    rq.quant = FL_QUANT_NONE;
+    rq.recompute = FL_RECOMPUTE_OFF;
+    fl_plan_gpu(&rq, h100, &cal, &r);
+    CHECK(r.measured);
+    CHECK_CLOSE(r.tok_s, 120000.0, 0, 1e-12);
+    rq.recompute = FL_RECOMPUTE_ON;   /* float base with recompute: no record of that run */
+    fl_plan_gpu(&rq, h100, &cal, &r);
+    CHECK(!r.measured);
     fl_plan_calibration_free(&cal);
     fl_gpu_catalog_free(&cat);
 }

@@ -186,9 +186,13 @@ int fl_bench_record_from_json(fl_bench_record *r, const json_t *o, const char *f
     FL_TRY(get_number(o, "ms_per_step", 0, 1, 0, &r->ms_per_step, file, line));
     FL_TRY(get_number(o, "peak_mem_bytes", 0, 0, 0, &r->peak_mem_bytes, file, line));
     FL_TRY(get_number(o, "mfu", 0, 0, -1.0, &r->mfu, file, line));
+    FL_TRY(get_string(o, "quant", 0, r->quant, sizeof r->quant, file, line));
     const json_t *v = json_object_get(o, "interrupted");
     if (v && !json_is_null(v) && !json_is_boolean(v)) return bad_field(file, line, "interrupted", "true or false", v);
     r->interrupted = v && json_is_true(v);
+    v = json_object_get(o, "recompute");
+    if (v && !json_is_null(v) && !json_is_boolean(v)) return bad_field(file, line, "recompute", "true or false", v);
+    r->recompute = v && json_is_true(v);
     FL_TRY(get_string(o, "date", 1, r->date, sizeof r->date, file, line));
     return 0;
 }

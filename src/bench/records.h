@@ -31,6 +31,8 @@ typedef struct {
     char version[96];      /* the tool's version (fastlora: git describe); "" when absent */
     char model[512];       /* what ran: a preset name or a model folder (fastlora bench); "" when absent */
     char targets[160];     /* adapted projections, ','-joined ("q_proj,k_proj,..."); "" when absent */
+    char quant[16];        /* frozen projections: "nf4" or "none"; "" when absent (a float base) */
+    int recompute;         /* activation recompute was on; 0 when absent */
     /* the configuration */
     int batch, seq, rank;
     int threads;           /* CPU threads; 0 when absent */

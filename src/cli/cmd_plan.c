@@ -104,7 +104,7 @@ static void print_check(const fl_plan_calibration *cal, const char *path) {
                r->seq, r->train_tok_s, r->predicted_tok_s, err, r->efficiency);
         if (r->peak_mem_bytes > 0) {
             fl_plan_target tg = strcasecmp(r->backend, "cpu") ? FL_TARGET_CUDA : FL_TARGET_CPU;
-            double model = fl_plan_memory_compute(&r->cfg, &r->lc, r->batch, r->seq, tg, 0).total;
+            double model = fl_plan_memory_compute(&r->cfg, &r->lc, r->batch, r->seq, tg, r->mode).total;
             double merr = (model - r->peak_mem_bytes) / r->peak_mem_bytes * 100;
             msum += fabs(merr);
             mn++;

@@ -182,17 +182,17 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
 }
 
 double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, size_t act_size,
-                                const fl_plan_device *dev, double measured_s, int *clamped) {
+                                unsigned mode, const fl_plan_device *dev, double measured_s, int *clamped) {
     fl_plan_device d = *dev;
     double lo = 0.01, hi = 1.0;
     *clamped = 0;
     d.compute_eff = hi;
-    if (fl_plan_step_time(cfg, lc, B, T, act_size, 0, &d).step_s >= measured_s) { *clamped = 1; return hi; }
+    if (fl_plan_step_time(cfg, lc, B, T, act_size, mode, &d).step_s >= measured_s) { *clamped = 1; return hi; }
     d.compute_eff = lo;
-    if (fl_plan_step_time(cfg, lc, B, T, act_size, 0, &d).step_s <= measured_s) { *clamped = 1; return lo; }
+    if (fl_plan_step_time(cfg, lc, B, T, act_size, mode, &d).step_s <= measured_s) { *clamped = 1; return lo; }
     for (int it = 0; it < 60; it++) {   /* step time falls as efficiency rises */
         d.compute_eff = 0.5 * (lo + hi);
-        if (fl_plan_step_time(cfg, lc, B, T, act_size, 0, &d).step_s > measured_s) lo = d.compute_eff;
+        if (fl_plan_step_time(cfg, lc, B, T, act_size, mode, &d).step_s > measured_s) lo = d.compute_eff;
         else hi = d.compute_eff;
     }
     return 0.5 * (lo + hi);
@@ -271,7 +271,9 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
         r.ms_per_step = b->ms_per_step;
         r.peak_mem_bytes = b->peak_mem_bytes;
         const char *why = NULL;
+        r.mode = (b->recompute ? FL_PLAN_RECOMPUTE : 0) | (!strcmp(b->quant, "nf4") ? FL_PLAN_NF4 : 0);
         if (strcmp(b->tool, "fastlora")) why = "another tool's record";
+        else if (b->quant[0] && strcmp(b->quant, "none") && strcmp(b->quant, "nf4")) why = "unknown quant";
         else if (fl_plan_resolve_model(&r.cfg, b->model[0] ? b->model : b->weights)) why = "unknown model";
         if (!why) {
             r.lc = fl_lora_config_default();
@@ -299,7 +301,7 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
             int clamped;
             size_t act = strstr(r.dtype, "32") ? 4 : 2;
             double ms = r.ms_per_step > 0 ? r.ms_per_step : (double)r.batch * r.seq / r.train_tok_s * 1e3;
-            r.efficiency = fl_plan_solve_efficiency(&r.cfg, &r.lc, r.batch, r.seq, act, &d, ms * 1e-3, &clamped);
+            r.efficiency = fl_plan_solve_efficiency(&r.cfg, &r.lc, r.batch, r.seq, act, r.mode, &d, ms * 1e-3, &clamped);
         }
         cal->recs[cal->n++] = r;
     }
@@ -329,7 +331,7 @@ int fl_plan_calibration_load(fl_plan_calibration *cal, const char *path, const f
         fl_plan_device d = base_device(r->gpu, record_is_cuda(r) ? FL_TARGET_CUDA : FL_TARGET_CPU);
         if (n) d.compute_eff = median(v, n);
         size_t act = strstr(r->dtype, "32") ? 4 : 2;
-        r->predicted_tok_s = fl_plan_step_time(&r->cfg, &r->lc, r->batch, r->seq, act, 0, &d).tok_s;
+        r->predicted_tok_s = fl_plan_step_time(&r->cfg, &r->lc, r->batch, r->seq, act, r->mode, &d).tok_s;
     }
     free(v);
     return 0;
@@ -446,10 +448,11 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
     out->step = best_step;
     out->tok_s = best_step.tok_s;
     snprintf(out->tok_s_source, sizeof out->tok_s_source, "%s", how);
-    /* a measured record of this device and this exact run wins (records are of float bases, no recompute) */
-    for (int i = 0; cal && i < cal->n && !best_rc && !q; i++) {
+    /* a measured record of this device and this exact run (quant and recompute included) wins */
+    for (int i = 0; cal && i < cal->n; i++) {
         const fl_plan_record *r = &cal->recs[i];
         if (!r->gpu || strcmp(r->gpu->name, gpu->name) || record_is_cuda(r) != (tg == FL_TARGET_CUDA)) continue;
+        if (r->mode != (q | (best_rc ? FL_PLAN_RECOMPUTE : 0))) continue;
         if (r->batch != best_mb || r->seq != T || r->rank != lc->rank || r->lc.target_mask != lc->target_mask ||
             !same_model(r, cfg))
             continue;

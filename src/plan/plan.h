@@ -104,13 +104,14 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
 /* The compute efficiency that makes the model's step time equal `measured_s` (clamped to
  * [0.01, 1]); *clamped set when it had to clamp. */
 double fl_plan_solve_efficiency(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, size_t act_size,
-                                const fl_plan_device *dev, double measured_s, int *clamped);
+                                unsigned mode, const fl_plan_device *dev, double measured_s, int *clamped);
 
 /* ---- bench records (calibration and measurements) -------------------------------------------- */
 
 typedef struct {
     char device[256], backend[32], dtype[32], model[512], targets[160];
     int batch, seq, rank;
+    unsigned mode;             /* FL_PLAN_* bits of the run (its quant and recompute) */
     double train_tok_s, ms_per_step, peak_mem_bytes;
     int line;
     /* resolved */
