@@ -52,7 +52,7 @@ static void rm_rf(const char *dir) {
 
 TEST(export_files_llama_cpp_verified) {
     json_error_t err;
-    json_t *root = json_load_file(RESULTS, 0, &err);
+    json_t *root = json_load_file(RESULTS, JSON_ALLOW_NUL, &err);
     CHECK_MSG(root != NULL, "%s: %s", RESULTS, err.text);
     if (!root) return;
     CHECK(json_is_true(json_object_get(root, "ok")));
