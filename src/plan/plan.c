@@ -64,7 +64,7 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
         m.context = FL_PLAN_CUDA_CONTEXT_BYTES;
     } else {
         m.logits = cpu_logits_bytes((size_t)N, cfg->vocab_size);
-        m.attn_ws = 0;   /* T floats per thread (cpu_attention.c): negligible */
+        m.attn_ws = (double)fl_cpu_attention_partial_bytes(B, T, cfg->n_heads, cfg->head_dim);
         m.gemm_ws = nf4 ? cpu_nf4_scratch_bytes(cfg) : 0;   /* OpenBLAS buffers belong to the process baseline */
         m.context = 0;
     }

@@ -10,13 +10,15 @@
  *
  * Blocking: queries go in blocks of QB rows; a block sees keys [0, t_end) and its scores are one
  * (QB, t_end) GEMM, so all the arithmetic runs in sgemm (single-threaded inside our parallel
- * loop). Only the diagonal block computes masked-out entries. Scratch is O(QB·T) per thread. */
+ * loop). Only the diagonal block computes masked-out entries. Scratch is O(QB·T) per thread, plus
+ * the backward's per-head dK/dV partials (cpu_plan.h), summed per group in a fixed order. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_plan.h"
 #include "common/error.h"
 #include "common/fastmath.h"
 
@@ -86,6 +88,18 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
     }
 }
 
+/* Per-head dK/dV partials (B, NH, T, HS) each, kept between calls (one step runs at a time). */
+static float *grow_partials(size_t n) {
+    static float *buf;
+    static size_t cap;
+    if (n > cap) {
+        free(buf);
+        cap = n;
+        buf = fl_malloc(sizeof(float) * cap);
+    }
+    return buf;
+}
+
 void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, const void *out_, const float *lse,
                             const void *q_, const void *k_, const void *v_, const int32_t *seg_start, int B, int T,
                             int NH, int NKV, int HS, int ld_qkv) {
@@ -94,53 +108,74 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
     int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
     float scale = 1.0f / sqrtf((float)HS);
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
-    /* One task per (batch, kv head): it owns dk/dv of that head, so no two threads write the same row. */
+    /* One task per (batch, query head): B·NH tasks balance better than B·NKV (3 for 2 threads at
+     * B = 1 on SmolLM2). A task owns its dq columns and writes its dK/dV contributions into its own
+     * partial (T, HS) pair; the heads of a group are then summed in head order, so the result does
+     * not depend on the thread count. */
+    size_t part_elems = (size_t)T * HS;
+    float *parts = grow_partials(fl_cpu_attention_partial_bytes(B, T, NH, HS) / sizeof(float));
     #pragma omp parallel
     {
         float *S = fl_malloc(sizeof(float) * QB * (size_t)T), *P = fl_malloc(sizeof(float) * QB * (size_t)T);
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int b = 0; b < B; b++)
-            for (int kvh = 0; kvh < NKV; kvh++) {
+            for (int h = 0; h < NH; h++) {
+                int kvh = h / group;
                 const float *k_b = k + (size_t)b * T * ldkv + (size_t)kvh * HS;
                 const float *v_b = v + (size_t)b * T * ldkv + (size_t)kvh * HS;
-                float *dk_b = dk + (size_t)b * T * ldkv + (size_t)kvh * HS;
-                float *dv_b = dv + (size_t)b * T * ldkv + (size_t)kvh * HS;
-                for (int t = 0; t < T; t++) {
-                    memset(dk_b + (size_t)t * ldkv, 0, sizeof(float) * (size_t)HS);
-                    memset(dv_b + (size_t)t * ldkv, 0, sizeof(float) * (size_t)HS);
-                }
-                for (int h = kvh * group; h < (kvh + 1) * group; h++)
-                    for (int blk = 0; blk < n_blocks; blk++) {
-                        int t0 = blk * QB, rows = T - t0 < QB ? T - t0 : QB, n_keys = t0 + rows;
-                        size_t q_off = ((size_t)b * T + t0) * ldq + (size_t)h * HS;
-                        size_t o_off = ((size_t)b * T + t0) * ldo + (size_t)h * HS;
-                        const float *q_blk = q + q_off, *do_blk = dout + o_off, *o_blk = out + o_off;
-                        const float *lse_blk = lse + ((size_t)b * NH + h) * T + t0;
-                        scores_gemm(S, q_blk, ldq, k_b, ldkv, rows, n_keys, HS);
-                        masked_softmax_rows(P, S, rows, n_keys, t0, seg_start + (size_t)b * T + t0, scale, lse_blk, NULL);
-                        /* dV += Pᵀ · dO */
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, P, n_keys, do_blk,
-                                    ldo, 1.0f, dv_b, ldkv);
-                        /* dP (in S) = dO · Vᵀ;  dS = P ⊙ (dP − D) · scale */
-                        scores_gemm(S, do_blk, ldo, v_b, ldkv, rows, n_keys, HS);
-                        for (int r = 0; r < rows; r++) {
-                            const float *dor = do_blk + (size_t)r * ldo, *orow = o_blk + (size_t)r * ldo;
-                            float D = 0.0f;
-                            #pragma omp simd reduction(+ : D)
-                            for (int e = 0; e < HS; e++) D += dor[e] * orow[e];
-                            float *s = S + (size_t)r * n_keys;
-                            const float *p = P + (size_t)r * n_keys;
-                            #pragma omp simd
-                            for (int j = 0; j < n_keys; j++) s[j] = p[j] * (s[j] - D) * scale;
-                        }
-                        /* dQ_blk = dS · K;  dK += dSᵀ · Q_blk */
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, n_keys, 1.0f, S, n_keys, k_b,
-                                    ldkv, 0.0f, dq + q_off, ldq);
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, S, n_keys, q_blk,
-                                    ldq, 1.0f, dk_b, ldkv);
+                float *dk_h = parts + (2 * ((size_t)b * NH + h)) * part_elems; // (T, HS)
+                float *dv_h = dk_h + part_elems;                                // (T, HS)
+                memset(dk_h, 0, sizeof(float) * 2 * part_elems);
+                for (int blk = 0; blk < n_blocks; blk++) {
+                    int t0 = blk * QB, rows = T - t0 < QB ? T - t0 : QB, n_keys = t0 + rows;
+                    size_t q_off = ((size_t)b * T + t0) * ldq + (size_t)h * HS;
+                    size_t o_off = ((size_t)b * T + t0) * ldo + (size_t)h * HS;
+                    const float *q_blk = q + q_off, *do_blk = dout + o_off, *o_blk = out + o_off;
+                    const float *lse_blk = lse + ((size_t)b * NH + h) * T + t0;
+                    scores_gemm(S, q_blk, ldq, k_b, ldkv, rows, n_keys, HS);
+                    masked_softmax_rows(P, S, rows, n_keys, t0, seg_start + (size_t)b * T + t0, scale, lse_blk, NULL);
+                    /* dV_h += Pᵀ · dO */
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, P, n_keys, do_blk,
+                                ldo, 1.0f, dv_h, HS);
+                    /* dP (in S) = dO · Vᵀ;  dS = P ⊙ (dP − D) · scale */
+                    scores_gemm(S, do_blk, ldo, v_b, ldkv, rows, n_keys, HS);
+                    for (int r = 0; r < rows; r++) {
+                        const float *dor = do_blk + (size_t)r * ldo, *orow = o_blk + (size_t)r * ldo;
+                        float D = 0.0f;
+                        #pragma omp simd reduction(+ : D)
+                        for (int e = 0; e < HS; e++) D += dor[e] * orow[e];
+                        float *s = S + (size_t)r * n_keys;
+                        const float *p = P + (size_t)r * n_keys;
+                        #pragma omp simd
+                        for (int j = 0; j < n_keys; j++) s[j] = p[j] * (s[j] - D) * scale;
                     }
+                    /* dQ_blk = dS · K;  dK_h += dSᵀ · Q_blk */
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, n_keys, 1.0f, S, n_keys, k_b, ldkv,
+                                0.0f, dq + q_off, ldq);
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_keys, HS, rows, 1.0f, S, n_keys, q_blk, ldq,
+                                1.0f, dk_h, HS);
+                }
             }
         free(S);
         free(P);
+        /* dK, dV (rows of stride ld_qkv) = Σ over the group's heads, in head order */
+        #pragma omp for schedule(static) collapse(2)
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int kvh = 0; kvh < NKV; kvh++) {
+                    float *dk_row = dk + ((size_t)b * T + t) * ldkv + (size_t)kvh * HS;
+                    float *dv_row = dv + ((size_t)b * T + t) * ldkv + (size_t)kvh * HS;
+                    const float *first = parts + (2 * ((size_t)b * NH + (size_t)kvh * group)) * part_elems + (size_t)t * HS;
+                    memcpy(dk_row, first, sizeof(float) * (size_t)HS);
+                    memcpy(dv_row, first + part_elems, sizeof(float) * (size_t)HS);
+                    for (int g = 1; g < group; g++) {
+                        const float *pk = first + 2 * (size_t)g * part_elems, *pv = pk + part_elems;
+                        #pragma omp simd
+                        for (int e = 0; e < HS; e++) {
+                            dk_row[e] += pk[e];
+                            dv_row[e] += pv[e];
+                        }
+                    }
+                }
     }
 }

@@ -1,5 +1,6 @@
 /* cpu_plan.h — the CPU backend's sizing arithmetic that the memory planner (plan/plan.c) must
- * agree with: the LM head's chunk of f32 logits (cpu_loss.c). Plain arithmetic, no allocation. */
+ * agree with: the LM head's chunk of f32 logits (cpu_loss.c) and the attention backward's per-head
+ * dK/dV partials (cpu_attention.c). Plain arithmetic, no allocation. */
 #ifndef FL_CPU_PLAN_H
 #define FL_CPU_PLAN_H
 
@@ -11,5 +12,11 @@
  * whose logits fit the budget — but chunks of up to 64 rows however large V is (GEMMs of fewer
  * rows spend their time packing the (V, C) weight). */
 size_t fl_cpu_lm_head_chunk_rows(size_t N, int V);
+
+/* The attention backward's dK and dV partials, one (T, HS) pair per (batch row, query head), f32:
+ * kept between steps (cpu_attention.c). */
+static inline size_t fl_cpu_attention_partial_bytes(int B, int T, int NH, int HS) {
+    return 2 * (size_t)B * (size_t)NH * (size_t)T * (size_t)HS * sizeof(float);
+}
 
 #endif
