@@ -105,34 +105,52 @@ TEST(bad_input_fuzz_word_with_no_tokens) {
 
 static void put_i32(FILE *f, int32_t v) { fwrite(&v, 4, 1, f); }
 
-/* A llama2.c tokenizer .bin without the 256 <0xNN> byte tokens used to convert into a tokenizer.json
- * with byte_fallback on, which then failed to load ("token <0x00> is missing"): the converter wrote
- * a folder it could not read. Byte fallback is now on only when all 256 byte tokens are there. */
-TEST(bad_input_fuzz_llama2c_tokenizer_without_byte_tokens) {
-    char dir[64];
-    CHECK(make_dir(dir, NULL, 0) == 0);
+/* Writes a zero-weight llama2.c checkpoint (dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, tied,
+ * seq 4) with vocab n_pieces into DIR/model.bin, and the tokenizer .bin of PIECES (scores -i) into
+ * DIR/tok.bin; converts them into DIR/out and returns the converter's status. */
+static int convert_llama2c_pieces(const char *dir, const char *const *pieces, int n_pieces) {
     char ckpt[128], tokbin[128], out[128];
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", dir);
     snprintf(tokbin, sizeof tokbin, "%s/tok.bin", dir);
     snprintf(out, sizeof out, "%s/out", dir);
-    /* dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab 8 (tied), seq 4: zero weights */
     FILE *f = fopen(ckpt, "wb");
-    const int32_t hdr[7] = {8, 16, 1, 2, 1, 8, 4};
+    const int32_t hdr[7] = {8, 16, 1, 2, 1, n_pieces, 4};
     for (int i = 0; i < 7; i++) put_i32(f, hdr[i]);
-    size_t n_floats = 8 * 8 + 8 + 64 + 2 * 4 * 8 + 64 + 8 + 3 * 16 * 8 + 8 + 4 * 2 * 2;
+    size_t n_floats = (size_t)n_pieces * 8 + 8 + 64 + 2 * 4 * 8 + 64 + 8 + 3 * 16 * 8 + 8 + 4 * 2 * 2;
     for (size_t i = 0; i < n_floats; i++) { float z = 0; fwrite(&z, 4, 1, f); }
     fclose(f);
     f = fopen(tokbin, "wb");
     put_i32(f, 16);
-    const char *pieces[8] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a", "b", "ab", " ab"};
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < n_pieces; i++) {
         float score = (float)-i;
         fwrite(&score, 4, 1, f);
         put_i32(f, (int32_t)strlen(pieces[i]));
         fputs(pieces[i], f);
     }
     fclose(f);
-    CHECK_EQ_INT(fl_llama2c_convert(ckpt, tokbin, out, 0), 0);
+    return fl_llama2c_convert(ckpt, tokbin, out, 0);
+}
+
+static void remove_llama2c_pieces(const char *dir) {
+    const char *names[] = {"out/model.safetensors", "out/config.json", "out/generation_config.json",
+                           "out/tokenizer.json", "out/tokenizer_config.json", "out", "model.bin", "tok.bin"};
+    for (int i = 0; i < 8; i++) {
+        char p[192];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        if (remove(p)) CHECK_STR_CONTAINS(names[i], "out/"); /* only the folder's files may be absent */
+    }
+    rmdir(dir);
+}
+
+/* A llama2.c tokenizer .bin without the 256 <0xNN> byte tokens used to convert into a tokenizer.json
+ * with byte_fallback on, which then failed to load ("token <0x00> is missing"): the converter wrote
+ * a folder it could not read. Byte fallback is now on only when all 256 byte tokens are there. */
+TEST(bad_input_fuzz_llama2c_tokenizer_without_byte_tokens) {
+    char dir[64], out[128];
+    CHECK(make_dir(dir, NULL, 0) == 0);
+    snprintf(out, sizeof out, "%s/out", dir);
+    const char *pieces[8] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a", "b", "ab", " ab"};
+    CHECK_EQ_INT(convert_llama2c_pieces(dir, pieces, 8), 0);
     fl_tokenizer *tok = NULL;
     CHECK_EQ_INT(fl_tokenizer_load(&tok, out), 0);
     if (tok) {
@@ -143,16 +161,35 @@ TEST(bad_input_fuzz_llama2c_tokenizer_without_byte_tokens) {
         fl_token_ids_free(&ids);
         fl_tokenizer_free(tok);
     }
-    const char *names[] = {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"};
-    for (int i = 0; i < 5; i++) {
-        char p[192];
-        snprintf(p, sizeof p, "%s/%s", out, names[i]);
-        unlink(p);
+    remove_llama2c_pieces(dir);
+}
+
+/* 256 byte pieces of which one is spelled "<0xc1>" (lower case): the converter read them with
+ * sscanf("%2X"), counted all 256 bytes and turned byte fallback on, and the folder it wrote failed
+ * to load ("byte_fallback is set but token <0xC1> is missing"; a fuzzer finding). Only "<0xNN>"
+ * with upper-case hex digits is a byte token now, as in HF tokenizers; here <0xC1> is missing, so
+ * byte fallback stays off and "<0xc1>" is an ordinary piece. */
+TEST(bad_input_fuzz_llama2c_lowercase_byte_piece) {
+    char dir[64], out[128];
+    CHECK(make_dir(dir, NULL, 0) == 0);
+    snprintf(out, sizeof out, "%s/out", dir);
+    static char names[256][8];
+    const char *pieces[259] = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    for (int b = 0; b < 256; b++) {
+        snprintf(names[b], sizeof names[b], b == 0xC1 ? "<0x%02x>" : "<0x%02X>", b);
+        pieces[3 + b] = names[b];
     }
-    rmdir(out);
-    unlink(ckpt);
-    unlink(tokbin);
-    rmdir(dir);
+    CHECK_EQ_INT(convert_llama2c_pieces(dir, pieces, 259), 0);
+    fl_tokenizer *tok = NULL;
+    CHECK_EQ_INT(fl_tokenizer_load(&tok, out), 0);
+    if (tok) {
+        fl_token_ids ids = {0};
+        CHECK_EQ_INT(fl_tokenizer_encode(tok, "\xC3\xA9", 2, 0, &ids), 0); /* no byte fallback: <unk> */
+        CHECK(ids.n >= 1 && ids.ids[ids.n - 1] == 0);
+        fl_token_ids_free(&ids);
+        fl_tokenizer_free(tok);
+    }
+    remove_llama2c_pieces(dir);
 }
 
 /* A catalog whose second row is incomplete: the load fails naming that row, and the first row,

@@ -192,6 +192,16 @@ static json_t *replace_step(const char *from, const char *to) {
     return o;
 }
 
+/* The byte a piece stands for when it is exactly "<0xNN>" with two upper-case hex digits (the
+ * spelling byte fallback looks up, as in HF tokenizers), else -1: "<0xc1>" or "<0x c>" are
+ * ordinary pieces. */
+static int byte_piece_value(const char *p) {
+    static const char hex[] = "0123456789ABCDEF";
+    if (strlen(p) != 6 || memcmp(p, "<0x", 3) || p[5] != '>') return -1;
+    const char *hi = p[3] ? strchr(hex, p[3]) : NULL, *lo = p[4] ? strchr(hex, p[4]) : NULL;
+    return hi && lo ? (int)((hi - hex) * 16 + (lo - hex)) : -1;
+}
+
 static int convert_tokenizer(const char *path, const char *out_dir, int V, int seq) {
     unsigned char *buf;
     size_t len;
@@ -219,10 +229,9 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
         off += (size_t)n;
         if (i == 1 || i == 2) { free(p); p = strdup(i == 1 ? "<s>" : "</s>"); }
         e[i].piece = p;
-        unsigned byte;
-        char tail;
-        e[i].special = i <= 2 || (strlen(p) == 6 && sscanf(p, "<0x%2X%c", &byte, &tail) == 2 && tail == '>');
-        if (i > 2 && e[i].special && !have_byte[byte & 255]) { have_byte[byte & 255] = 1; n_bytes++; }
+        int byte = byte_piece_value(p);
+        e[i].special = i <= 2 || byte >= 0;
+        if (i > 2 && byte >= 0 && !have_byte[byte]) { have_byte[byte] = 1; n_bytes++; }
     }
     free(buf);
     if (!status && strcmp(e[0].piece, "<unk>")) status = fl_input_error("%s: token 0 is '%s', expected <unk>", path, e[0].piece);
