@@ -15,6 +15,7 @@
 #include "plan/gpu_catalog.h"
 #include "plan/plan.h"
 #include "tokenizer/tokenizer.h"
+#include "io/file_util.h"
 #include "train/llama2c.h"
 #include "train/metrics.h"
 #include "train/options.h"
@@ -307,6 +308,38 @@ TEST(bad_input_fuzz_options_int64_min) {
     CHECK_EQ_INT(fl_train_options_load_json(&o, path), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "seed: expected an integer");
     fl_train_options_free(&o);
+    remove_dir(dir, files, 1);
+}
+
+/* `train --config` with "warmup-ratio": -0.0 (in range [0, 1]): train_config.json recorded it as
+ * -0, which JSON reads back as the integer 0, so the record of a run changed when read and written
+ * again (a fuzzer finding). Negative zero is now written 0. */
+TEST(bad_input_fuzz_options_negative_zero_roundtrip) {
+    test_file files[] = {{"run.json", "{\"warmup-ratio\": -0.0, \"lr\": -0e0, \"out\": \"y\"}", 0}};
+    char dir[64], path[128], first[128], second[128];
+    CHECK(make_dir(dir, files, 1) == 0);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    snprintf(first, sizeof first, "%s/first.json", dir);
+    snprintf(second, sizeof second, "%s/second.json", dir);
+    fl_train_options o, again;
+    fl_train_options_default(&o);
+    fl_train_options_default(&again);
+    CHECK_EQ_INT(fl_train_options_load_json(&o, path), 0);
+    CHECK_EQ_INT(fl_train_options_save_json(&o, first), 0);
+    CHECK_EQ_INT(fl_train_options_load_json(&again, first), 0);
+    CHECK_EQ_INT(fl_train_options_save_json(&again, second), 0);
+    char *a = NULL, *b = NULL;
+    size_t len_a = 0, len_b = 0;
+    CHECK_EQ_INT(fl_file_read_all(first, FL_FILE_CONFIG, &a, &len_a), 0);
+    CHECK_EQ_INT(fl_file_read_all(second, FL_FILE_CONFIG, &b, &len_b), 0);
+    CHECK(a && b && len_a == len_b && !memcmp(a, b, len_a));
+    CHECK(a && strstr(a, "\"warmup-ratio\": 0,") != NULL);
+    free(a);
+    free(b);
+    unlink(first);
+    unlink(second);
+    fl_train_options_free(&o);
+    fl_train_options_free(&again);
     remove_dir(dir, files, 1);
 }
 

@@ -180,9 +180,11 @@ int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, cons
     return 0;
 }
 
-/* The shortest "%.Ng" that reads back as the same double: 0.01 is written 0.01, not 0.01000000000000000021. */
+/* The shortest "%.Ng" that reads back as the same double: 0.01 is written 0.01, not 0.01000000000000000021.
+ * -0.0 is written 0: JSON's "-0" reads back as the integer 0, so the file would not read back the same. */
 static void format_double(char *buf, size_t cap, double v) {
     if (!isfinite(v)) { snprintf(buf, cap, "null"); return; }
+    if (v == 0.0) { snprintf(buf, cap, "0"); return; }
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, cap, "%.*g", precision, v);
         if (strtod(buf, NULL) == v) return;
