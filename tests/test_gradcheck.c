@@ -6,6 +6,7 @@
  * h = 1e-2 and O(1) values, truncation error is O(h²)·|f'''| ~ 1e-4 and f32 rounding of L adds
  * ~1e-7·|L|/h ~ 1e-4, so agreement is checked to 1e-2 of the gradient's largest entry — far below
  * what any sign, factor or index error produces (≥ 10%). The whole-model checks use h = 1e-3. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,5 +366,44 @@ TEST(matmul_backward_weight_small_rank_kernel) {
         /* f32 sums of N products of magnitude <= 1: error ~ N · 2^-24 · sqrt(N) at worst */
         CHECK_MSG(worst <= 1e-4, "N=%d IC=%d OC=%d: max error %g", N, IC, OC, worst);
         free(dout); free(inp); free(dw); free(want);
+    }
+}
+
+/* The small-rank kernel reads strided views (a projection's columns inside a fused row) and gives
+ * the bitwise same result with 1 and 2 threads: every element is summed over the rows in the same
+ * order whatever the split of columns among threads. N spans several row blocks. */
+TEST(matmul_backward_weight_small_rank_strided_thread_independent) {
+    const int shapes[][5] = {{1000, 576, 16, 40, 600}, {333, 16, 200, 216, 20}, {129, 7, 64, 64, 9}, {260, 64, 50, 64, 64}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2], ld_dout = shapes[s][3], ld_inp = shapes[s][4];
+        float *dout = malloc(sizeof(float) * N * ld_dout), *inp = malloc(sizeof(float) * N * ld_inp);
+        float *dw1 = malloc(sizeof(float) * OC * IC), *dw2 = malloc(sizeof(float) * OC * IC);
+        fill(dout, (size_t)N * ld_dout, 60 + s, -1, 1);
+        fill(inp, (size_t)N * ld_inp, 70 + s, -1, 1);
+        fill(dw1, (size_t)OC * IC, 80 + s, -1, 1);
+        memcpy(dw2, dw1, sizeof(float) * OC * IC);
+        double *want = malloc(sizeof(double) * OC * IC);
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < IC; i++) {
+                double acc = 0;
+                for (int n = 0; n < N; n++) acc += (double)dout[(size_t)n * ld_dout + o] * inp[(size_t)n * ld_inp + i];
+                want[o * IC + i] = dw1[o * IC + i] - 1.25 * acc;
+            }
+        int threads = omp_get_max_threads();
+        omp_set_num_threads(1);
+        matmul_backward_weight_cpu(dw1, dout, inp, -1.25f, N, IC, OC, ld_dout, ld_inp);
+        omp_set_num_threads(threads > 1 ? threads : 2);
+        matmul_backward_weight_cpu(dw2, dout, inp, -1.25f, N, IC, OC, ld_dout, ld_inp);
+        omp_set_num_threads(threads);
+        double worst = 0;
+        int same = 1;
+        for (int k = 0; k < OC * IC; k++) {
+            worst = fabs(dw1[k] - want[k]) > worst ? fabs(dw1[k] - want[k]) : worst;
+            same &= dw1[k] == dw2[k];
+        }
+        /* as above, with |alpha| 1.25 and N <= 1000: 1.25 · 1000 · 2^-24 · sqrt(1000) ~ 2.4e-3 bound */
+        CHECK_MSG(worst <= 2.5e-3, "N=%d IC=%d OC=%d: max error %g", N, IC, OC, worst);
+        CHECK_MSG(same, "N=%d IC=%d OC=%d: 1 and 2 threads differ", N, IC, OC);
+        free(dout); free(inp); free(dw1); free(dw2); free(want);
     }
 }

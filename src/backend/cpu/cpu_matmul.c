@@ -3,10 +3,13 @@
  * HF layout: weight (OC, IC) row-major, so forward is inp · weightᵀ. Activations are f32 in both.
  * Every operand has its own row stride (ld_*), as in BLAS. */
 #include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/gemm_bf16.h"
+#include "common/error.h"
 
 /* out = beta·out + bias (rows of stride ld), so the GEMM that follows can accumulate with beta = 1.
  * beta == 0 writes without reading out (it may hold NaN). Shared with cpu_matmul_nf4.c. */
@@ -37,19 +40,31 @@ void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight,
 
 /* ---- LoRA weight gradients: one side is the rank ----------------------------------------------
  * dweight (OC, IC) += alpha · doutᵀ · inp sums N (thousands of tokens) outer products, and one of
- * OC, IC is the LoRA rank (4..64). BLAS kernels block for square-ish shapes and reach ~1/3 of
+ * OC, IC is the LoRA rank (4..64). BLAS kernels block for square-ish shapes and reach a fraction of
  * their rate here, so this case has its own kernel: C (P, Q) += alpha · Σ_n X[n, p] · Y[n, q] with P
- * small, vectorized over Q in chunks of two vectors (2 × 16 floats with AVX-512, 2 × 8 with AVX2)
- * with 4 x 2 vector accumulators held across the whole n loop (each Y chunk loaded once per 4
- * rows of C). The other case (small IC) computes Cᵀ the same way and stores it transposed. Same
- * f32 arithmetic, different summation order than sgemm. */
+ * the rank side (small) and Q the model side. The other case (small IC) computes Cᵀ the same way
+ * and stores it transposed.
+ *
+ * Memory, not arithmetic, decides its speed (2·P flops per element of Y): walking a column chunk
+ * of Y down its rows touches a new page per row, which the prefetchers do not follow. So Y is read
+ * in blocks of NB rows × a group of column chunks, each row's segment contiguously, and packed
+ * into [chunk][n][CW] panels; the rows of X the block needs are packed next to it, padded to
+ * PR columns. Register tile: PR rows of C × one chunk of CW = 2 vectors (AVX2: 6 × 16 in 12 ymm,
+ * AVX-512: 12 × 32 in 24 zmm), accumulated over the NB rows, then added into the group's f32
+ * sums; after all N rows C += alpha · sums. Threads own whole column groups, and every element is
+ * summed over n in the same order (NB-row blocks in turn), so the result does not depend on the
+ * thread count. Same f32 arithmetic as sgemm, different summation order. */
 #ifdef __AVX512F__
-#define VW 16
+#define VW 16 /* floats per vector */
+#define PR 12 /* rows of C per register tile */
 #else
 #define VW 8
+#define PR 6
 #endif
 typedef float vnf __attribute__((vector_size(VW * 4)));
 #define CW (2 * VW) /* columns per chunk */
+#define NB 128      /* rows of X and Y per block (measured: 64-256 within noise, 128 best on AVX2) */
+#define GROUP_MAX 8 /* chunks per column group at most: the Y panels of a block stay in L2 */
 
 static inline vnf loadv(const float *p) {
     vnf v;
@@ -57,48 +72,80 @@ static inline vnf loadv(const float *p) {
     return v;
 }
 
+static inline void storev(float *p, vnf v) { memcpy(p, &v, sizeof v); }
+
+/* sums (PR rows, stride ld_sums; CW columns) += Xpᵀ · Yp over nb rows: Xp (nb, ld_xp) the block's X
+ * rows from column p0, Yp (nb, CW) one chunk's panel. */
+static inline void rank_tile(float *sums, int ld_sums, const float *Xp, int ld_xp, const float *Yp, int nb) {
+    vnf acc[PR][2];
+    for (int k = 0; k < PR; k++) acc[k][0] = acc[k][1] = (vnf){0};
+    for (int n = 0; n < nb; n++) {
+        const float *x = Xp + (size_t)n * ld_xp, *y = Yp + (size_t)n * CW;
+        vnf y0 = loadv(y), y1 = loadv(y + VW);
+        for (int k = 0; k < PR; k++) {
+            acc[k][0] += x[k] * y0;
+            acc[k][1] += x[k] * y1;
+        }
+    }
+    for (int k = 0; k < PR; k++) {
+        float *c = sums + (size_t)k * ld_sums;
+        storev(c, loadv(c) + acc[k][0]);
+        storev(c + VW, loadv(c + VW) + acc[k][1]);
+    }
+}
+
 /* C[p][q] (or C[q][p] when transposed_store) += alpha · Σ_n X[n·ldx + p] · Y[n·ldy + q],
  * p in [0, P), q in [0, Q). */
 static void small_rank_tn(float *C, int ldc, int transposed_store, const float *X, int ldx, const float *Y, int ldy,
                           float alpha, size_t N, int P, int Q) {
-    int q_chunks = (Q + CW - 1) / CW, p_blocks = (P + 3) / 4;
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int qc = 0; qc < q_chunks; qc++)
-        for (int pb = 0; pb < p_blocks; pb++) {
-            int q0 = qc * CW, p0 = pb * 4, np = P - p0 < 4 ? P - p0 : 4;
-            float out[4][CW];
-            if (Q - q0 >= CW) {
-                vnf acc[4][2] = {{{0}}};
-                for (size_t n = 0; n < N; n++) {
-                    const float *y = Y + n * (size_t)ldy + q0, *x = X + n * (size_t)ldx + p0;
-                    vnf y0 = loadv(y), y1 = loadv(y + VW);
-                    for (int k = 0; k < 4; k++) {
-                        float xv = k < np ? x[k] : 0.0f;
-                        acc[k][0] += xv * y0;
-                        acc[k][1] += xv * y1;
+    int P_pad = (P + PR - 1) / PR * PR, n_chunks = (Q + CW - 1) / CW;
+    #pragma omp parallel
+    {
+        /* column groups: a multiple of the thread count, each at most GROUP_MAX chunks */
+        int threads = omp_get_num_threads();
+        int n_groups = (n_chunks + GROUP_MAX - 1) / GROUP_MAX;
+        n_groups = (n_groups + threads - 1) / threads * threads;
+        if (n_groups > n_chunks) n_groups = n_chunks;
+        int per_group = (n_chunks + n_groups - 1) / n_groups;
+        float *Xp = fl_malloc(sizeof(float) * NB * (size_t)P_pad);
+        float *Yp = fl_malloc(sizeof(float) * NB * CW * (size_t)per_group);
+        float *sums = fl_malloc(sizeof(float) * (size_t)P_pad * CW * (size_t)per_group);
+        int ld_sums = CW * per_group;
+        #pragma omp for schedule(static)
+        for (int g = 0; g < n_groups; g++) {
+            int c0 = g * per_group, nc = n_chunks - c0 < per_group ? n_chunks - c0 : per_group;
+            if (nc <= 0) continue;
+            int q0 = c0 * CW, nq = Q - q0 < nc * CW ? Q - q0 : nc * CW;
+            memset(sums, 0, sizeof(float) * (size_t)P_pad * ld_sums);
+            for (size_t n0 = 0; n0 < N; n0 += NB) {
+                int nb = N - n0 < NB ? (int)(N - n0) : NB;
+                for (int n = 0; n < nb; n++) {
+                    const float *x = X + (n0 + n) * (size_t)ldx, *y = Y + (n0 + n) * (size_t)ldy + q0;
+                    float *xp = Xp + (size_t)n * P_pad;
+                    memcpy(xp, x, sizeof(float) * (size_t)P);
+                    for (int p = P; p < P_pad; p++) xp[p] = 0.0f;
+                    for (int c = 0; c < nc; c++) {
+                        float *yp = Yp + ((size_t)c * NB + n) * CW;
+                        int w = nq - c * CW < CW ? nq - c * CW : CW;
+                        memcpy(yp, y + c * CW, sizeof(float) * (size_t)w);
+                        for (int j = w; j < CW; j++) yp[j] = 0.0f;
                     }
                 }
-                for (int k = 0; k < np; k++) {
-                    memcpy(out[k], &acc[k][0], sizeof(vnf));
-                    memcpy(out[k] + VW, &acc[k][1], sizeof(vnf));
-                }
-            } else { /* ragged last chunk */
-                int nq = Q - q0;
-                for (int k = 0; k < np; k++)
-                    for (int j = 0; j < nq; j++) out[k][j] = 0.0f;
-                for (size_t n = 0; n < N; n++) {
-                    const float *y = Y + n * (size_t)ldy + q0, *x = X + n * (size_t)ldx + p0;
-                    for (int k = 0; k < np; k++)
-                        for (int j = 0; j < nq; j++) out[k][j] += x[k] * y[j];
-                }
+                for (int c = 0; c < nc; c++)
+                    for (int p0 = 0; p0 < P_pad; p0 += PR)
+                        rank_tile(sums + (size_t)p0 * ld_sums + c * CW, ld_sums, Xp + p0, P_pad,
+                                  Yp + (size_t)c * NB * CW, nb);
             }
-            int nq = Q - q0 < CW ? Q - q0 : CW;
-            for (int k = 0; k < np; k++)
+            for (int p = 0; p < P; p++)
                 for (int j = 0; j < nq; j++) {
-                    float *c = transposed_store ? &C[(size_t)(q0 + j) * ldc + p0 + k] : &C[(size_t)(p0 + k) * ldc + q0 + j];
-                    *c += alpha * out[k][j];
+                    float *c = transposed_store ? &C[(size_t)(q0 + j) * ldc + p] : &C[(size_t)p * ldc + q0 + j];
+                    *c += alpha * sums[(size_t)p * ld_sums + j];
                 }
         }
+        free(Xp);
+        free(Yp);
+        free(sums);
+    }
 }
 
 void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,

@@ -1,0 +1,143 @@
+/* test_cpu_attention.c — the CPU attention (backend/cpu/cpu_attention.c) against a direct
+ * double-precision evaluation of its formula, at lengths that span several query and key tiles
+ * (QB 32, KB 256), with documents packed into rows (segment starts inside and across tiles), GQA,
+ * and q/k/v in one padded buffer; and the same bits for 1 and 2 threads. The finite-difference
+ * check (test_gradcheck.c) covers the calculus at a tiny size; this covers the tiling.
+ *
+ * Tolerances: outputs are convex combinations of v (|v| <= 1) and gradients sums of at most T
+ * terms of O(1), all accumulated in f32 with an online softmax: the error is a few f32 ulps per
+ * term, ~ T · 2^-24 ≈ 4e-5 at T = 600; checked to 2e-4 of the largest reference entry. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "common/rng.h"
+#include "test.h"
+
+typedef struct { int B, T, NH, NKV, HS, pad; const int *doc_starts; int n_docs; } attn_shape;
+
+/* The reference: out, lse and dq/dk/dv (into dqkv, same layout as qkv) in double. */
+static void reference(const attn_shape *s, const float *qkv, const float *dout, const int32_t *seg, double *out,
+                      double *lse, double *dqkv) {
+    int ld = (s->NH + 2 * s->NKV) * s->HS + s->pad, group = s->NH / s->NKV, HS = s->HS, T = s->T;
+    double scale = 1.0 / sqrt((double)HS);
+    double *p = malloc(sizeof(double) * T), *dp = malloc(sizeof(double) * T);
+    memset(dqkv, 0, sizeof(double) * (size_t)s->B * T * ld);
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->NH; h++) {
+            int qo = h * HS, ko = s->NH * HS + (h / group) * HS, vo = (s->NH + s->NKV) * HS + (h / group) * HS;
+            for (int t = 0; t < T; t++) {
+                const float *qt = qkv + ((size_t)b * T + t) * ld + qo;
+                int j0 = seg[b * T + t];
+                double m = -INFINITY, sum = 0;
+                for (int j = j0; j <= t; j++) {
+                    const float *kj = qkv + ((size_t)b * T + j) * ld + ko;
+                    double d = 0;
+                    for (int e = 0; e < HS; e++) d += (double)qt[e] * kj[e];
+                    p[j] = d * scale;
+                    m = p[j] > m ? p[j] : m;
+                }
+                for (int j = j0; j <= t; j++) sum += exp(p[j] - m);
+                lse[((size_t)b * s->NH + h) * T + t] = m + log(sum);
+                double *o = out + ((size_t)b * T + t) * s->NH * HS + qo, D = 0;
+                const float *dot = dout + ((size_t)b * T + t) * s->NH * HS + qo;
+                for (int e = 0; e < HS; e++) o[e] = 0;
+                for (int j = j0; j <= t; j++) {
+                    p[j] = exp(p[j] - m) / sum;
+                    const float *vj = qkv + ((size_t)b * T + j) * ld + vo;
+                    for (int e = 0; e < HS; e++) o[e] += p[j] * vj[e];
+                }
+                for (int e = 0; e < HS; e++) D += dot[e] * o[e];
+                for (int j = j0; j <= t; j++) {
+                    const float *vj = qkv + ((size_t)b * T + j) * ld + vo, *kj = vj - vo + ko;
+                    double d = 0;
+                    for (int e = 0; e < HS; e++) d += (double)dot[e] * vj[e];
+                    dp[j] = p[j] * (d - D) * scale;
+                    double *dq = dqkv + ((size_t)b * T + t) * ld + qo, *dk = dqkv + ((size_t)b * T + j) * ld + ko;
+                    double *dv = dqkv + ((size_t)b * T + j) * ld + vo;
+                    for (int e = 0; e < HS; e++) {
+                        dq[e] += dp[j] * kj[e];
+                        dk[e] += dp[j] * qt[e];
+                        dv[e] += p[j] * dot[e];
+                    }
+                }
+            }
+        }
+    free(p);
+    free(dp);
+}
+
+static double max_err(const float *got, const double *want, size_t n, size_t stride, int width, double *max_ref) {
+    double worst = 0;
+    *max_ref = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (stride && (int)(i % stride) >= width) continue;
+        worst = fmax(worst, fabs(got[i] - want[i]));
+        *max_ref = fmax(*max_ref, fabs(want[i]));
+    }
+    return worst;
+}
+
+static void check_shape(const attn_shape *s) {
+    int ld = (s->NH + 2 * s->NKV) * s->HS + s->pad, width = ld - s->pad;
+    size_t N = (size_t)s->B * s->T, n_qkv = N * ld, n_out = N * s->NH * s->HS, n_lse = (size_t)s->B * s->NH * s->T;
+    float *qkv = malloc(sizeof(float) * n_qkv), *dout = malloc(sizeof(float) * n_out);
+    fl_rng_fill_uniform(qkv, n_qkv, fl_rng_stream(11, s->T, s->NH, s->HS), -1, 1);
+    fl_rng_fill_uniform(dout, n_out, fl_rng_stream(12, s->T, s->NH, s->HS), -1, 1);
+    for (size_t n = 0; n < N; n++)
+        for (int e = width; e < ld; e++) qkv[n * ld + e] = NAN; /* padding: never read */
+    int32_t *seg = malloc(sizeof(int32_t) * N);
+    for (int b = 0; b < s->B; b++)
+        for (int t = 0; t < s->T; t++) {
+            int start = 0;
+            if (b == s->B - 1) /* the last row holds several documents */
+                for (int d = 0; d < s->n_docs; d++)
+                    if (s->doc_starts[d] <= t) start = s->doc_starts[d];
+            seg[b * s->T + t] = start;
+        }
+    double *out_ref = malloc(sizeof(double) * n_out), *lse_ref = malloc(sizeof(double) * n_lse);
+    double *d_ref = malloc(sizeof(double) * n_qkv);
+    reference(s, qkv, dout, seg, out_ref, lse_ref, d_ref);
+
+    float *out = malloc(sizeof(float) * n_out), *lse = malloc(sizeof(float) * n_lse);
+    float *d[2] = {malloc(sizeof(float) * n_qkv), malloc(sizeof(float) * n_qkv)};
+    int threads = omp_get_max_threads();
+    for (int run = 0; run < 2; run++) {
+        omp_set_num_threads(run == 0 ? 1 : (threads > 1 ? threads : 2));
+        const float *q = qkv, *k = q + s->NH * s->HS, *v = k + s->NKV * s->HS;
+        attention_forward_cpu(out, lse, q, k, v, seg, s->B, s->T, s->NH, s->NKV, s->HS, ld);
+        for (size_t i = 0; i < n_qkv; i++) d[run][i] = 0.0f;
+        attention_backward_cpu(d[run], d[run] + s->NH * s->HS, d[run] + (s->NH + s->NKV) * s->HS, dout, out, lse, q, k,
+                               v, seg, s->B, s->T, s->NH, s->NKV, s->HS, ld);
+    }
+    omp_set_num_threads(threads);
+    double ref_max;
+    double e_out = max_err(out, out_ref, n_out, 0, 0, &ref_max);
+    CHECK_MSG(e_out <= 2e-4 * ref_max, "T=%d: out max error %g of %g", s->T, e_out, ref_max);
+    double e_lse = max_err(lse, lse_ref, n_lse, 0, 0, &ref_max);
+    CHECK_MSG(e_lse <= 2e-4 * fmax(ref_max, 1.0), "T=%d: lse max error %g of %g", s->T, e_lse, ref_max);
+    double e_d = max_err(d[1], d_ref, n_qkv, ld, width, &ref_max);
+    CHECK_MSG(e_d <= 2e-4 * ref_max, "T=%d: dq|dk|dv max error %g of %g", s->T, e_d, ref_max);
+    int same = 1;
+    for (size_t i = 0; i < n_qkv; i++) same &= (int)((i % ld) >= (size_t)width || d[0][i] == d[1][i]);
+    CHECK_MSG(same, "T=%d: 1 and 2 threads give different gradients", s->T);
+    for (size_t n = 0; n < N; n++)
+        for (int e = width; e < ld; e++) CHECK(d[1][n * ld + e] == 0.0f); /* padding not written */
+    free(qkv); free(dout); free(seg); free(out_ref); free(lse_ref); free(d_ref);
+    free(out); free(lse); free(d[0]); free(d[1]);
+}
+
+TEST(cpu_attention_tiles_match_double_reference_gqa_documents) {
+    /* documents start inside a key tile (130), on a tile edge (256), inside a later query block
+     * (300: the query blocks from 320 on skip key tile 0), and at the last token */
+    static const int docs[] = {0, 130, 256, 300, 599};
+    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5});
+}
+
+TEST(cpu_attention_tiles_match_double_reference_odd_lengths) {
+    static const int docs[] = {0, 31, 33, 257, 511};
+    check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5}); /* T = 2·KB + 1, MQA */
+    check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2});  /* one key tile, ragged query block */
+}
