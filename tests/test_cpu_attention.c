@@ -1,6 +1,6 @@
 /* test_cpu_attention.c — the CPU attention (backend/cpu/cpu_attention.c) against a direct
  * double-precision evaluation of its formula, at lengths that span several query and key tiles
- * (QB 32, KB 256), with documents packed into rows (segment starts inside and across tiles), GQA,
+ * (QB 64, KB 256), with documents packed into rows (segment starts inside and across tiles), GQA,
  * and q/k/v in one padded buffer; and the same bits for 1 and 2 threads. The finite-difference
  * check (test_gradcheck.c) covers the calculus at a tiny size; this covers the tiling.
  *
@@ -140,4 +140,5 @@ TEST(cpu_attention_tiles_match_double_reference_odd_lengths) {
     static const int docs[] = {0, 31, 33, 257, 511};
     check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5}); /* T = 2·KB + 1, MQA */
     check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2});  /* one key tile, ragged query block */
+    check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3});  /* head size 20: a part-filled 16-column panel */
 }

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,8 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
         m.context = FL_PLAN_CUDA_CONTEXT_BYTES;
     } else {
         m.logits = cpu_logits_bytes((size_t)N, cfg->vocab_size);
-        m.attn_ws = (double)fl_cpu_attention_partial_bytes(B, T, cfg->n_heads, cfg->head_dim);
+        m.attn_ws = (double)fl_cpu_attention_partial_bytes(B, T, cfg->n_heads, cfg->head_dim) +
+                    (double)fl_cpu_attention_pack_bytes(B, T, cfg->n_kv_heads, cfg->head_dim, omp_get_max_threads());
         m.gemm_ws = nf4 ? cpu_nf4_scratch_bytes(cfg) : 0;   /* OpenBLAS buffers belong to the process baseline */
         m.context = 0;
     }

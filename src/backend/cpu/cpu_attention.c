@@ -9,37 +9,71 @@
  * views with row stride ld_qkv (one fused q/k/v buffer); out and dout are contiguous (N, NH·HS).
  *
  * Tiling: queries in blocks of QB rows, keys in blocks of KB; one (QB, KB) tile of scores is a
- * small sgemm (single-threaded inside our parallel loop) whose result stays in L1/L2 however long
- * the sequence. Tiles entirely above the diagonal are skipped; only diagonal tiles compute
- * masked-out entries. The forward runs the keys of a query block with an online softmax (running
- * max and sum, the output rescaled when the max grows), so each score is exponentiated once. The
- * backward takes one (batch row, query head) per task and runs key blocks in the outer loop: the
- * block's dK/dV rows stay in cache while the query blocks that see it stream past, and dQ
- * accumulates in place. Scratch is O(QB·KB) per thread, plus the backward's per-head dK/dV
- * partials (cpu_plan.h), summed per group in a fixed order, so results do not depend on the
- * thread count. */
-#include <cblas.h>
+ * small GEMM (tile_gemm.h, single-threaded inside our parallel loop) whose result stays in L1/L2
+ * however long the sequence. Those GEMMs read their right-hand operands from panels packed once
+ * per call — Kᵀ, Vᵀ, K and V of each (batch row, kv head) — or once per tile for a query block's
+ * own Q and dO rows (QB·HS floats against the tile's 5·QB·KB·HS multiply-adds), where a library
+ * sgemm packs both operands of every product again. Tiles entirely above the diagonal are
+ * skipped; only diagonal tiles compute masked-out entries. The forward runs the keys of a query
+ * block with an online softmax (running max and sum, the output rescaled when the max grows), so
+ * each score is exponentiated once. The backward takes one (batch row, query head) per task and
+ * runs key blocks in the outer loop: the block's dK/dV rows stay in cache while the query blocks
+ * that see it stream past, and dQ accumulates in place. Scratch is O(QB·KB) per thread, plus the
+ * packed operands and the backward's per-head dK/dV partials (cpu_plan.h), summed per group in a
+ * fixed order, so results do not depend on the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_plan.h"
+#include "backend/cpu/tile_gemm.h"
 #include "common/error.h"
 #include "common/fastmath.h"
 
-/* Tile sizes, measured on a 2-core AVX2 machine (dev lab, smollm2 shapes, 3 alternating rounds):
- * QB 64 x KB 256 ran the 30 layers' attention in ~0.52 s at 4 x 256 and ~6.3 s at 1 x 2048, vs
- * 0.53-0.68 s and 6.7-8.3 s for QB 32 (KB 128-512) and 0.6-0.74 s / 8.2-10.6 s before key tiling
- * (QB 32, one tile of all keys). 64-row tiles keep sgemm near its small-matrix rate (61-78 vs 49-62
- * GFLOP/s on one core); their diagonal waste is bounded by the tile. */
-#define QB 64  /* query rows per tile */
-#define KB 256 /* keys per tile: at T <= 256 a query block is one tile */
+/* Tile sizes, measured on a 2-core AVX2 machine (smollm2 shapes, dev/cpu/bench_attention.c):
+ * with the library sgemm, QB 64 x KB 256 beat QB 32 (KB 128-512) by 5-20% and untiled keys by
+ * 15-40%; with tile_gemm the backward at 1 x 2048 ran within noise of each other (128-156 ms) for
+ * (QB, KB) from (32, 128) to (128, 128) and (64, 512), so 64 x 256 stayed. The -D overrides are for
+ * such experiments. */
+#ifndef FL_ATT_QB
+#define FL_ATT_QB 64
+#endif
+#ifndef FL_ATT_KB
+#define FL_ATT_KB 256
+#endif
+#ifndef FL_ATT_BQB
+#define FL_ATT_BQB 64
+#endif
+#ifndef FL_ATT_BKB
+#define FL_ATT_BKB 256
+#endif
+#define QB FL_ATT_QB   /* forward: query rows per tile */
+#define KB FL_ATT_KB   /* forward: keys per tile: at T <= 256 a query block is one tile */
+#define BQB FL_ATT_BQB /* backward: query rows per tile */
+#define BKB FL_ATT_BKB /* backward: keys per tile */
 
-/* S (rows, n_keys; ld_s) = Q (rows, HS; row stride ldq) · Kᵀ (keys row stride ldk) */
-static void scores_gemm(float *S, int ld_s, const float *Q, int ldq, const float *K, int ldk, int rows, int n_keys,
+/* 64-byte aligned scratch for packed operands (every element is written by the packing). */
+static float *aligned_floats(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) fl_die("out of host memory allocating %.1f MiB of attention scratch", bytes / 1048576.0);
+    return p;
+}
+
+/* S (rows, n_keys; ld_s) = X (rows, HS; row stride ldx) · Yᵀ for the keys [k0, k0 + n_keys) of a
+ * (batch row, kv head) whose Yᵀ (Kᵀ or Vᵀ) is packed in `yt` (tile_pack_transposed; k0 a multiple
+ * of TG_NR). */
+static void scores_gemm(float *S, int ld_s, const float *X, int ldx, const float *yt, int k0, int rows, int n_keys,
                         int HS) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_keys, HS, 1.0f, Q, ldq, K, ldk, 0.0f, S, ld_s);
+    tile_gemm(rows, n_keys, HS, X, ldx, 1, yt + (int64_t)k0 * HS, (int64_t)HS * TG_NR, S, ld_s, 0);
+}
+
+/* The earliest key any of the `rows` queries from seg[0] on sees: their smallest segment start. */
+static inline int earliest_key(const int32_t *seg, int rows) {
+    int first = seg[0];
+    for (int r = 1; r < rows; r++) first = seg[r] < first ? seg[r] : first;
+    return first;
 }
 
 /* The keys query t sees inside the tile of keys [k0, k0 + nk): [*j0, *j1) relative to k0, maybe
@@ -57,10 +91,21 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
     int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
     float scale = 1.0f / sqrtf((float)HS);
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
+    /* per (batch row, kv head): Kᵀ in key panels (t16, HS), V in column panels (T, hs16) */
+    size_t kt_elems = (size_t)tg_round_up(T) * HS, vc_elems = (size_t)T * tg_round_up(HS);
+    float *packs = aligned_floats((size_t)B * NKV * (kt_elems + vc_elems));
     #pragma omp parallel
     {
+        #pragma omp for schedule(static) collapse(2)
+        for (int b = 0; b < B; b++)
+            for (int kvh = 0; kvh < NKV; kvh++) {
+                float *kt = packs + ((size_t)b * NKV + kvh) * (kt_elems + vc_elems);
+                tile_pack_transposed(kt, k + (size_t)b * T * ldkv + (size_t)kvh * HS, ldkv, T, HS);
+                tile_pack_columns(kt + kt_elems, v + (size_t)b * T * ldkv + (size_t)kvh * HS, ldkv, T, HS);
+            }
         float *S = fl_malloc(sizeof(float) * QB * KB);
         float *O = fl_malloc(sizeof(float) * QB * (size_t)HS); /* unnormalized output rows */
+        float *q_rows = fl_malloc(sizeof(float) * QB * (size_t)HS); /* the block's Q rows, contiguous */
         float run_max[QB], run_sum[QB];
         #pragma omp for schedule(dynamic, 1) collapse(3)
         for (int b = 0; b < B; b++)
@@ -68,23 +113,25 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                 for (int blk = n_blocks - 1; blk >= 0; blk--) { /* big blocks first: better balance */
                     int t0 = blk * QB, rows = T - t0 < QB ? T - t0 : QB, n_keys = t0 + rows;
                     const int32_t *seg = seg_start + (size_t)b * T + t0;
-                    const float *k_b = k + (size_t)b * T * ldkv + (size_t)(h / group) * HS;
-                    const float *v_b = v + (size_t)b * T * ldkv + (size_t)(h / group) * HS;
-                    const float *q_blk = q + ((size_t)b * T + t0) * ldq + (size_t)h * HS;
-                    int k_first = seg[0]; /* the earliest key any row of the block sees */
-                    for (int r = 1; r < rows; r++) k_first = seg[r] < k_first ? seg[r] : k_first;
-                    k_first = k_first / KB * KB;
+                    const float *kt = packs + ((size_t)b * NKV + h / group) * (kt_elems + vc_elems);
+                    const float *vc = kt + kt_elems;
+                    const float *q_src = q + ((size_t)b * T + t0) * ldq + (size_t)h * HS;
+                    for (int r = 0; r < rows; r++)
+                        memcpy(q_rows + (size_t)r * HS, q_src + (size_t)r * ldq, sizeof(float) * (size_t)HS);
+                    int k_first = earliest_key(seg, rows) / KB * KB;
                     for (int r = 0; r < rows; r++) { run_max[r] = -INFINITY; run_sum[r] = 0.0f; }
                     memset(O, 0, sizeof(float) * (size_t)rows * HS);
                     for (int k0 = k_first; k0 < n_keys; k0 += KB) {
                         int nk = n_keys - k0 < KB ? n_keys - k0 : KB;
-                        scores_gemm(S, nk, q_blk, ldq, k_b + (size_t)k0 * ldkv, ldkv, rows, nk, HS);
+                        scores_gemm(S, nk, q_rows, HS, kt, k0, rows, nk, HS);
                         for (int r = 0; r < rows; r++) {
                             float *s = S + (size_t)r * nk;
                             int j0, j1;
                             tile_range(t0 + r, seg[r], k0, nk, &j0, &j1);
-                            float m = run_max[r];
-                            for (int j = j0; j < j1; j++) m = s[j] * scale > m ? s[j] * scale : m;
+                            float s_max = -INFINITY; /* scale > 0: max(s)·scale is max(s·scale), rounding included */
+                            #pragma omp simd reduction(max : s_max)
+                            for (int j = j0; j < j1; j++) s_max = s[j] > s_max ? s[j] : s_max;
+                            float m = s_max * scale > run_max[r] ? s_max * scale : run_max[r];
                             /* rows with no key here yet keep max -inf: their p and sum stay 0 */
                             float corr = m == -INFINITY ? 1.0f : fl_expf(run_max[r] - m), sum = 0.0f;
                             for (int j = 0; j < j0; j++) s[j] = 0.0f;
@@ -103,8 +150,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                             }
                         }
                         /* O (rows, HS) += P · V_tile */
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, nk, 1.0f, S, nk,
-                                    v_b + (size_t)k0 * ldkv, ldkv, 1.0f, O, HS);
+                        tile_gemm(rows, HS, nk, S, nk, 1, vc + (size_t)k0 * TG_NR, (int64_t)T * TG_NR, O, HS, 1);
                     }
                     float *lse_blk = lse + ((size_t)b * NH + h) * T + t0;
                     for (int r = 0; r < rows; r++) {
@@ -117,7 +163,9 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                 }
         free(S);
         free(O);
+        free(q_rows);
     }
+    free(packs);
 }
 
 /* Per-head dK/dV partials (B, NH, T, HS) each, kept between calls (one step runs at a time). */
@@ -146,16 +194,35 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
      * not depend on the thread count. */
     size_t part_elems = (size_t)T * HS;
     float *parts = grow_partials(fl_cpu_attention_partial_bytes(B, T, NH, HS) / sizeof(float));
+    /* per (batch row, kv head): Kᵀ and Vᵀ in key panels (t16, HS) each, K in column panels (T, hs16) */
+    size_t kt_elems = (size_t)tg_round_up(T) * HS, kc_elems = (size_t)T * tg_round_up(HS);
+    size_t pack_elems = 2 * kt_elems + kc_elems; /* fl_cpu_attention_pack_bytes (cpu_plan.h) in all */
+    float *packs = aligned_floats((size_t)B * NKV * pack_elems);
     #pragma omp parallel
     {
-        float *P = fl_malloc(sizeof(float) * QB * KB), *dS = fl_malloc(sizeof(float) * QB * KB);
+        #pragma omp for schedule(static) collapse(2)
+        for (int b = 0; b < B; b++)
+            for (int kvh = 0; kvh < NKV; kvh++) {
+                float *kt = packs + ((size_t)b * NKV + kvh) * pack_elems;
+                const float *k_b = k + (size_t)b * T * ldkv + (size_t)kvh * HS;
+                tile_pack_transposed(kt, k_b, ldkv, T, HS);
+                tile_pack_transposed(kt + kt_elems, v + (size_t)b * T * ldkv + (size_t)kvh * HS, ldkv, T, HS);
+                tile_pack_columns(kt + 2 * kt_elems, k_b, ldkv, T, HS);
+            }
+        float *P = fl_malloc(sizeof(float) * BQB * BKB), *dS = fl_malloc(sizeof(float) * BQB * BKB);
         float *D = fl_malloc(sizeof(float) * (size_t)T);
+        /* the query block's Q and dO rows in column panels (BQB, hs16) each */
+        float *q_cols = aligned_floats(2 * (size_t)BQB * tg_round_up(HS)), *do_cols = q_cols + (size_t)BQB * tg_round_up(HS);
+        /* the task's Q and dO rows and its dQ sums, contiguous (T, HS) each: read by every key
+         * block, they stream from cache far better than rows of ld_qkv / NH·HS floats */
+        float *q_rows = aligned_floats(3 * (size_t)T * HS), *do_rows = q_rows + (size_t)T * HS;
+        float *dq_rows = do_rows + (size_t)T * HS;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 int kvh = h / group;
-                const float *k_b = k + (size_t)b * T * ldkv + (size_t)kvh * HS;
-                const float *v_b = v + (size_t)b * T * ldkv + (size_t)kvh * HS;
+                const float *kt = packs + ((size_t)b * NKV + kvh) * pack_elems, *vt = kt + kt_elems;
+                const float *kc = kt + 2 * kt_elems;
                 const float *q_h = q + (size_t)b * T * ldq + (size_t)h * HS;
                 const float *do_h = dout + (size_t)b * T * ldo + (size_t)h * HS, *o_h = out + (size_t)b * T * ldo + (size_t)h * HS;
                 const float *lse_h = lse + ((size_t)b * NH + h) * T;
@@ -170,22 +237,21 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                     #pragma omp simd reduction(+ : acc)
                     for (int e = 0; e < HS; e++) acc += dor[e] * orow[e];
                     D[t] = acc;
-                    memset(dq_h + (size_t)t * ldq, 0, sizeof(float) * (size_t)HS);
+                    memcpy(q_rows + (size_t)t * HS, q_h + (size_t)t * ldq, sizeof(float) * (size_t)HS);
+                    memcpy(do_rows + (size_t)t * HS, dor, sizeof(float) * (size_t)HS);
                 }
-                for (int k0 = 0; k0 < T; k0 += KB) {
-                    int nk = T - k0 < KB ? T - k0 : KB;
-                    const float *k_tile = k_b + (size_t)k0 * ldkv, *v_tile = v_b + (size_t)k0 * ldkv;
-                    for (int t0 = k0 / QB * QB; t0 < T; t0 += QB) { /* the query blocks that see these keys */
-                        int rows = T - t0 < QB ? T - t0 : QB;
-                        int seg_min = seg[t0];
-                        for (int r = 1; r < rows; r++) seg_min = seg[t0 + r] < seg_min ? seg[t0 + r] : seg_min;
-                        if (seg_min >= k0 + nk) continue; /* every row's segment starts after the tile */
+                memset(dq_rows, 0, sizeof(float) * (size_t)T * HS);
+                for (int k0 = 0; k0 < T; k0 += BKB) {
+                    int nk = T - k0 < BKB ? T - k0 : BKB;
+                    for (int t0 = k0 / BQB * BQB; t0 < T; t0 += BQB) { /* the query blocks that see these keys */
+                        int rows = T - t0 < BQB ? T - t0 : BQB;
+                        if (earliest_key(seg + t0, rows) >= k0 + nk) continue; /* every row's segment starts after the tile */
                         /* keys past the block's last query are masked for all its rows: leave them out */
                         int nq = t0 + rows - k0 < nk ? t0 + rows - k0 : nk;
-                        const float *q_blk = q_h + (size_t)t0 * ldq, *do_blk = do_h + (size_t)t0 * ldo;
-                        scores_gemm(P, nq, q_blk, ldq, k_tile, ldkv, rows, nq, HS);
+                        const float *q_blk = q_rows + (size_t)t0 * HS, *do_blk = do_rows + (size_t)t0 * HS;
+                        scores_gemm(P, nq, q_blk, HS, kt, k0, rows, nq, HS);
                         /* dP (in dS) = dO · V_tileᵀ */
-                        scores_gemm(dS, nq, do_blk, ldo, v_tile, ldkv, rows, nq, HS);
+                        scores_gemm(dS, nq, do_blk, HS, vt, k0, rows, nq, HS);
                         for (int r = 0; r < rows; r++) {
                             float *p = P + (size_t)r * nq, *ds = dS + (size_t)r * nq;
                             float L = lse_h[t0 + r], Dr = D[t0 + r];
@@ -200,18 +266,23 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                             for (int j = j1; j < nq; j++) p[j] = ds[j] = 0.0f;
                         }
                         /* dV_tile += Pᵀ · dO;  dK_tile += dSᵀ · Q_blk;  dQ_blk += dS · K_tile */
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nq, HS, rows, 1.0f, P, nq, do_blk, ldo, 1.0f,
-                                    dv_h + (size_t)k0 * HS, HS);
-                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nq, HS, rows, 1.0f, dS, nq, q_blk, ldq, 1.0f,
-                                    dk_h + (size_t)k0 * HS, HS);
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, nq, 1.0f, dS, nq, k_tile, ldkv,
-                                    1.0f, dq_h + (size_t)t0 * ldq, ldq);
+                        tile_pack_columns(q_cols, q_blk, HS, rows, HS);
+                        tile_pack_columns(do_cols, do_blk, HS, rows, HS);
+                        int64_t blk_panel = (int64_t)rows * TG_NR;
+                        tile_gemm(nq, HS, rows, P, 1, nq, do_cols, blk_panel, dv_h + (size_t)k0 * HS, HS, 1);
+                        tile_gemm(nq, HS, rows, dS, 1, nq, q_cols, blk_panel, dk_h + (size_t)k0 * HS, HS, 1);
+                        tile_gemm(rows, HS, nq, dS, nq, 1, kc + (size_t)k0 * TG_NR, (int64_t)T * TG_NR,
+                                  dq_rows + (size_t)t0 * HS, HS, 1);
                     }
                 }
+                for (int t = 0; t < T; t++)
+                    memcpy(dq_h + (size_t)t * ldq, dq_rows + (size_t)t * HS, sizeof(float) * (size_t)HS);
             }
         free(P);
         free(dS);
         free(D);
+        free(q_cols);
+        free(q_rows);
         /* dK, dV (rows of stride ld_qkv) = Σ over the group's heads, in head order */
         #pragma omp for schedule(static) collapse(2)
         for (int b = 0; b < B; b++)
@@ -232,4 +303,5 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                     }
                 }
     }
+    free(packs);
 }

@@ -1,6 +1,6 @@
 /* cpu_plan.h — the CPU backend's sizing arithmetic that the memory planner (plan/plan.c) must
  * agree with: the LM head's chunk of f32 logits (cpu_loss.c) and the attention backward's per-head
- * dK/dV partials (cpu_attention.c). Plain arithmetic, no allocation. */
+ * dK/dV partials and packed K/V operands (cpu_attention.c). Plain arithmetic, no allocation. */
 #ifndef FL_CPU_PLAN_H
 #define FL_CPU_PLAN_H
 
@@ -17,6 +17,15 @@ size_t fl_cpu_lm_head_chunk_rows(size_t N, int V);
  * kept between steps (cpu_attention.c). */
 static inline size_t fl_cpu_attention_partial_bytes(int B, int T, int NH, int HS) {
     return 2 * (size_t)B * (size_t)NH * (size_t)T * (size_t)HS * sizeof(float);
+}
+
+/* The attention backward's other scratch (tile_gemm.h), freed when it returns (the forward's is
+ * smaller): per (batch row, kv head) Kᵀ and Vᵀ in 16-key panels and K in 16-column panels; per
+ * thread the task's Q and dO rows and dQ sums, contiguous (T, HS) each. */
+static inline size_t fl_cpu_attention_pack_bytes(int B, int T, int NKV, int HS, int threads) {
+    size_t t16 = ((size_t)T + 15) / 16 * 16, hs16 = ((size_t)HS + 15) / 16 * 16;
+    size_t shared = (size_t)B * (size_t)NKV * (2 * t16 * (size_t)HS + (size_t)T * hs16);
+    return (shared + (size_t)threads * 3 * (size_t)T * (size_t)HS) * sizeof(float);
 }
 
 #endif
