@@ -52,6 +52,7 @@
 #define KB FL_ATT_KB   /* forward: keys per tile: at T <= 256 a query block is one tile */
 #define BQB FL_ATT_BQB /* backward: query rows per tile */
 #define BKB FL_ATT_BKB /* backward: keys per tile */
+_Static_assert(KB % TG_NR == 0 && BKB % TG_NR == 0, "key tiles start on a packed panel (scores_gemm)");
 
 /* 64-byte aligned scratch for packed operands (every element is written by the packing). */
 static float *aligned_floats(size_t n) {

@@ -6,10 +6,10 @@
  * the micro-kernel of an sgemm, but with no per-call packing of either operand: at the attention's
  * inner dimension (k = head size 64, or 64 query rows) the library sgemm it replaces spent about a
  * fifth of its time packing. The kernel is chosen at run time (a build without -march=native
- * still gets it); elsewhere a plain C loop computes the same sums in the same order. Blocks: the
- * panels in the outer loop (one panel, k × 16 floats, stays in L1 while the rows stream past).
- * One core of a Zen 3 (dev/cpu lab, operands in L1): 81 GFLOP/s at k = 64 and 92 at k = 256 with
- * the loop over p unrolled 4 times, 51 and 63 without. */
+ * still gets it); elsewhere a plain C loop computes the same sums in the same order (without fused
+ * multiply-adds). Blocks: the panels in the outer loop (one panel, k × 16 floats, stays in L1
+ * while the rows stream past). One core of a Zen 3 (dev/cpu/bench_tile_gemm.c, operands in L1):
+ * 81 GFLOP/s at k = 64 and 92 at k = 256 with the loop over p unrolled 4 times, 51 and 63 without. */
 #include "backend/cpu/tile_gemm.h"
 
 #include <string.h>
