@@ -81,6 +81,7 @@ static inline int earliest_key(const int32_t *seg, int rows) {
  * empty. seg is the query's segment start. */
 static inline void tile_range(int t, int seg, int k0, int nk, int *j0, int *j1) {
     int lo = seg > k0 ? seg - k0 : 0, hi = t - k0 + 1 < nk ? t - k0 + 1 : nk;
+    lo = lo < nk ? lo : nk; /* a segment that starts past the tile: nothing here (and no write past it) */
     *j0 = lo;
     *j1 = hi > lo ? hi : lo;
 }
