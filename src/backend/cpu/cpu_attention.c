@@ -54,14 +54,6 @@
 #define BKB FL_ATT_BKB /* backward: keys per tile */
 _Static_assert(KB % TG_NR == 0 && BKB % TG_NR == 0, "key tiles start on a packed panel (scores_gemm)");
 
-/* 64-byte aligned scratch for packed operands (every element is written by the packing). */
-static float *aligned_floats(size_t n) {
-    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (!p) fl_die("out of host memory allocating %.1f MiB of attention scratch", bytes / 1048576.0);
-    return p;
-}
-
 /* S (rows, n_keys; ld_s) = X (rows, HS; row stride ldx) · Yᵀ for the keys [k0, k0 + n_keys) of a
  * (batch row, kv head) whose Yᵀ (Kᵀ or Vᵀ) is packed in `yt` (tile_pack_transposed; k0 a multiple
  * of TG_NR). */
@@ -95,7 +87,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     /* per (batch row, kv head): Kᵀ in key panels (t16, HS), V in column panels (T, hs16) */
     size_t kt_elems = (size_t)tg_round_up(T) * HS, vc_elems = (size_t)T * tg_round_up(HS);
-    float *packs = aligned_floats((size_t)B * NKV * (kt_elems + vc_elems));
+    float *packs = cpu_alloc(sizeof(float) * B * NKV * (kt_elems + vc_elems));
     #pragma omp parallel
     {
         #pragma omp for schedule(static) collapse(2)
@@ -167,7 +159,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
         free(O);
         free(q_rows);
     }
-    free(packs);
+    cpu_free(packs);
 }
 
 /* Per-head dK/dV partials (B, NH, T, HS) each, kept between calls (one step runs at a time). */
@@ -199,7 +191,7 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
     /* per (batch row, kv head): Kᵀ and Vᵀ in key panels (t16, HS) each, K in column panels (T, hs16) */
     size_t kt_elems = (size_t)tg_round_up(T) * HS, kc_elems = (size_t)T * tg_round_up(HS);
     size_t pack_elems = 2 * kt_elems + kc_elems; /* fl_cpu_attention_pack_bytes (cpu_plan.h) in all */
-    float *packs = aligned_floats((size_t)B * NKV * pack_elems);
+    float *packs = cpu_alloc(sizeof(float) * B * NKV * pack_elems);
     #pragma omp parallel
     {
         #pragma omp for schedule(static) collapse(2)
@@ -214,10 +206,11 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
         float *P = fl_malloc(sizeof(float) * BQB * BKB), *dS = fl_malloc(sizeof(float) * BQB * BKB);
         float *D = fl_malloc(sizeof(float) * (size_t)T);
         /* the query block's Q and dO rows in column panels (BQB, hs16) each */
-        float *q_cols = aligned_floats(2 * (size_t)BQB * tg_round_up(HS)), *do_cols = q_cols + (size_t)BQB * tg_round_up(HS);
+        size_t blk_elems = (size_t)BQB * tg_round_up(HS);
+        float *q_cols = cpu_alloc(sizeof(float) * 2 * blk_elems), *do_cols = q_cols + blk_elems;
         /* the task's Q and dO rows and its dQ sums, contiguous (T, HS) each: read by every key
          * block, they stream from cache far better than rows of ld_qkv / NH·HS floats */
-        float *q_rows = aligned_floats(3 * (size_t)T * HS), *do_rows = q_rows + (size_t)T * HS;
+        float *q_rows = cpu_alloc(sizeof(float) * 3 * (size_t)T * HS), *do_rows = q_rows + (size_t)T * HS;
         float *dq_rows = do_rows + (size_t)T * HS;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int b = 0; b < B; b++)
@@ -283,8 +276,8 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
         free(P);
         free(dS);
         free(D);
-        free(q_cols);
-        free(q_rows);
+        cpu_free(q_cols);
+        cpu_free(q_rows);
         /* dK, dV (rows of stride ld_qkv) = Σ over the group's heads, in head order */
         #pragma omp for schedule(static) collapse(2)
         for (int b = 0; b < B; b++)
@@ -305,5 +298,5 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                     }
                 }
     }
-    free(packs);
+    cpu_free(packs);
 }
