@@ -343,9 +343,11 @@ TEST(dropout_mask_statistics) {
 }
 
 /* matmul_backward_weight has its own kernel when one side is a LoRA rank (<= 64): check both
- * orientations, ragged chunk tails, and the sgemm path, against a double-precision sum. */
+ * orientations, ragged chunk tails, a last register tile of every height (rank mod 6 and mod 12:
+ * 16, 3, 64, 11, 5, 33), and the sgemm path, against a double-precision sum. */
 TEST(matmul_backward_weight_small_rank_kernel) {
-    const int shapes[][3] = {{300, 100, 16}, {300, 16, 100}, {37, 3, 70}, {37, 70, 3}, {64, 96, 80}, {5, 33, 64}};
+    const int shapes[][3] = {{300, 100, 16}, {300, 16, 100}, {37, 3, 70}, {37, 70, 3}, {64, 96, 80}, {5, 33, 64},
+                             {130, 45, 11}, {70, 5, 90}, {200, 64, 40}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
         float *dout = malloc(sizeof(float) * N * OC), *inp = malloc(sizeof(float) * N * IC);

@@ -88,6 +88,12 @@ TEST(long_seq_step_memory_grows_linearly) {
     if (proc_kb("VmHWM") < 0 || step_peak(64) < 0) SKIP("no /proc/self/status VmHWM or clear_refs");
     double p1 = step_peak(256), p2 = step_peak(1024), p3 = step_peak(4096);
     double d1 = p2 - p1, d2 = p3 - p2;
+#ifdef __SANITIZE_ADDRESS__
+    /* The steps ran (under the sanitizer's checks), but its allocator keeps freed blocks resident
+     * in a quarantine of up to 256 MiB, so the peak RSS measures that policy, not the model. */
+    (void)d1, (void)d2;
+    SKIP("peak RSS under AddressSanitizer includes its quarantine of freed blocks");
+#endif
     CHECK_MSG(d1 > 0 && d2 <= 4.4 * d1 + 4.0 * 1048576, "peak growth 256->1024 %.1f MiB, 1024->4096 %.1f MiB: not linear",
               d1 / 1048576, d2 / 1048576);
 }
