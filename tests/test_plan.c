@@ -96,11 +96,15 @@ TEST(plan_memory_hand_count_qwen25_7b_cpu) {
     CHECK_CLOSE(m.lora_params, P * 4, 0, 0);     /* the compute copy aliases the f32 master on the CPU */
     CHECK_CLOSE(m.lora_grads + m.adamw, P * 12, 0, 0);
     CHECK_CLOSE(m.activations, (double)fl_activations_bytes(&cfg, 16, 1, 256, 4, 0), 0, 0);
-    /* cpu_plan.h: at most 128 MiB / (4·152064) = 220 rows of f32 logits, so N = 256 runs as two
-     * equal chunks of 128 */
-    CHECK_CLOSE(m.logits, 128.0 * 152064 * 4, 0, 0);
-    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(256, 152064), 128);
-    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(1024, 49152), 512);   /* 682 at most: two of 512 */
+    /* cpu_plan.h: 128 MiB / (4·152064) = 220 rows of f32 logits, under 512, so a chunk may take
+     * 512 rows (297 MiB, within 512 MiB): N = 256 runs as one chunk */
+    CHECK_CLOSE(m.logits, 256.0 * 152064 * 4, 0, 0);
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(256, 152064), 256);
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(2048, 151936), 512);  /* four of 512 */
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(1000, 151936), 500);  /* two equal chunks of <= 512 */
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(1024, 49152), 512);   /* 682 by the 128 MiB budget: two of 512 */
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(4096, 32000), 1024);  /* 1048 by the 128 MiB budget: four of 1024 */
+    CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(2000, 400000), 334);  /* 512 MiB / 1.6 MB = 335 rows: six of 334 */
     CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(1000, 4000000), 63);  /* huge V: 16 chunks of <= 64 rows */
     CHECK_EQ_INT(fl_cpu_lm_head_chunk_rows(30, 4000000), 30);
     CHECK(m.context == 0 && m.gemm_ws == 0);

@@ -5,8 +5,9 @@
  * (the block's max is taken from L1, the running sum rescaled once per block), giving
  * loss = logsumexp − z[target]; (2) in place, dlogits = grad_scale·(exp(z − lse) − onehot) (zero
  * for ignored rows) — then dinp (rows, C) = dlogits · weight (one GEMM). Chunks are as large as
- * FL_CPU_LM_HEAD_BUDGET allows (cpu_plan.h): every chunk packs the whole (V, C) weight for both
- * GEMMs, so few large chunks run the head at the GEMM's rate. The chunk buffer is the backend's own
+ * the budgets of cpu_plan.h allow (128 MiB of logits, or up to 512 rows within 512 MiB): every
+ * chunk packs the whole (V, C) weight for both GEMMs, so few large chunks run the head at the
+ * GEMM's rate. The chunk buffer is the backend's own
  * workspace, kept between calls (one step runs at a time; not reentrant). */
 #include <cblas.h>
 #include <math.h>
@@ -19,7 +20,12 @@
 #include "common/error.h"
 
 size_t fl_cpu_lm_head_chunk_rows(size_t N, int V) {
-    size_t most = FL_CPU_LM_HEAD_BUDGET / (sizeof(float) * (size_t)V);
+    size_t row_bytes = sizeof(float) * (size_t)V;
+    size_t most = FL_CPU_LM_HEAD_BUDGET / row_bytes;
+    if (most < FL_CPU_LM_HEAD_ROWS) {
+        most = FL_CPU_LM_HEAD_BUDGET_MAX / row_bytes;
+        if (most > FL_CPU_LM_HEAD_ROWS) most = FL_CPU_LM_HEAD_ROWS;
+    }
     if (most < 64) most = 64;
     if (N <= most) return N;
     size_t chunks = (N + most - 1) / most;

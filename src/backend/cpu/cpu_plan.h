@@ -6,11 +6,17 @@
 
 #include <stddef.h>
 
-/* Most bytes of one chunk of f32 logits (the only (rows, V) buffer of the LM head). */
+/* Most bytes of one chunk of f32 logits (the only (rows, V) buffer of the LM head)... */
 #define FL_CPU_LM_HEAD_BUDGET ((size_t)128 << 20)
-/* Rows per LM-head chunk for N tokens and vocabulary V: N split into the fewest equal chunks
- * whose logits fit the budget — but chunks of up to 64 rows however large V is (GEMMs of fewer
- * rows spend their time packing the (V, C) weight). */
+/* ...except that a chunk may take up to FL_CPU_LM_HEAD_ROWS rows while its logits stay within
+ * FL_CPU_LM_HEAD_BUDGET_MAX: every chunk packs the (V, C) weight again for both GEMMs and streams it
+ * from memory, so a large vocabulary in small chunks runs the head well under the GEMM's rate
+ * (docs/CPU-GEMM.md, "LM head chunks": Qwen2.5's 151,936 rows, 3 chunks of 171 rows vs 1 of 512). */
+#define FL_CPU_LM_HEAD_ROWS 512
+#define FL_CPU_LM_HEAD_BUDGET_MAX ((size_t)512 << 20)
+/* Rows per LM-head chunk for N tokens and vocabulary V: N split into the fewest equal chunks of at
+ * most max(FL_CPU_LM_HEAD_BUDGET / 4V, min(FL_CPU_LM_HEAD_ROWS, FL_CPU_LM_HEAD_BUDGET_MAX / 4V), 64)
+ * rows — 64 however large V is (GEMMs of fewer rows spend their time packing the weight). */
 size_t fl_cpu_lm_head_chunk_rows(size_t N, int V);
 
 /* The attention backward's dK and dV partials, one (T, HS) pair per (batch row, query head), f32:
