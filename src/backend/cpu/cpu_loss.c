@@ -7,8 +7,8 @@
  * for ignored rows) — then dinp (rows, C) = dlogits · weight (one GEMM). Chunks are as large as
  * the budgets of cpu_plan.h allow (128 MiB of logits, or up to 512 rows within 512 MiB): every
  * chunk packs the whole (V, C) weight for both GEMMs, so few large chunks run the head at the
- * GEMM's rate. The chunk buffer is the backend's own
- * workspace, kept between calls (one step runs at a time; not reentrant). */
+ * GEMM's rate. The chunk buffer is the backend's own workspace, kept between calls (one step runs
+ * at a time; not reentrant). */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
