@@ -42,6 +42,7 @@
 #include "dist/dist.h"
 #include "engine/model.h"
 #include "plan/gpu_catalog.h"
+#include "plan/plan.h"
 #include "train/trainer.h"
 #ifdef FL_HAVE_CUDA
 #include "backend/cuda/cuda_info.h"
@@ -155,6 +156,15 @@ static void fastlora_version(char *out, size_t cap) {
 }
 
 /* "12G", "800M", "1.5G", or a plain number of MiB -> bytes; 0 on a bad value. */
+/* The CPU backend's workspaces at B x T as `fastlora plan` counts them (docs/PLAN.md): one LM-head
+ * chunk of f32 logits, the attention backward's partials and packs, the NF4 tile scratch. */
+static double cpu_workspace_bytes(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, int nf4,
+                                  int recompute) {
+    unsigned mode = (nf4 ? FL_PLAN_NF4 : 0u) | (recompute ? FL_PLAN_RECOMPUTE : 0u);
+    fl_plan_memory m = fl_plan_memory_compute(cfg, lc, B, T, FL_TARGET_CPU, mode);
+    return m.logits + m.attn_ws + m.gemm_ws;
+}
+
 static double parse_mem(const char *s) {
     const char *end;
     double v;
@@ -816,6 +826,7 @@ static int bench_main(int argc, char **argv) {
             p->B = o.sweep_batch[bi];
             p->T = o.sweep_seq[si];
             p->predicted_bytes = fixed_bytes + (double)fl_activations_bytes(cfg, lc.rank, p->B, p->T, be->act_size, o.recompute);
+            if (!c.is_cuda) p->predicted_bytes += cpu_workspace_bytes(cfg, &lc, p->B, p->T, quant == FL_QUANT_NF4, o.recompute);
             p->fits = !(limit > 0 && p->predicted_bytes > limit);
             if (n_points > 1) printf("\n== %d x %d (%d of %d) ==\n", p->B, p->T, n_run, n_points);
             if (!p->fits) {
