@@ -260,7 +260,7 @@ static int parse_sweep_word(bench_options *o, const char *word) {
 typedef struct {
     int B, T;
     int fits;               /* predicted memory within the limit */
-    double predicted_bytes; /* model + LoRA state + activations */
+    double predicted_bytes; /* model + LoRA state + activations (+ the CPU workspaces) */
     int n_timed;            /* timed steps measured */
     int interrupted;
     double median, fastest, slowest; /* seconds */
