@@ -155,7 +155,6 @@ static void fastlora_version(char *out, size_t cap) {
     if (!out[0]) snprintf(out, cap, "unknown");
 }
 
-/* "12G", "800M", "1.5G", or a plain number of MiB -> bytes; 0 on a bad value. */
 /* The CPU backend's workspaces at B x T as `fastlora plan` counts them (docs/PLAN.md): one LM-head
  * chunk of f32 logits, the attention backward's partials and packs, the NF4 tile scratch. */
 static double cpu_workspace_bytes(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T, int nf4,
@@ -165,6 +164,7 @@ static double cpu_workspace_bytes(const fl_model_config *cfg, const fl_lora_conf
     return m.logits + m.attn_ws + m.gemm_ws;
 }
 
+/* "12G", "800M", "1.5G", or a plain number of MiB -> bytes; 0 on a bad value. */
 static double parse_mem(const char *s) {
     const char *end;
     double v;

@@ -87,7 +87,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     /* per (batch row, kv head): Kᵀ in key panels (t16, HS), V in column panels (T, hs16) */
     size_t kt_elems = (size_t)tg_round_up(T) * HS, vc_elems = (size_t)T * tg_round_up(HS);
-    float *packs = cpu_alloc(sizeof(float) * B * NKV * (kt_elems + vc_elems));
+    float *packs = cpu_alloc_scratch(sizeof(float) * B * NKV * (kt_elems + vc_elems));
     #pragma omp parallel
     {
         #pragma omp for schedule(static) collapse(2)
@@ -191,7 +191,7 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
     /* per (batch row, kv head): Kᵀ and Vᵀ in key panels (t16, HS) each, K in column panels (T, hs16) */
     size_t kt_elems = (size_t)tg_round_up(T) * HS, kc_elems = (size_t)T * tg_round_up(HS);
     size_t pack_elems = 2 * kt_elems + kc_elems; /* fl_cpu_attention_pack_bytes (cpu_plan.h) in all */
-    float *packs = cpu_alloc(sizeof(float) * B * NKV * pack_elems);
+    float *packs = cpu_alloc_scratch(sizeof(float) * B * NKV * pack_elems);
     #pragma omp parallel
     {
         #pragma omp for schedule(static) collapse(2)
@@ -207,10 +207,10 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
         float *D = fl_malloc(sizeof(float) * (size_t)T);
         /* the query block's Q and dO rows in column panels (BQB, hs16) each */
         size_t blk_elems = (size_t)BQB * tg_round_up(HS);
-        float *q_cols = cpu_alloc(sizeof(float) * 2 * blk_elems), *do_cols = q_cols + blk_elems;
+        float *q_cols = cpu_alloc_scratch(sizeof(float) * 2 * blk_elems), *do_cols = q_cols + blk_elems;
         /* the task's Q and dO rows and its dQ sums, contiguous (T, HS) each: read by every key
          * block, they stream from cache far better than rows of ld_qkv / NH·HS floats */
-        float *q_rows = cpu_alloc(sizeof(float) * 3 * (size_t)T * HS), *do_rows = q_rows + (size_t)T * HS;
+        float *q_rows = cpu_alloc_scratch(sizeof(float) * 3 * (size_t)T * HS), *do_rows = q_rows + (size_t)T * HS;
         float *dq_rows = do_rows + (size_t)T * HS;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int b = 0; b < B; b++)

@@ -3,7 +3,7 @@
  * HF layout: weight (OC, IC) row-major, so forward is inp · weightᵀ. Activations are f32 in both.
  * Every operand has its own row stride (ld_*), as in BLAS. */
 #include <cblas.h>
-#if defined(__AVX__) || defined(__AVX512F__)
+#ifdef __AVX__
 #include <immintrin.h>
 #endif
 #include <omp.h>

@@ -1,4 +1,4 @@
-/* cpu_memory.c — host memory for the CPU backend (64-byte aligned, zeroed). */
+/* cpu_memory.c — host memory for the CPU backend (64-byte aligned; zeroed, except kernel scratch). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,11 +6,15 @@
 #include "common/dtype.h"
 #include "common/error.h"
 
-void *cpu_alloc(size_t bytes) {
+void *cpu_alloc_scratch(size_t bytes) {
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);
     if (!p) fl_die("out of host memory allocating %.1f MiB", bytes / 1048576.0);
-    memset(p, 0, rounded);
+    return p;
+}
+void *cpu_alloc(size_t bytes) {
+    void *p = cpu_alloc_scratch(bytes);
+    memset(p, 0, (bytes + 63) / 64 * 64);
     return p;
 }
 void cpu_free(void *ptr) { free(ptr); }

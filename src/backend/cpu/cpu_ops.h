@@ -12,6 +12,9 @@
 #include "quant/nf4.h"
 
 void *cpu_alloc(size_t bytes);
+/* 64-byte aligned like cpu_alloc but not zeroed: kernel scratch that is written before it is read.
+ * Freed with cpu_free. */
+void *cpu_alloc_scratch(size_t bytes);
 void cpu_free(void *ptr);
 void cpu_copy(void *dst, const void *src, size_t bytes);
 void cpu_zero(void *ptr, size_t bytes);
