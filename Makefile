@@ -1,5 +1,6 @@
 # fastlora build. `make` builds build/fastlora (CPU backend); `make test` builds and runs the test
-# suite (plus the AddressSanitizer run of the bad-input tests); `make bench` runs the README's
+# suite, again under each CPU kernel level below this CPU's (isa-test), then the AddressSanitizer
+# run of the bad-input and CPU-kernel tests; `make bench` runs the README's
 # benchmark; `make fuzz` runs the libFuzzer harnesses of fuzz/ (docs/FUZZING.md). Every source
 # under src/ is picked up by its folder; no list to keep in sync.
 CC      ?= gcc
@@ -22,7 +23,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all test bench clean setup asan-test
+.PHONY: all test bench clean setup asan-test isa-test
 all: $(BUILD)/fastlora $(BUILD)/fastlora_tests
 
 # Installs the build dependencies once per build folder (scripts/setup is a no-op when all is there).
@@ -54,7 +55,20 @@ $(BUILD)/fastlora_tests: $(TEST_OBJ) $(BUILD)/libfastlora.a Makefile
 
 test: all
 	FASTLORA_BIN=$(BUILD)/fastlora $(BUILD)/fastlora_tests
+	$(MAKE) --no-print-directory isa-test
 	$(MAKE) --no-print-directory asan-test
+
+# The suite again with the CPU kernels forced to each level below this CPU's own (FASTLORA_CPU_ISA,
+# backend/cpu/cpu_isa.h): an AVX-512 machine also runs the AVX2 and portable paths, so a test that
+# only one kernel path passes fails on every machine that can run that path, not only on the CPUs
+# whose best path it is.
+isa-test: all
+	@top=$$($(BUILD)/fastlora_tests --cpu-isa-levels | tail -1); \
+	for isa in $$($(BUILD)/fastlora_tests --cpu-isa-levels); do \
+	    [ "$$isa" = "$$top" ] && continue; \
+	    echo "== FASTLORA_CPU_ISA=$$isa (this CPU: $$top)"; \
+	    FASTLORA_CPU_ISA=$$isa FASTLORA_BIN=$(BUILD)/fastlora $(BUILD)/fastlora_tests || exit 1; \
+	done
 
 # The bad-input tests again under AddressSanitizer + UBSan: malformed files must never crash; and
 # the CPU kernels' tests (attention tiles, GEMMs, finite differences, whole steps): an out-of-bounds

@@ -3,6 +3,9 @@
  * and prints `N passed, N failed, N skipped`. Exit status 1 when any test failed. */
 #include "test.h"
 
+#include "backend/cpu/cpu_isa.h"
+#include "common/error.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -88,8 +91,19 @@ static int matches(const char *filter, const char *name, const char *file) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--cpu-isa-levels")) { /* for `make isa-test`: the levels this CPU runs */
+        for (int i = 0; i <= (int)fl_cpu_isa_detected(); i++) printf("%s\n", fl_cpu_isa_name((fl_cpu_isa)i));
+        return 0;
+    }
     const char *filter = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0, skipped = 0;
+    /* the CPU kernel path under test: a FASTLORA_CPU_ISA this CPU cannot honour would test another */
+    if (fl_cpu_isa_check_env()) {
+        fprintf(stderr, "fastlora_tests: %s\n", fl_last_error());
+        return 2;
+    }
+    printf("CPU kernels: %s (this CPU: %s)\n", fl_cpu_isa_name(fl_cpu_isa_active()),
+           fl_cpu_isa_name(fl_cpu_isa_detected()));
     for (int i = 0; i < test_count; i++) {
         if (filter && !matches(filter, tests[i].name, tests[i].file)) continue;
         current_failures = 0;

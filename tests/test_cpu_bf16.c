@@ -64,7 +64,10 @@ TEST(cpu_bf16_matches_f32_llama3_rope) { compare_backends("llama3_rope"); }
 TEST(backend_select_dtypes) {
     const fl_backend *be;
     CHECK(fl_backend_select_dtype("cpu", "f32", &be) == 0 && be == fl_backend_cpu());
-    CHECK(fl_backend_select_dtype("cpu", NULL, &be) == 0 && be == fl_backend_cpu_bf16());
+    CHECK(fl_backend_select_dtype("cpu", "bf16", &be) == 0 && be == fl_backend_cpu_bf16());
+    /* no dtype: the CPU's default (test_cpu_isa.c checks the rule per CPU class) */
+    const fl_backend *want = !strcmp(fl_cpu_default_dtype(NULL), "bf16") ? fl_backend_cpu_bf16() : fl_backend_cpu();
+    CHECK(fl_backend_select_dtype("cpu", NULL, &be) == 0 && be == want);
     CHECK_EQ_INT(fl_backend_select_dtype("cpu", "fp8", &be), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "fp8");
     CHECK_EQ_INT(fl_backend_select_dtype("tpu", NULL, &be), 2);

@@ -1,14 +1,15 @@
 /* bench_rank_grad.c — times the LoRA weight-gradient GEMMs (matmul_backward_weight_cpu in
- * cpu_matmul.c: one side is the rank) on the shapes of a smollm2-135m step at 4 x 256, rank 16.
+ * cpu_matmul.c: one side is the rank, fl_rank_grad_tn in rank_grad.c; FASTLORA_CPU_ISA picks the
+ * instance) on the shapes of a smollm2-135m step at 4 x 256, rank 16.
  * A lab tool, not part of the product: per shape the best of 30 calls in thread CPU time (robust on
  * a shared machine with OMP_NUM_THREADS=1), and GFLOP/s.
  *
  *   gcc -O3 -march=native -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -fno-trapping-math -Isrc \
- *       dev/cpu/bench_rank_grad.c src/backend/cpu/cpu_matmul.c build/libfastlora.a -ljansson -lpcre2-8 \
+ *       dev/cpu/bench_rank_grad.c src/backend/cpu/rank_grad.c build/libfastlora.a -ljansson -lpcre2-8 \
  *       -lcrypto -L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp \
  *       -lopenblas -lm -o build/bench_rank_grad
  *   OMP_NUM_THREADS=1 build/bench_rank_grad
- * For a side by side, build a second copy with `git show REV:src/backend/cpu/cpu_matmul.c` in place
+ * For a side by side, build a second copy with `git show REV:src/backend/cpu/rank_grad.c` in place
  * of the current file and alternate the two.
  */
 #include <stdio.h>

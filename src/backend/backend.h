@@ -197,9 +197,18 @@ typedef struct fl_backend {
 const fl_backend *fl_backend_cpu(void);
 /* The fast CPU backend: bf16 frozen matrices, f32 activations and accumulation (AVX512-BF16). */
 const fl_backend *fl_backend_cpu_bf16(void);
-/* device "cpu", "cuda" or "auto"; dtype "bf16" (default, NULL) or "f32" (the CPU reference;
- * CUDA is bf16 only). Errors say which flag would help. (backend/select.c) */
+/* device "cpu", "cuda" or "auto"; dtype "bf16", "f32" (the CPU reference; CUDA is bf16 only) or
+ * NULL: bf16 on CUDA, fl_cpu_default_dtype on the CPU. Errors say which flag would help.
+ * (backend/select.c) */
 int fl_backend_select_dtype(const char *device, const char *dtype, const fl_backend **out);
+/* The CPU weight dtype when --dtype is not given: "bf16" where the bf16 GEMM is the faster one
+ * (AVX512_BF16 dot products at twice the f32 FMA rate: AMD Zen 4/5), "f32" elsewhere (Intel's
+ * AVX512_BF16 runs them at the FMA rate; AVX2 and AVX-512 without it widen bf16 to f32 first), for
+ * the active CPU kernel level (cpu_isa.h) and vendor. *why gets one line saying so, with the
+ * measurement it rests on (docs/BENCHMARKS.md). */
+const char *fl_cpu_default_dtype(const char **why);
+/* The same rule for a given kernel level (fl_cpu_isa) and vendor (amd: 1 for AMD) — tests. */
+const char *fl_cpu_default_dtype_for(int isa, int amd, const char **why);
 /* fl_backend_select_dtype(device, NULL, out) */
 int fl_backend_select(const char *device, const fl_backend **out);
 

@@ -587,7 +587,7 @@ static int bench_main(int argc, char **argv) {
         {"threads", FL_OPT_INT, &o.threads, "CPU threads (default 0: all cores)", FL_RANGE(0, 4096)},
         {"seed", FL_OPT_U64, &o.seed, "seed for weights, LoRA init and token ids (default 1234)", FL_NO_RANGE},
         {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)", FL_NO_RANGE},
-        {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default bf16)", FL_NO_RANGE},
+        {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default: the faster on this CPU, said when it runs)", FL_NO_RANGE},
         {"quant", FL_OPT_STRING, &o.quant, "nf4: the frozen projections in 4-bit NormalFloat (QLoRA)", FL_NO_RANGE},
         {"recompute", FL_OPT_FLAG, &o.recompute, "activation recompute: keep each layer's input, rerun it in the backward", FL_NO_RANGE},
         {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest", FL_NO_RANGE},
@@ -807,6 +807,11 @@ static int bench_main(int argc, char **argv) {
     if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
     printf("); loaded in %.1f s; memory limit %.2f GiB%s\n", t_load, limit / 1073741824.0,
            o.mem_limit ? " (--mem-limit)" : c.is_cuda ? " (free device memory)" : " (90% of available RAM)");
+    if (!c.is_cuda && !o.dtype) { /* the default, and why */
+        const char *why;
+        fl_cpu_default_dtype(&why);
+        printf("  %s\n", why);
+    }
     fflush(stdout);
 
     struct sigaction sa, old_sa;

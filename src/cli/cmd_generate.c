@@ -102,7 +102,7 @@ int cmd_generate(int argc, char **argv) {
         {"ids", FL_OPT_FLAG, &print_ids, "print token ids instead of text", FL_NO_RANGE},
         {"no-special", FL_OPT_FLAG, &no_special, "do not add BOS (the tokenizer's post-processor) to --prompt", FL_NO_RANGE},
         {"device", FL_OPT_STRING, &device, "cpu, cuda or auto (default cpu)", FL_NO_RANGE},
-        {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 (default) or f32", FL_NO_RANGE},
+        {"dtype", FL_OPT_STRING, &dtype, "weight dtype: bf16 or f32 (default: the faster on this CPU, said when it runs)", FL_NO_RANGE},
         {"logits", FL_OPT_STRING, &logits_path, "write the prompt's logits, (T, V) f32, to this file instead of sampling",
          FL_NO_RANGE},
         {"quant", FL_OPT_STRING, &quant_s, "nf4: the frozen projections in 4-bit NormalFloat, as trained with --quant nf4", FL_NO_RANGE},

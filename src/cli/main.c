@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_threads.h"
+#include "common/error.h"
 
 typedef struct {
     const char *name;
@@ -35,6 +37,10 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     fl_omp_default_environment(argv); /* passive OpenMP waiting unless the user chose (cpu_threads.h) */
+    if (fl_cpu_isa_check_env()) { /* a forced kernel path this CPU lacks: say so, run none */
+        fprintf(stderr, "fastlora: %s\n", fl_last_error());
+        return 2;
+    }
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);

@@ -58,7 +58,7 @@
     X("quant", STR, quant, NULL, "frozen projections in nf4 (QLoRA: 4-bit NormalFloat); a 4-bit checkpoint is nf4 anyway") \
     X("recompute", FLAG, recompute, 0, "activation recompute: keep each layer's input, rerun the layer in the backward") \
     X("device", STR, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")                \
-    X("dtype", STR, dtype, NULL, "weight dtype: bf16 (the default: fast) or f32 (the exact CPU reference)")   \
+    X("dtype", STR, dtype, NULL, "weight dtype: bf16 or f32 (the exact CPU reference); default bf16 on a GPU, on a CPU the faster of the two there (said when it runs)")   \
     X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \
     X("overwrite", FLAG, overwrite, 0, "--out holds an earlier run: delete its outputs and start anew")         \
     X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)")

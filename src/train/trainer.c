@@ -466,6 +466,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                      c.rows.n_rows - (ceil_div(c.rows.n_rows, rows_per_step) - 1) * rows_per_step, opt->lr, opt->schedule,
                      sched.warmup, m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
     if (c.prog.log) fl_model_print_memory(m, opt->batch, opt->seq, c.prog.log);
+    if (!opt->dtype && !strncmp(m->be->name, "cpu", 3)) { /* the default, and why */
+        const char *why;
+        fl_cpu_default_dtype(&why);
+        progress_message(&c.prog, "%s\n", why);
+    }
 
     if (have_eval && !opt->resume) do_eval(&c, 0, &res->first_eval_loss);
 

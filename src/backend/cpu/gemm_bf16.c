@@ -1,6 +1,6 @@
 /* gemm_bf16.c — the public bf16 GEMM entry points: run-time dispatch between the AVX512_BF16
  * kernel (gemm_bf16_avx512.c), the AVX2 + FMA kernel (gemm_bf16_avx2.c) and the portable C path
- * below.
+ * below; the path is the one of the active instruction-set level (cpu_isa.h).
  *
  * The portable path computes the same function — bf16(A) · bf16 B, exact products, f32 sums — with
  * plain loops the compiler vectorizes for whatever target it is built for: B blocks are widened to
@@ -13,32 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "common/dtype.h"
 
 static int force_fallback;
 
 void fl_gemm_bf16_force_fallback(int on) { force_fallback = on; }
 
-int fl_gemm_bf16_uses_avx512(void) {
-    if (force_fallback) return 0;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-#else
-    return 0;
-#endif
-}
+int fl_gemm_bf16_uses_avx512(void) { return !force_fallback && fl_cpu_isa_active() >= FL_CPU_ISA_AVX512_BF16; }
 
-static int uses_avx2(void) {
-    if (force_fallback) return 0;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
+static int uses_avx2(void) { return !force_fallback && fl_cpu_isa_active() >= FL_CPU_ISA_AVX2; }
 
 const char *fl_gemm_bf16_path(void) {
     return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : uses_avx2() ? "avx2" : "portable";

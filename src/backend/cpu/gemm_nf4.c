@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "common/error.h"
 
@@ -31,8 +32,7 @@ void fl_nf4_force_portable(int on) { force_portable = on; }
 static int use_avx2(void) {
 #if HAVE_X86
     if (force_portable) return 0;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    return fl_cpu_isa_active() >= FL_CPU_ISA_AVX2;
 #else
     return 0;
 #endif

@@ -12,6 +12,8 @@
  * 81 GFLOP/s at k = 64 and 92 at k = 256 with the loop over p unrolled 4 times, 51 and 63 without. */
 #include "backend/cpu/tile_gemm.h"
 
+#include "backend/cpu/cpu_isa.h"
+
 #include <string.h>
 
 enum { MR = 6 }; /* rows of C per micro-kernel call */
@@ -113,7 +115,7 @@ TGT static void tile_gemm_avx2(int m, int n, int k, const float *a, int64_t a_ro
     }
 }
 
-static int have_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+static int have_avx2_fma(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AVX2; }
 #endif
 
 void tile_gemm_portable(int m, int n, int k, const float *a, int64_t a_row, int64_t a_col, const float *b,
