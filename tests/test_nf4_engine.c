@@ -13,6 +13,7 @@
  * `cpu-bf16` vs transformers' bf16 model: transformers keeps every activation in bf16 (8 bits: each
  * op's output rounded by up to 2^-9 relative, some ten roundings per layer), fastlora keeps them in
  * f32 with bf16 GEMM operands; 1e-2 absolute on logits up to ~0.6 (measured 2e-3 to 3.5e-3). */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -25,6 +26,7 @@
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
 #include "model/weights.h"
+#include "quant/nf4_load.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"
@@ -309,6 +311,114 @@ TEST(nf4_engine_bad_input_float_projection_in_4bit_checkpoint) {
     CHECK(fl_quant_parse("int4", &q) == FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "--quant: 'int4' (expected nf4 or none)");
     fl_clear_error();
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+/* A 4-bit checkpoint without double quantization (BitsAndBytesConfig(bnb_4bit_use_double_quant=False):
+ * config.json says false; each projection has F32 `.absmax` (n_blocks), `.quant_map` and a JSON without
+ * the nested fields — the layout bitsandbytes 0.50 saves, checked on a real save) loads into the engine.
+ * It is made here from the 4-bit folder `from` with each block's f32 scale as its absmax, so its
+ * dequantized weights, and the logits, equal those of `from` bit for bit. The engine used to size every
+ * NF4 slot for double quantization and refused any projection of more than ~340 blocks, where f32 absmax
+ * outweighs the codes plus the 1 KB dynamic map (tiny-f32-nf4's gate: "NF4 without double quantization
+ * takes 18432 bytes where 17984 were planned"). */
+static int write_without_double_quant(const char *dir, const char *from, const fl_model_config *cfg) {
+    fl_nf4_layer layers[2];
+    char path_in[256];
+    int status = cfg->n_layers == 2 ? 0 : fl_input_error("%s has %d layers (expected 2)", from, cfg->n_layers);
+    for (int l = 0; l < 2 && !status; l++) status = fl_nf4_load_layer(&layers[l], from, cfg, l, FL_NF4_STORED);
+    fl_safetensors src;
+    snprintf(path_in, sizeof path_in, "%s/model.safetensors", from);
+    if (!status) status = fl_safetensors_open(&src, path_in);
+    if (status) return status;
+    fl_st_write_tensor *out = calloc((size_t)src.n_tensors, sizeof *out);
+    char (*json)[160] = calloc(2 * FL_N_PROJ, sizeof *json);
+    float *scales[2 * FL_N_PROJ] = {0};
+    int n = 0;
+    for (int i = 0; i < src.n_tensors; i++) {
+        const fl_st_tensor *t = &src.tensors[i];
+        if (strstr(t->name, ".nested_")) continue;   /* nested_absmax, nested_quant_map */
+        out[n] = (fl_st_write_tensor){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
+        memcpy(out[n].shape, t->shape, sizeof t->shape);
+        for (int l = 0; l < 2; l++)
+            for (int p = 0; p < FL_N_PROJ; p++) {
+                char base[128];
+                const fl_nf4_weight *w = &layers[l].proj[p];
+                int k = l * FL_N_PROJ + p, len = snprintf(base, sizeof base, "model.layers.%d.%s.weight.", l, fl_proj_modules[p]);
+                if (strncmp(t->name, base, (size_t)len)) continue;
+                if (!strcmp(t->name + len, "absmax")) {
+                    scales[k] = malloc(sizeof(float) * (size_t)w->n_blocks);
+                    fl_nf4_block_scales(w, scales[k]);
+                    out[n] = (fl_st_write_tensor){.name = t->name, .dtype = FL_F32, .ndim = 1, .shape = {w->n_blocks},
+                                                  .data = scales[k]};
+                } else if (!strcmp(t->name + len, "quant_state.bitsandbytes__nf4")) {
+                    snprintf(json[k], sizeof json[k], "{\"quant_type\": \"nf4\", \"blocksize\": 64, \"dtype\": "
+                             "\"%s\", \"shape\": [%lld, %lld]}", w->dtype == FL_F32 ? "float32" : "bfloat16",
+                             (long long)w->rows, (long long)w->cols);
+                    out[n].shape[0] = (int64_t)strlen(json[k]);
+                    out[n].data = json[k];
+                }
+            }
+        n++;
+    }
+    /* F32 tensors first, U8 after them, so every F32 tensor is 4-byte aligned as in Python's files */
+    fl_st_write_tensor *ordered = calloc((size_t)n, sizeof *ordered);
+    int at = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if ((out[i].dtype == FL_U8) == pass) ordered[at++] = out[i];
+    char *path = fl_path_join(dir, "model.safetensors");
+    const char *meta[] = {"format", "pt"};
+    status = fl_safetensors_write(path, ordered, n, meta, 1);
+    free(path);
+    free(ordered);
+    json_t *root = NULL;
+    snprintf(path_in, sizeof path_in, "%s/config.json", from);
+    if (!status) status = fl_file_load_json(path_in, FL_FILE_CONFIG, 0, &root);
+    if (!status) {
+        json_object_set_new(json_object_get(root, "quantization_config"), "bnb_4bit_use_double_quant", json_false());
+        char *text = json_dumps(root, JSON_INDENT(2));
+        path = fl_path_join(dir, "config.json");
+        status = fl_write_file_atomic(path, text, strlen(text));
+        free(path);
+        free(text);
+        json_decref(root);
+    }
+    for (int k = 0; k < 2 * FL_N_PROJ; k++) free(scales[k]);
+    free(json);
+    free(out);
+    fl_safetensors_close(&src);
+    for (int l = 0; l < 2; l++) fl_nf4_layer_free(&layers[l]);
+    return status;
+}
+
+TEST(nf4_engine_checkpoint_without_double_quant) {
+    fl_model_config cfg;
+    if (fl_config_load(&cfg, NF4_DIR "tiny-f32-nf4/config.json")) SKIP("no tiny-f32-nf4 fixture");
+    char dir[] = "/tmp/fastlora-nf4-nodq-XXXXXX", cmd[128];
+    CHECK(mkdtemp(dir) != NULL);
+    int status = write_without_double_quant(dir, NF4_DIR "tiny-f32-nf4", &cfg);
+    CHECK_MSG(status == 0, "%s", fl_last_error());
+    fl_quant_config qc;
+    char *config = fl_path_join(dir, "config.json");
+    CHECK(!status && fl_quant_config_load(&qc, config) == 0 && qc.nf4 && !qc.double_quant);
+    free(config);
+    int32_t ids[10] = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38};
+    for (int b = 0; !status && b < 2; b++) {
+        const fl_backend *be = b ? fl_backend_cpu_bf16() : fl_backend_cpu();
+        float *want = engine_logits(NF4_DIR "tiny-f32-nf4", NULL, FL_QUANT_NONE, be, ids, 2, 5);
+        float *got = engine_logits(dir, NULL, FL_QUANT_NONE, be, ids, 2, 5);
+        if (want && got) CHECK_MSG(!memcmp(want, got, sizeof(float) * 10 * 96), "%s: logits differ", be->name);
+        free(want);
+        free(got);
+    }
+    fl_lora_config lc = fl_lora_config_default();
+    fl_model m;
+    if (!status && fl_model_init_dir(&m, dir, fl_backend_cpu(), &lc) == 0) {
+        CHECK(!m.base.nf4[0].double_quant && m.base.nf4[0].absmax != NULL);
+        fl_model_free(&m);
+    }
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK_EQ_INT(system(cmd), 0);
 }

@@ -65,6 +65,46 @@ TEST(nf4_checkpoint_equals_quantize_at_load) {
     fl_clear_error();
 }
 
+/* Quantize-at-load of tensors with fewer than 8 blocks (at most 448 values: a bias-sized projection):
+ * torch's absmax.mean() sums a vector shorter than one 8-lane load with its scalar loop (4 accumulators,
+ * the tail onto the first), not left to right, so the offset — and with it every 8-bit code — followed
+ * another order for 5 to 7 blocks. short-means.safetensors (tools/make_nf4_fixtures.py --only means):
+ * torch's means of 64 vectors of 1..16 values, and bitsandbytes' quantize_4bit of a (5, 64) f32 matrix;
+ * all bit for bit. */
+TEST(nf4_quantize_short_tensors_offset_matches_torch) {
+    fl_safetensors f;
+    if (fl_safetensors_open(&f, NF4_DIR "short-means.safetensors")) SKIP("no short-means fixture");
+    const fl_st_tensor *values = fl_safetensors_find(&f, "values"), *lengths = fl_safetensors_find(&f, "lengths");
+    const fl_st_tensor *means = fl_safetensors_find(&f, "means");
+    CHECK(values && lengths && means && lengths->numel == means->numel);
+    const float *v = values ? values->data : NULL;
+    size_t at = 0, bad = 0;
+    for (size_t i = 0; v && lengths && means && i < lengths->numel; i++) {
+        int32_t n = ((const int32_t *)lengths->data)[i];
+        float got = fl_nf4_absmax_mean(v + at, n), want = ((const float *)means->data)[i];
+        if (memcmp(&got, &want, sizeof got)) {
+            if (!bad++) fl_test_fail(__FILE__, __LINE__, "mean of %d values: %.9g, torch %.9g", n, got, want);
+        }
+        at += (size_t)n;
+    }
+    CHECK_EQ_INT(bad, 0);
+    const fl_st_tensor *in = fl_safetensors_find(&f, "bnb5.input"), *packed = fl_safetensors_find(&f, "bnb5.packed");
+    const fl_st_tensor *codes = fl_safetensors_find(&f, "bnb5.absmax"), *nested = fl_safetensors_find(&f, "bnb5.nested_absmax");
+    const fl_st_tensor *offset = fl_safetensors_find(&f, "bnb5.offset");
+    CHECK(in && packed && codes && nested && offset);
+    fl_nf4_weight w;
+    if (in && packed && codes && nested && offset &&
+        !fl_nf4_quantize(&w, in->data, FL_F32, in->shape[0], in->shape[1], 1, "bnb5")) {
+        CHECK_EQ_INT(w.n_blocks, 5);
+        CHECK_MSG(!memcmp(&w.offset, offset->data, 4), "offset %.9g, bitsandbytes %.9g", w.offset,
+                  ((const float *)offset->data)[0]);
+        CHECK(!memcmp(w.absmax_q, codes->data, 5) && !memcmp(w.nested_absmax, nested->data, 4));
+        CHECK(!memcmp(w.packed, packed->data, packed->nbytes));
+        fl_nf4_free(&w);
+    }
+    fl_safetensors_close(&f);
+}
+
 /* ---- bad input: the tiny-nf4 checkpoint with one thing changed ---- */
 
 typedef struct {

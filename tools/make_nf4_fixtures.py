@@ -29,6 +29,28 @@ transformers with that BitsAndBytesConfig on the CPU and saved with save_pretrai
 of the Hub's pre-quantized checkpoints: U8 `*.weight` of shape (n/2, 1), U8 `*.absmax`, F32
 `*.nested_absmax`, `*.quant_map`, `*.nested_quant_map`, U8 `*.quant_state.bitsandbytes__nf4`).
 tiny-nf4-logits.safetensors — input_ids I32 [1, 12] and the 4-bit model's logits F32 [1, 12, V].
+
+tiny-f32-nf4/ — a Llama in float32 (hidden 128, FF 256, 2 layers, 4 heads, 2 KV heads, V 96) loaded by
+transformers with the same BitsAndBytesConfig but bnb_4bit_compute_dtype=float32 and saved with
+save_pretrained before any forward pass (see "CPU repacking" below). Its float32 source is not committed
+(0.8 MB): every weight is a formula of its name and index (f32_source_tensor, mirrored by
+tests/test_nf4_f32.c, which writes the source folder at test time), so the test quantizes exactly the
+values bitsandbytes quantized. The script checks what the issue checked: every projection equals a fresh
+quantize_4bit(W, blocksize=64, compress_statistics=True) bit for bit, the float tensors (embeddings,
+norms, LM head) are the source's f32 values, and config.json differs from the source's only by
+quantization_config.
+tiny-f32-nf4-logits.safetensors — from the saved folder reloaded by transformers, in training mode (the
+f32 dequantize-then-matmul path): input_ids I32 [2, 16] with logits F32 [2, 16, V], and eval_ids I32
+[8, 33] with eval_loss F32 [1] (transformers' shifted mean cross-entropy, 8 x 32 targets).
+short-means.safetensors — torch's f32 mean of absmax-like vectors of 1..16 values (values, lengths,
+means): below 8 values torch sums in another order than its vector path. Also bnb5.*: quantize_4bit of a
+(5, 64) f32 matrix (5 blocks) whose offset depends on that order.
+
+CPU repacking (bitsandbytes 0.50 on a CPU with AVX512_BF16): the first forward of a Linear4bit in eval
+mode without grad rewrites its weight into a packed CPU layout with absmax in bfloat16, and
+save_pretrained converts it back by re-quantizing those bf16 absmax (new offset, codes and nested
+absmax; the packed nibbles stay). A 4-bit folder saved after such a forward is therefore not a fresh
+quantize_4bit of the weights. `--only repack` measures this on the f32 model and writes nothing.
 """
 
 import argparse
@@ -161,6 +183,8 @@ def make_tiny_models(root):
         if os.path.exists(gen):
             os.remove(gen)
     ids = torch.randint(0, cfg.vocab_size, (1, 12), generator=torch.Generator().manual_seed(3))
+    # after the save: on an AVX512_BF16 CPU this eval-mode forward repacks the weights (docstring); its
+    # bf16 CPU kernel is within the engine test's bf16 tolerance of the dequantize-then-matmul path
     with torch.no_grad():
         logits = qmodel(ids).logits.float()
     save_file({"input_ids": ids.to(torch.int32).contiguous(), "logits": logits.contiguous()},
@@ -168,18 +192,203 @@ def make_tiny_models(root):
               metadata={"bitsandbytes": bitsandbytes.__version__, "torch": torch.__version__})
 
 
+# ---- the float32 model (tiny-f32-nf4) ---------------------------------------------------------------
+
+F32_CONFIG = dict(vocab_size=96, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False, rms_norm_eps=1e-6)
+M64 = (1 << 64) - 1
+
+
+def fl_hash64(x):
+    """fastlora's fl_hash64 (src/common/rng.h, splitmix64's finalizer) on a numpy uint64 array."""
+    x = x + np.uint64(0x9e3779b97f4a7c15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+    return x ^ (x >> np.uint64(31))
+
+
+def fnv1a64(name):
+    h = 0xcbf29ce484222325
+    for b in name.encode():
+        h = ((h ^ b) * 0x100000001b3) & M64
+    return h
+
+
+def f32_source_tensor(name, shape):
+    """The source weight `name`: u = fl_rng_uniform(fl_hash64(fnv1a64(name)), i) for element i (row-major), 24
+    random bits in [0, 1); a norm weight is 1 + (u - 1/2) / 4 (one f32 rounding), a matrix row r is
+    (u - 1/2) * 2^-(3 + r % 5): exact in f32, with block absmax spread over five octaves. Mirrored in
+    tests/test_nf4_f32.c (source_value)."""
+    n = int(np.prod(shape))
+    stream = fl_hash64(np.array([fnv1a64(name)], dtype=np.uint64))[0]
+    idx = np.arange(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = fl_hash64(stream ^ (idx * np.uint64(0xd1b54a32d192ed03)))
+    u = (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+    c = u - np.float32(0.5)
+    if len(shape) == 1:
+        return torch.from_numpy(np.float32(1.0) + c * np.float32(0.25))
+    rows = np.arange(n, dtype=np.int64) // shape[1]
+    scale = np.ldexp(np.float32(1.0), -(3 + rows % 5)).astype(np.float32)
+    return torch.from_numpy((c * scale).astype(np.float32).reshape(shape))
+
+
+def check_fresh_quantization(qmodel, source):
+    """Every projection of the loaded 4-bit model is quantize_4bit(source weight) bit for bit; every float
+    tensor is the source's f32 value."""
+    import bitsandbytes.nn as bnn
+    for name, mod in qmodel.named_modules():
+        if isinstance(mod, bnn.Linear4bit):
+            w = source[name + ".weight"]
+            q, st = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type="nf4")
+            qs = mod.weight.quant_state
+            same = (torch.equal(q.view(-1), mod.weight.data.view(-1)) and torch.equal(st.absmax, qs.absmax)
+                    and torch.equal(st.state2.absmax, qs.state2.absmax) and torch.equal(st.offset, qs.offset))
+            assert same, f"{name}: the loaded 4-bit weight is not a fresh quantize_4bit of the source"
+    for name, p in qmodel.named_parameters():
+        if p.dtype != torch.uint8:
+            assert p.dtype == torch.float32 and torch.equal(p.data, source[name]), f"{name}: not the source f32 value"
+
+
+def write_f32_source(d):
+    """The source model (transformers' own LlamaForCausalLM in f32 with the formula weights), saved to d."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    model = LlamaForCausalLM(LlamaConfig(**F32_CONFIG)).float()
+    sd = {k: f32_source_tensor(k, tuple(v.shape)) for k, v in model.state_dict().items()}
+    model.load_state_dict(sd, strict=True)
+    model.save_pretrained(d, safe_serialization=True)
+    return sd
+
+
+def load_4bit(d):
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    bnb_cfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                 bnb_4bit_compute_dtype=torch.float32)
+    return AutoModelForCausalLM.from_pretrained(d, quantization_config=bnb_cfg, device_map="cpu")
+
+
+def f32_ids():
+    g = torch.Generator().manual_seed(21)
+    V = F32_CONFIG["vocab_size"]
+    return torch.randint(0, V, (2, 16), generator=g), torch.randint(0, V, (8, 33), generator=g)
+
+
+def make_f32_model(root):
+    import tempfile
+    from transformers import AutoModelForCausalLM
+    nf4_dir = os.path.join(root, "tiny-f32-nf4")
+    shutil.rmtree(nf4_dir, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as src:
+        source = write_f32_source(src)
+        qmodel = load_4bit(src)
+        check_fresh_quantization(qmodel, source)
+        qmodel.save_pretrained(nf4_dir, safe_serialization=True)   # before any forward: no CPU repacking
+        with open(os.path.join(src, "config.json")) as f:
+            src_cfg = json.load(f)
+    with open(os.path.join(nf4_dir, "config.json")) as f:
+        nf4_cfg = json.load(f)
+    assert nf4_cfg.pop("quantization_config")["bnb_4bit_compute_dtype"] == "float32"
+    assert nf4_cfg == src_cfg, "transformers rewrote config.json fields other than quantization_config"
+    gen = os.path.join(nf4_dir, "generation_config.json")
+    if os.path.exists(gen):
+        os.remove(gen)
+    # the reference: the saved folder as transformers reloads it, in training mode (no dropout in this
+    # model), where Linear4bit dequantizes in f32 and multiplies; eval mode without grad would take the
+    # bf16 CPU kernel on an AVX512_BF16 machine
+    model = AutoModelForCausalLM.from_pretrained(nf4_dir, device_map="cpu")
+    model.train()
+    ids, eval_ids = f32_ids()
+    with torch.no_grad():
+        logits = model(ids).logits.float()
+        eval_loss = model(eval_ids, labels=eval_ids).loss.float().reshape(1)
+    save_file({"input_ids": ids.to(torch.int32).contiguous(), "logits": logits.contiguous(),
+               "eval_ids": eval_ids.to(torch.int32).contiguous(), "eval_loss": eval_loss.contiguous()},
+              os.path.join(root, "tiny-f32-nf4-logits.safetensors"),
+              metadata={"bitsandbytes": bitsandbytes.__version__, "torch": torch.__version__,
+                        "eval_loss": f"{eval_loss.item():.9f}"})
+
+
+def report_cpu_repack():
+    """What an eval-mode forward before save_pretrained does to the saved folder (writes nothing)."""
+    import tempfile
+    from transformers import AutoModelForCausalLM
+    _, eval_ids = f32_ids()
+    with tempfile.TemporaryDirectory() as tmp:
+        source = write_f32_source(os.path.join(tmp, "src"))
+        losses = {}
+        for when in ("before", "after"):
+            qmodel = load_4bit(os.path.join(tmp, "src"))
+            check_fresh_quantization(qmodel, source)
+            if when == "after":
+                qmodel.eval()
+                with torch.no_grad():
+                    qmodel(eval_ids)
+            qmodel.save_pretrained(os.path.join(tmp, when))
+            model = AutoModelForCausalLM.from_pretrained(os.path.join(tmp, when), device_map="cpu")
+            model.train()
+            with torch.no_grad():
+                losses[when] = model(eval_ids, labels=eval_ids).loss.item()
+        from safetensors.torch import load_file
+        a, b = (load_file(os.path.join(tmp, w, "model.safetensors")) for w in ("before", "after"))
+        changed = sorted({k.rsplit(".weight", 1)[-1] or "weight" for k in a if not torch.equal(a[k], b[k])})
+    print(f"saved before an eval forward: eval loss {losses['before']:.7f}; after: {losses['after']:.7f} "
+          f"({losses['after'] / losses['before'] - 1:+.2e} relative); tensors that changed: {changed or 'none'}")
+
+
+# ---- short vectors: torch's mean below one 8-lane load ---------------------------------------------------
+
+def make_short_means(root):
+    g = torch.Generator().manual_seed(55)
+    values, lengths, means = [], [], []
+    for n in range(1, 17):
+        for _ in range(4):
+            a = torch.rand(n, generator=g) * 0.1 + 0.01
+            values.append(a)
+            lengths.append(n)
+            means.append(a.mean().reshape(1))
+    out = {"values": torch.cat(values).contiguous(), "lengths": torch.tensor(lengths, dtype=torch.int32),
+           "means": torch.cat(means).contiguous()}
+    # a (5, 64) matrix (5 blocks) whose offset differs between the two summation orders: the first seed
+    # from 5 on where the left-to-right sum of the 5 absmax gives another mean than torch's
+    for seed in range(5, 1000):
+        gb = torch.Generator().manual_seed(seed)
+        a = torch.randn(5, 64, generator=gb) * torch.tensor([0.5, 1.0, 2.0, 0.25, 3.0]).reshape(5, 1)
+        q, st = F.quantize_4bit(a, blocksize=64, compress_statistics=True, quant_type="nf4")
+        left_to_right = torch.zeros((), dtype=torch.float32)
+        for v in a.abs().amax(1):
+            left_to_right = left_to_right + v
+        if (left_to_right / 5).item() != st.offset.item():
+            break
+    out.update({"bnb5.input": a.contiguous(), "bnb5.packed": q.reshape(-1).contiguous(),
+                "bnb5.absmax": st.absmax.contiguous(), "bnb5.nested_absmax": st.state2.absmax.contiguous(),
+                "bnb5.offset": st.offset.reshape(1).float().contiguous()})
+    save_file(out, os.path.join(root, "short-means.safetensors"),
+              metadata={"bitsandbytes": bitsandbytes.__version__, "torch": torch.__version__})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/fixtures/nf4")
+    ap.add_argument("--only", default="cases,tiny,f32,means",
+                    help="comma-separated parts: cases, tiny, f32, means, repack (repack: report only)")
     args = ap.parse_args()
+    parts = set(args.only.split(","))
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
-    tensors = {}
-    cases = make_cases(tensors)
-    meta = {"cases": ",".join(cases), "bitsandbytes": bitsandbytes.__version__, "torch": torch.__version__}
-    save_file(tensors, os.path.join(args.out, "cases.safetensors"), metadata=meta)
-    make_tiny_models(args.out)
-    print(f"wrote {len(cases)} cases and the tiny models to {args.out}", file=sys.stderr)
+    if "cases" in parts:
+        tensors = {}
+        cases = make_cases(tensors)
+        meta = {"cases": ",".join(cases), "bitsandbytes": bitsandbytes.__version__, "torch": torch.__version__}
+        save_file(tensors, os.path.join(args.out, "cases.safetensors"), metadata=meta)
+    if "tiny" in parts:
+        make_tiny_models(args.out)
+    if "f32" in parts:
+        make_f32_model(args.out)
+    if "means" in parts:
+        make_short_means(args.out)
+    if "repack" in parts:
+        report_cpu_repack()
+    print(f"wrote {args.only} to {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

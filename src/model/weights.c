@@ -247,10 +247,12 @@ static void alloc_tensors(fl_base_weights *w, const fl_model_config *cfg, const 
     }
 }
 
-/* Copies an NF4 weight made on the host into its slot (backend memory) and records the view. */
-static int upload_nf4(fl_base_weights *w, const tensor_slot *slot, const fl_nf4_weight *host) {
-    size_t planned = fl_nf4_bytes(slot->rows, slot->cols, 1);
-    if (host->bytes > planned)   /* only a checkpoint without double quantization is larger */
+/* Copies an NF4 weight made on the host into its slot (backend memory) and records the view. The
+ * slot was sized by the plan's double_quant (config.json's bnb_4bit_use_double_quant for a 4-bit
+ * checkpoint): a checkpoint without double quantization has f32 absmax and plans the larger size. */
+static int upload_nf4(fl_base_weights *w, const tensor_slot *slot, const fl_nf4_weight *host, int double_quant) {
+    size_t planned = fl_nf4_bytes(slot->rows, slot->cols, double_quant);
+    if (host->bytes > planned)   /* plain f32 absmax where the config promised double quantization */
         return fl_input_error("%s: NF4 without double quantization takes %zu bytes where %zu were planned "
                               "(bnb_4bit_use_double_quant in config.json disagrees with the tensors)",
                               slot->name, host->bytes, planned);
@@ -308,7 +310,7 @@ void fl_weights_init_random_quant(fl_base_weights *w, const fl_model_config *cfg
         if (slots[i].nf4) {   /* finite by construction: quantizing cannot fail */
             fl_nf4_weight q;
             if (fl_nf4_quantize(&q, host, FL_F32, slots[i].rows, slots[i].cols, 1, slots[i].name) ||
-                upload_nf4(w, &slots[i], &q))
+                upload_nf4(w, &slots[i], &q, sp.double_quant))
                 fl_die("%s", fl_last_error());
             fl_nf4_free(&q);
         } else {
@@ -484,7 +486,7 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
                 fl_nf4_weight q;
                 status = fl_nf4_load_weight(&q, shards.files, shards.n_files, slots[i].name, slots[i].rows,
                                             slots[i].cols, source);
-                if (!status) status = upload_nf4(w, &slots[i], &q);
+                if (!status) status = upload_nf4(w, &slots[i], &q, sp.double_quant);
                 if (q.storage) fl_nf4_free(&q);
                 if (status && !strstr(fl_last_error(), dir)) {   /* name the folder when the message does not */
                     char why[512];

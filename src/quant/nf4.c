@@ -211,10 +211,23 @@ int64_t fl_nf4_quantize_blocks(const void *src, fl_dtype dtype, int64_t n, uint8
     return bad;
 }
 
+/* torch's sum of a vector shorter than one 8-lane load: its scalar row_sum, which keeps 4
+ * accumulators over the first 4·(n/4) values, adds the rest to the first and folds the four in order
+ * (n = 5: ((((x0 + x4) + x1) + x2) + x3), not the left-to-right sum). */
+static float torch_sum_short_f32(const float *x, int64_t n) {
+    float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int64_t m = n / 4 * 4;
+    for (int64_t i = 0; i < m; i++) p[i % 4] += x[i];
+    for (int64_t i = m; i < n; i++) p[0] += x[i];
+    return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
 /* torch's f32 sum of a contiguous vector (its cascade sum: 8-lane vectors, 4 independent
- * accumulators, partial sums folded every 2^k rows), in the order its AVX2 build adds on one thread. */
+ * accumulators, partial sums folded every 2^k rows), in the order its AVX2 build adds on one thread
+ * (torch 2.15 with CPU capability AVX512 adds in the same order: measured on 9065 vectors of 1..70000). */
 static float torch_sum_f32(const float *x, int64_t n) {
     enum { LANES = 8, ILP = 4, LEVELS = 4 };
+    if (n < LANES) return torch_sum_short_f32(x, n);
     int64_t nv = n / LANES, rows = nv / ILP;
     int ceil_log2 = rows <= 2 ? 1 : 64 - __builtin_clzll((unsigned long long)(rows - 1));
     int lp = ceil_log2 / LEVELS > 4 ? ceil_log2 / LEVELS : 4;

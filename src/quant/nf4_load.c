@@ -87,9 +87,17 @@ static int companion(file_set fs, const char *name, const char *suffix, fl_dtype
     return 0;
 }
 
-static int all_finite(const float *x, size_t n) {
+/* Element i of an F32 tensor's data. The safetensors format does not promise 4-byte alignment (files
+ * from Python's writer have it; others need not), so it is read through memcpy. */
+static float f32_at(const void *data, size_t i) {
+    float v;
+    memcpy(&v, (const char *)data + i * sizeof v, sizeof v);
+    return v;
+}
+
+static int all_finite(const void *x, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
+        if (!isfinite(f32_at(x, i))) return 0;
     return 1;
 }
 
@@ -167,10 +175,11 @@ static int load_stored(fl_nf4_weight *w, file_set fs, const char *name, const ch
         FL_TRY(companion(fs, name, "nested_quant_map", FL_F32, 256, &nested_map));
         if (!all_finite(nested->data, (size_t)ng))
             return fl_input_error("%s: tensor '%s.nested_absmax' holds a non-finite value", path, name);
-        const float *m = nested_map->data;
-        for (int i = 0; i < 256; i++)
-            if (!isfinite(m[i]) || fabsf(m[i]) > 1.0f || (i && m[i] < m[i - 1]))
+        for (int i = 0; i < 256; i++) {
+            float m = f32_at(nested_map->data, (size_t)i);
+            if (!isfinite(m) || fabsf(m) > 1.0f || (i && m < f32_at(nested_map->data, (size_t)i - 1)))
                 return fl_input_error("%s: tensor '%s.nested_quant_map' is not an ascending map in [-1, 1]", path, name);
+        }
     } else if (!all_finite(absmax->data, (size_t)nb)) {
         return fl_input_error("%s: tensor '%s.absmax' holds a non-finite value", path, name);
     }
