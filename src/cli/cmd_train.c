@@ -24,8 +24,12 @@ static const char usage_text[] =
     "usage: fastlora train --model DIR --data FILE --out DIR [options]\n"
     "       fastlora train --config FILE.json [options]      (options from a JSON file; the command line wins)\n"
     "Data: JSONL with {\"text\"}, {\"prompt\",\"completion\"}, {\"messages\":[...]} or {\"instruction\",\"input\",\"output\"}\n"
-    "per line, or a fastlora tokens file (docs/TRAINING.md). Documents longer than --seq are split\n"
-    "(--truncate to cut them); several documents are packed per row with attention reset between them.";
+    "per line (or a JSON array of them), plain text, or a fastlora tokens file (docs/TRAINING.md).\n"
+    "Plain text (*.txt, or --format text-file): the WHOLE FILE is one document, as a {\"text\"} row is\n"
+    "(BOS, text, EOS); --format text-paragraphs makes one per blank-line-separated block, text-lines one\n"
+    "per line. A .txt file whose first line is a JSON object is read as JSONL. Documents longer than\n"
+    "--seq are split (--truncate to cut them); several documents are packed per row with attention\n"
+    "reset between them.";
 
 int cmd_train(int argc, char **argv) {
     /* under mpirun/srun: join the job first (docs/DISTRIBUTED.md) */

@@ -1,24 +1,31 @@
-/* data.c — JSONL and binary-token datasets to documents (ids + loss mask); see data.h. */
+/* data.c — JSONL, JSON-array and binary-token datasets to documents (ids + loss mask), and the
+ * format detection that sends plain text to data_text.c; see data.h. Bad records go through
+ * data_report.c. */
 #include "train/data.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "common/error.h"
 #include "io/file_util.h"
+#include "tokenizer/text_check.h"
+#include "train/data_internal.h"
 
-static const char *const format_names[] = {"auto", "text", "prompt", "messages", "alpaca", "tokens"};
+static const char *const format_names[FL_DATA_N_FORMATS] = {"auto", "text", "prompt", "messages", "alpaca", "tokens",
+                                                            "text-file", "text-paragraphs", "text-lines"};
 
 int fl_data_format_parse(const char *name, fl_data_format *out) {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < FL_DATA_N_FORMATS; i++)
         if (!strcmp(name, format_names[i])) { *out = (fl_data_format)i; return 0; }
-    return fl_input_error("--format: '%s' is not known (expected auto, text, prompt, messages, alpaca or tokens)", name);
+    return fl_input_error("--format: '%s' is not known (expected auto, text, prompt, messages, alpaca, tokens, "
+                          "text-file, text-paragraphs or text-lines)", name);
 }
 
-const char *fl_data_format_name(fl_data_format f) { return (unsigned)f < 6 ? format_names[f] : "?"; }
+const char *fl_data_format_name(fl_data_format f) { return (unsigned)f < FL_DATA_N_FORMATS ? format_names[f] : "?"; }
 
 fl_data_options fl_data_options_default(void) {
     fl_data_options o = {.format = FL_DATA_AUTO, .strict = 0, .max_line_bytes = (size_t)64 << 20, .eos_id = -1,
@@ -28,7 +35,7 @@ fl_data_options fl_data_options_default(void) {
 
 /* ---- documents ------------------------------------------------------------------------------ */
 
-static void dataset_push(fl_dataset *ds, fl_doc doc) {
+void fl_data_push(fl_dataset *ds, fl_doc doc) {
     if (ds->n_docs == ds->cap) {
         ds->cap = ds->cap ? ds->cap * 2 : 256;
         fl_doc *nd = realloc(ds->docs, ds->cap * sizeof *nd);
@@ -45,7 +52,7 @@ void fl_dataset_add(fl_dataset *ds, const int32_t *ids, const uint8_t *mask, int
     memcpy(d.ids, ids, sizeof(int32_t) * (size_t)n);
     if (mask) memcpy(d.mask, mask, (size_t)n);
     else memset(d.mask, 1, (size_t)n);
-    dataset_push(ds, d);
+    fl_data_push(ds, d);
 }
 
 void fl_dataset_free(fl_dataset *ds) {
@@ -176,6 +183,47 @@ int fl_data_parse_line(const char *line, size_t len, fl_tokenizer *tok, const fl
     return status;
 }
 
+/* A record without any field we know: the error names the record's own keys and the --fields
+ * rename that would read them (gsm8k's question/answer: prompt=question,completion=answer). */
+static int no_known_field(json_t *root) {
+    const char *keys[2] = {0}; /* the first two string-valued keys */
+    size_t n = 0, n_strings = 0;
+    char have[200] = "";
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (n_strings < 2 && json_is_string(v)) keys[n_strings++] = key;
+        size_t at = strlen(have);
+        if (at < sizeof have - 8) snprintf(have + at, sizeof have - at, "%s'%.40s'", n ? ", " : "", key);
+        n++;
+    }
+    char rename[200] = "";
+    if (keys[0] && !keys[1]) snprintf(rename, sizeof rename, "; --fields text=%.40s reads it", keys[0]);
+    else if (keys[1]) snprintf(rename, sizeof rename, "; --fields prompt=%.40s,completion=%.40s reads them", keys[0], keys[1]);
+    return fl_input_error("no known field: expected 'text', 'prompt'+'completion', 'messages' or 'instruction'+'output' "
+                          "(this record has %s%s)%s", n ? "" : "no fields", have, rename);
+}
+
+/* Ids in the vocabulary and at least one target, else the document is freed and the reason given. */
+static int check_doc(const fl_data_options *opt, fl_doc *doc) {
+    int status = 0, targets = 0;
+    for (int i = 1; i < doc->n; i++) targets += doc->mask[i];
+    for (int i = 0; i < doc->n && !status; i++)
+        if (doc->ids[i] < 0 || (opt->vocab_size > 0 && doc->ids[i] >= opt->vocab_size))
+            status = fl_input_error("token id %d is outside the model's vocabulary (%d)", doc->ids[i], opt->vocab_size);
+    if (!status && (doc->n < 2 || targets == 0)) status = fl_input_error("no target tokens (nothing to learn)");
+    if (status) { free(doc->ids); free(doc->mask); memset(doc, 0, sizeof *doc); }
+    return status;
+}
+
+int fl_data_text_doc(const char *text, size_t len, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc) {
+    memset(doc, 0, sizeof *doc);
+    if (!tok) return fl_input_error("plain text needs the model's tokenizer (none was loaded)");
+    if (!len) return fl_input_error("empty text");
+    FL_TRY(encode_prompt_completion(tok, "", 0, text, len, opt, doc));
+    return check_doc(opt, doc);
+}
+
 /* One record (a JSON value) to a document; root is borrowed (renamed fields are added to it). */
 static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc) {
     memset(doc, 0, sizeof *doc);
@@ -193,8 +241,7 @@ static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *
         else if (json_object_get(root, "prompt") || json_object_get(root, "completion")) f = FL_DATA_PROMPT;
         else if (json_object_get(root, "instruction") || json_object_get(root, "output")) f = FL_DATA_ALPACA;
         else if (json_object_get(root, "text")) f = FL_DATA_TEXT;
-        else status = fl_input_error("no known field: expected 'text', 'prompt'+'completion', 'messages' or "
-                                     "'instruction'+'output'");
+        else status = no_known_field(root);
     }
     if (!status) switch (f) {
     case FL_DATA_TEXT: {
@@ -230,36 +277,29 @@ static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *
     default:
         status = fl_input_error("format '%s' is not a JSONL shape", fl_data_format_name(f));
     }
-    if (!status) {
-        int targets = 0;
-        for (int i = 1; i < doc->n; i++) targets += doc->mask[i];
-        for (int i = 0; i < doc->n && !status; i++)
-            if (doc->ids[i] < 0 || (opt->vocab_size > 0 && doc->ids[i] >= opt->vocab_size))
-                status = fl_input_error("token id %d is outside the model's vocabulary (%d)", doc->ids[i], opt->vocab_size);
-        if (!status && (doc->n < 2 || targets == 0)) status = fl_input_error("no target tokens (nothing to learn)");
-    }
-    if (status) { free(doc->ids); free(doc->mask); memset(doc, 0, sizeof *doc); }
+    if (!status) return check_doc(opt, doc);
+    free(doc->ids);
+    free(doc->mask);
+    memset(doc, 0, sizeof *doc);
     return status;
 }
 
 /* ---- JSONL files ------------------------------------------------------------------------------ */
 
-/* Reads one line (without its end) into *buf; lines over max bytes are consumed and flagged. A line
- * ends at "\n", "\r\n" or a lone "\r" (as the JSON Lines reader of Hugging Face datasets, pyarrow,
- * splits them: JSON text cannot hold a raw CR inside a string). Returns 0 at EOF with nothing read.
- * Byte by byte, so NUL bytes inside a line cannot confuse it. */
-static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max, int *too_long) {
+int fl_data_read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max, int *too_long, int *ended) {
     *len = 0;
     *too_long = 0;
+    *ended = 0;
     int c, any = 0;
     while ((c = getc_unlocked(f)) != EOF) {
         any = 1;
         if (c == '\r') {
             int next = getc_unlocked(f);
             if (next != '\n' && next != EOF) ungetc(next, f);
+            *ended = 1;
             break;
         }
-        if (c == '\n') break;
+        if (c == '\n') { *ended = 1; break; }
         if (*too_long) continue;
         if (*len + 1 > max) { *too_long = 1; continue; }
         if (*len + 2 > *cap) {
@@ -275,9 +315,7 @@ static int read_line(FILE *f, char **buf, size_t *cap, size_t *len, size_t max, 
     return any;
 }
 
-/* Skips UTF-8 byte-order marks at the start of f (Windows editors write one; Hugging Face datasets
- * accepts them). A UTF-16 or UTF-32 mark is an error: the data must be UTF-8. */
-static int skip_bom(FILE *f, const char *path) {
+int fl_data_skip_bom(FILE *f, const char *path) {
     for (long at = 0;; at += 3) {
         unsigned char b[3] = {0};
         size_t n = fread(b, 1, 3, f);
@@ -289,37 +327,59 @@ static int skip_bom(FILE *f, const char *path) {
     }
 }
 
+static int is_blank(const char *s, size_t len) {
+    size_t k = 0;
+    while (k < len && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) k++;
+    return k == len;
+}
+
+/* What would read the file, when its first record shows it is not JSON Lines at all (a line that
+ * does not even start like JSON); nothing when it is JSON gone wrong (the reason says where). */
+static void not_jsonl_hint(const char *line, size_t len, const fl_data_options *opt, char *hint, size_t cap) {
+    size_t k = 0;
+    while (k < len && (line[k] == ' ' || line[k] == '\t')) k++;
+    if (k < len && (line[k] == '{' || line[k] == '[')) return;
+    int nul = 0, control = 0;
+    for (size_t i = 0; i < len; i++) control |= (unsigned char)line[i] < 0x20 && line[i] != '\t' && line[i] != '\f';
+    if (control || fl_text_check(line, len, &nul) < len)
+        snprintf(hint, cap, "binary data, not text (pre-tokenized data goes in a fastlora tokens file, docs/TRAINING.md)");
+    else if (opt->format == FL_DATA_TEXT)
+        snprintf(hint, cap, "--format text means JSONL rows {\"text\": ...}; plain text is --format text-file "
+                            "(or text-paragraphs, text-lines)");
+    else
+        snprintf(hint, cap, "plain text? --format text-file reads it as one document (text-paragraphs: one per "
+                            "blank-line-separated block, text-lines: one per line; a .txt name reads as text-file)");
+}
+
 static int load_jsonl(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
     FILE *f;
     FL_TRY(fl_file_fopen_read(path, FL_FILE_DATASET, &f));
-    int status = skip_bom(f, path);
+    int status = fl_data_skip_bom(f, path);
     if (status) { fclose(f); return status; }
-    FILE *log = opt->log ? opt->log : stderr;
+    fl_data_report r;
+    fl_data_report_init(&r, path, opt, "line");
     char *buf = NULL;
-    size_t cap = 0, len = 0, lineno = 0, bad_here = 0;
-    int too_long;
-    while (!status && read_line(f, &buf, &cap, &len, opt->max_line_bytes, &too_long)) {
+    size_t cap = 0, len = 0, lineno = 0;
+    int too_long, ended, gave_up = 0;
+    while (!status && fl_data_read_line(f, &buf, &cap, &len, opt->max_line_bytes, &too_long, &ended)) {
         lineno++;
-        size_t k = 0;
-        while (!too_long && k < len && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\r')) k++;
-        if (!too_long && k == len) continue; /* blank line */
+        if (!too_long && is_blank(buf, len)) continue;
         ds->n_lines++;
+        r.n_records++;
         fl_doc doc;
         int rc = too_long ? fl_input_error("line longer than %zu bytes", opt->max_line_bytes)
                           : fl_data_parse_line(buf, len, tok, opt, &doc);
-        if (!rc) { dataset_push(ds, doc); continue; }
-        if (opt->strict) {
-            char why[768];
-            snprintf(why, sizeof why, "%s", fl_last_error()); /* fl_input_error rewrites that buffer */
-            status = fl_input_error("%s:%zu: %s (--strict: stopping at the first bad line)", path, lineno, why);
-            break;
-        }
-        ds->n_bad++;
-        if ((int)bad_here++ < opt->max_reported) fprintf(log, "%s:%zu: skipped: %s\n", path, lineno, fl_last_error());
+        if (!rc) { fl_data_push(ds, doc); fl_data_report_good(&r); continue; }
+        if (r.n_records == 1 && !too_long) not_jsonl_hint(buf, len, opt, r.hint, sizeof r.hint);
+        char where[32];
+        snprintf(where, sizeof where, "%zu", lineno);
+        status = fl_data_report_bad(&r, where, fl_last_error());
+        if (!status) ds->n_bad++;
+        if (!r.n_good && r.n_bad >= FL_DATA_GIVE_UP) { gave_up = 1; break; }
     }
     if (!status && ferror(f)) status = fl_input_error("%s: read error", path);
-    if (!status && bad_here > (size_t)opt->max_reported)
-        fprintf(log, "%s: %zu more bad lines skipped (%zu in all)\n", path, bad_here - (size_t)opt->max_reported, bad_here);
+    if (!status) status = fl_data_report_finish(&r, gave_up, lineno ? "only blank lines" : "empty file");
+    else fl_data_report_free(&r);
     free(buf);
     fclose(f);
     return status;
@@ -333,27 +393,39 @@ static int load_json_array(fl_dataset *ds, const char *path, fl_tokenizer *tok, 
         json_decref(root);
         return fl_input_error("%s: expected a JSON array of records", path);
     }
-    FILE *log = opt->log ? opt->log : stderr;
-    size_t index, bad_here = 0;
+    fl_data_report r;
+    fl_data_report_init(&r, path, opt, "record");
+    size_t index;
     json_t *item;
     int status = 0;
     json_array_foreach(root, index, item) {
         ds->n_lines++;
+        r.n_records++;
         fl_doc doc;
-        if (!parse_record(item, tok, opt, &doc)) { dataset_push(ds, doc); continue; }
-        if (opt->strict) {
-            char why[768];
-            snprintf(why, sizeof why, "%s", fl_last_error());
-            status = fl_input_error("%s:[%zu]: %s (--strict: stopping at the first bad record)", path, index, why);
-            break;
-        }
+        if (!parse_record(item, tok, opt, &doc)) { fl_data_push(ds, doc); fl_data_report_good(&r); continue; }
+        char where[32];
+        snprintf(where, sizeof where, "[%zu]", index);
+        if ((status = fl_data_report_bad(&r, where, fl_last_error()))) break;
         ds->n_bad++;
-        if ((int)bad_here++ < opt->max_reported) fprintf(log, "%s:[%zu]: skipped: %s\n", path, index, fl_last_error());
     }
-    if (!status && bad_here > (size_t)opt->max_reported)
-        fprintf(log, "%s: %zu more bad records skipped (%zu in all)\n", path, bad_here - (size_t)opt->max_reported, bad_here);
+    if (!status) status = fl_data_report_finish(&r, 0, "an empty JSON array");
+    else fl_data_report_free(&r);
     json_decref(root);
     return status;
+}
+
+/* The first non-blank line of path after byte-order marks (up to max bytes) into *buf; 0 when
+ * there is none or the file cannot be read. */
+static int first_line(const char *path, char **buf, size_t *len, size_t max) {
+    FILE *f;
+    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0;
+    size_t cap = 0;
+    int too_long, ended, got = 0;
+    if (!fl_data_skip_bom(f, path))
+        while (fl_data_read_line(f, buf, &cap, len, max, &too_long, &ended))
+            if (too_long || !is_blank(*buf, *len)) { got = 1; break; }
+    fclose(f);
+    return got;
 }
 
 /* Whether the first character after a byte-order mark and JSON whitespace is '['. */
@@ -361,7 +433,7 @@ static int starts_with_bracket(const char *path) {
     FILE *f;
     if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0;
     int c = 0;
-    if (!skip_bom(f, path))
+    if (!fl_data_skip_bom(f, path))
         while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
     fclose(f);
     return c == '[';
@@ -449,10 +521,43 @@ int fl_data_is_tokens_file(const char *path, const char *format) {
     return f == FL_DATA_TOKENS || (f == FL_DATA_AUTO && has_tokens_magic(path));
 }
 
+static int named_txt(const char *path) {
+    size_t n = strlen(path);
+    return n >= 4 && !strcasecmp(path + n - 4, ".txt");
+}
+
+/* A .txt file whose first non-blank line is a JSON object is JSONL under another name. */
+static int first_line_is_json_object(const char *path) {
+    char *line = NULL;
+    size_t len = 0;
+    int yes = 0;
+    if (first_line(path, &line, &len, (size_t)64 << 20)) {
+        json_t *v = json_loadb(line, len, 0, NULL);
+        yes = json_is_object(v);
+        json_decref(v);
+    }
+    free(line);
+    return yes;
+}
+
+fl_data_format fl_data_detect_format(const char *path, fl_data_format asked) {
+    if (asked != FL_DATA_AUTO) return asked;
+    if (has_tokens_magic(path)) return FL_DATA_TOKENS;
+    if (named_txt(path) && !first_line_is_json_object(path)) return FL_DATA_TEXT_FILE;
+    return FL_DATA_AUTO;
+}
+
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
     FL_TRY(fl_file_check_read(path, FL_FILE_DATASET));   /* no FIFO, device or directory; the size limit */
-    if (opt->format == FL_DATA_TOKENS || (opt->format == FL_DATA_AUTO && has_tokens_magic(path)))
-        return load_tokens(ds, path, opt);
-    if (!tok) return fl_input_error("%s: a JSONL dataset needs the model's tokenizer (tokenizer.json etc. in the model folder)", path);
+    fl_data_format f = fl_data_detect_format(path, opt->format);
+    if (f == FL_DATA_TOKENS) return load_tokens(ds, path, opt);
+    int text = f >= FL_DATA_TEXT_FILE;
+    if (!tok)
+        return fl_input_error("%s: a %s dataset needs the model's tokenizer (tokenizer.json etc. in the model folder)",
+                              path, text ? "plain-text" : "JSONL");
+    if (text) return fl_data_load_text(ds, path, tok, opt, f);
+    if (opt->format == FL_DATA_AUTO && named_txt(path))
+        fprintf(opt->log ? opt->log : stderr, "%s: read as JSONL: its first line is a JSON object (--format text-file "
+                "reads it as plain text)\n", path);
     return starts_with_bracket(path) ? load_json_array(ds, path, tok, opt) : load_jsonl(ds, path, tok, opt);
 }

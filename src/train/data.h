@@ -13,6 +13,14 @@
  *                                           (tokenizer/chat.c); loss on the assistant turns only
  *                                           (content + end-of-turn marker); no extra EOS, the
  *                                           template's end-of-turn is what the model learns
+ * Plain text (--format text-file, text-paragraphs, text-lines; or --format auto and a name ending
+ * in .txt; data_text.c): the whole file is ONE document (text-file), or one per block of lines
+ * between blank lines (text-paragraphs: the block's lines joined by "\n"), or one per non-blank line
+ * (text-lines). Each document is encoded exactly as a {"text"} record: BOS when the tokenizer adds
+ * one, EOS appended, every token a target; long ones are split by the batcher as any document.
+ * Line ends "\r\n" and a lone "\r" read as "\n"; a leading UTF-8 BOM is dropped; NUL bytes or
+ * invalid UTF-8 refuse the file (one line: file:line and the byte). A .txt file whose first
+ * non-blank line is a JSON object is read as JSONL (with a note; --format text-file forces text).
  * Binary tokens file (FL_TOKENS_MAGIC, little-endian; see docs/TRAINING.md):
  *   bytes 0..8   "FLTOKv1\0"
  *   u64          n_docs
@@ -23,7 +31,10 @@
  *
  * Bad lines (invalid JSON, missing or mistyped fields, empty text, no target tokens, lines longer
  * than max_line_bytes) are reported as `file:line: what` and skipped (counted), or stop the load
- * when `strict`. Never a crash. Not the batching (train/batch.h).
+ * when `strict`. A file with no usable record at all is ONE error line instead (the count and the
+ * first bad record's reason, with what would work: --fields, --format text-file), and so is an
+ * empty file; JSONL reading stops after FL_DATA_GIVE_UP bad records with no good one. Never a
+ * crash. Not the batching (train/batch.h).
  */
 #ifndef FL_TRAIN_DATA_H
 #define FL_TRAIN_DATA_H
@@ -34,9 +45,13 @@
 
 #include "tokenizer/tokenizer.h"
 
-typedef enum { FL_DATA_AUTO = 0, FL_DATA_TEXT, FL_DATA_PROMPT, FL_DATA_MESSAGES, FL_DATA_ALPACA, FL_DATA_TOKENS } fl_data_format;
+typedef enum {
+    FL_DATA_AUTO = 0, FL_DATA_TEXT, FL_DATA_PROMPT, FL_DATA_MESSAGES, FL_DATA_ALPACA, FL_DATA_TOKENS,
+    FL_DATA_TEXT_FILE, FL_DATA_TEXT_PARAGRAPHS, FL_DATA_TEXT_LINES, /* plain text: per file, block, line */
+    FL_DATA_N_FORMATS
+} fl_data_format;
 
-/* "auto", "text", "prompt", "messages", "alpaca", "tokens" */
+/* "auto", "text", "prompt", "messages", "alpaca", "tokens", "text-file", "text-paragraphs", "text-lines" */
 int fl_data_format_parse(const char *name, fl_data_format *out);
 const char *fl_data_format_name(fl_data_format f);
 
@@ -51,8 +66,8 @@ typedef struct {
     size_t n_docs, cap;
     size_t n_tokens;     /* Σ n */
     size_t n_targets;    /* Σ targets (mask[i] for i >= 1) */
-    size_t n_bad;        /* lines skipped */
-    size_t n_lines;      /* non-blank lines read */
+    size_t n_bad;        /* records (lines, array elements, text blocks) skipped */
+    size_t n_lines;      /* records read: non-blank JSONL lines, array elements, text documents */
 } fl_dataset;
 
 #define FL_DATA_MAX_FIELD_MAP 8
@@ -76,11 +91,18 @@ fl_data_options fl_data_options_default(void);
 /* Parses "prompt=question,completion=answer" (our field = the file's field) into opt. */
 int fl_data_parse_field_map(const char *spec, fl_data_options *opt);
 
+/* JSONL reading gives up after this many bad records when none was good: not a dataset of ours. */
+#define FL_DATA_GIVE_UP 1000
+
 /* Loads `path`: JSONL (one record per line), a JSON array of records (a file whose first
- * non-blank character is '[', like Alpaca's alpaca_data.json), or the binary tokens format when
- * format is TOKENS or the file starts with the magic. tok may be NULL only for the tokens format.
- * Appends to *ds (zero-initialize first). */
+ * non-blank character is '[', like Alpaca's alpaca_data.json), plain text (the text-* formats, or a
+ * .txt name), or the binary tokens format when format is TOKENS or the file starts with the magic.
+ * tok may be NULL only for the tokens format. Appends to *ds (zero-initialize first). */
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt);
+/* The format `path` is read in under `asked` (AUTO: the tokens magic, else a .txt name whose first
+ * non-blank line is not a JSON object is TEXT_FILE, else AUTO: JSONL or a JSON array by content).
+ * A file that cannot be read gives `asked` (the loader then says why). */
+fl_data_format fl_data_detect_format(const char *path, fl_data_format asked);
 void fl_dataset_free(fl_dataset *ds);
 /* Appends a copy of (ids, mask) as a document. mask may be NULL (all targets). */
 void fl_dataset_add(fl_dataset *ds, const int32_t *ids, const uint8_t *mask, int n);
@@ -88,6 +110,11 @@ void fl_dataset_add(fl_dataset *ds, const int32_t *ids, const uint8_t *mask, int
 /* One JSON line to a document (exposed for tests). Returns 0 and fills *doc (caller frees ids/mask),
  * or FL_ERR_INPUT with the reason in fl_last_error() (no file:line; the loader adds it). */
 int fl_data_parse_line(const char *line, size_t len, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc);
+
+/* One plain text to a document exactly as a {"text"} record is (BOS when the tokenizer adds one,
+ * EOS appended, every token a target), checked as records are (ids in the vocabulary, >= 1 target).
+ * Returns 0 and fills *doc (caller frees ids/mask), or FL_ERR_INPUT with the reason. */
+int fl_data_text_doc(const char *text, size_t len, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc);
 
 /* Whether `path` is read as a tokens file under --format `format` ("tokens", or "auto" and the file
  * starts with the magic): such data needs no tokenizer. */

@@ -13,6 +13,7 @@
 #include "io/file_util.h"
 #include "io/output_dir.h"
 #include "io/safetensors.h"
+#include "train/spm_model.h"
 
 static int read_all(const char *path, unsigned char **buf, size_t *len) {
     return fl_file_read_all(path, FL_FILE_WEIGHTS, (char **)buf, len);
@@ -43,6 +44,43 @@ static void permute_rows(float *dst, const float *src, int n_heads, int hs, int 
         }
 }
 
+static int looks_like_vocab_listing(const unsigned char *buf, size_t len);
+
+/* A llama2.c tokenizer .bin: a small max length, then (score, length <= max, bytes) to the end. */
+static int looks_like_tokenizer_bin(const unsigned char *buf, size_t len) {
+    int32_t max, n;
+    if (len < 4) return 0;
+    memcpy(&max, buf, 4);
+    if (max < 1 || max > 4096) return 0;
+    size_t off = 4, count = 0;
+    while (off + 8 <= len) {
+        memcpy(&n, buf + off + 4, 4);
+        if (n < 0 || n > max) return 0;
+        off += 8 + (size_t)n;
+        count++;
+    }
+    return off == len && count >= 3;
+}
+
+/* What a file that is not a v0 checkpoint is, and what to pass instead. */
+static void checkpoint_hint(const unsigned char *buf, size_t len, char *hint, size_t cap) {
+    uint32_t magic = 0;
+    int32_t version = 0;
+    if (len >= 8) { memcpy(&magic, buf, 4); memcpy(&version, buf + 4, 4); }
+    uint64_t st_header = 0;
+    if (len >= 9) memcpy(&st_header, buf, 8);
+    if (magic == 0x616b3432)
+        snprintf(hint, cap, "it is a llama2.c version-%d checkpoint (magic ak42); export the model with llama2.c's "
+                            "export.py --version 0 (the legacy format read here)", version);
+    else if (fl_spm_model_sniff(buf, len) || looks_like_vocab_listing(buf, len) || looks_like_tokenizer_bin(buf, len))
+        snprintf(hint, cap, "it is a tokenizer: give it as --tokenizer, and the model .bin (e.g. stories260K.bin) as "
+                            "--checkpoint");
+    else if (len >= 9 && st_header > 1 && st_header <= len - 8 && buf[8] == '{')
+        snprintf(hint, cap, "it is a safetensors file: a Hugging Face model folder needs no conversion (--model DIR)");
+    else
+        snprintf(hint, cap, "--checkpoint takes a llama2.c model .bin (export.py --version 0), e.g. stories260K.bin");
+}
+
 static int convert_weights(const char *path, const char *out_dir, int *vocab_out, int *seq_out) {
     unsigned char *buf;
     size_t len;
@@ -54,9 +92,11 @@ static int convert_weights(const char *path, const char *out_dir, int *vocab_out
     int shared = h[5] > 0;
     if (dim <= 0 || hidden <= 0 || L <= 0 || NH <= 0 || NKV <= 0 || V <= 0 || seq <= 0 || dim % NH || NH % NKV ||
         (dim / NH) % 2 || dim > 1 << 16 || hidden > 1 << 18 || L > 1024 || V > 1 << 22 || seq > 1 << 22) {
+        char hint[256];
+        checkpoint_hint(buf, len, hint, sizeof hint);
         free(buf);
         return fl_input_error("%s: header (dim %d, hidden %d, layers %d, heads %d, kv heads %d, vocab %d, seq %d) is not a "
-                              "llama2.c v0 checkpoint", path, h[0], h[1], h[2], h[3], h[4], h[5], h[6]);
+                              "llama2.c v0 checkpoint; %s", path, h[0], h[1], h[2], h[3], h[4], h[5], h[6], hint);
     }
     int hs = dim / NH, kvd = NKV * hs;
     size_t D = (size_t)dim, HID = (size_t)hidden, KVD = (size_t)kvd, LL = (size_t)L;
@@ -202,22 +242,33 @@ static int byte_piece_value(const char *p) {
     return hi && lo ? (int)((hi - hex) * 16 + (lo - hex)) : -1;
 }
 
-static int convert_tokenizer(const char *path, const char *out_dir, int V, int seq) {
-    unsigned char *buf;
-    size_t len;
-    FL_TRY(read_all(path, &buf, &len));
-    tok_entry *e = fl_calloc((size_t)V, sizeof *e);
-    size_t off = 4;
-    unsigned char have_byte[256] = {0}; /* <0xNN> tokens seen: byte fallback needs all 256 */
+/* Marks the special pieces (<unk>, <s>, </s> as ids 0-2, and byte pieces <0xNN>); returns how many
+ * distinct byte pieces there are: byte fallback needs all 256. */
+static int mark_special(tok_entry *e, int V) {
+    unsigned char have_byte[256] = {0};
     int n_bytes = 0;
-    int status = len < 4 ? fl_input_error("%s: too short", path) : 0;
-    for (int i = 0; i < V && !status; i++) {
+    for (int i = 0; i < V; i++) {
+        int byte = byte_piece_value(e[i].piece);
+        e[i].special = i <= 2 || byte >= 0;
+        if (i > 2 && byte >= 0 && !have_byte[byte]) { have_byte[byte] = 1; n_bytes++; }
+    }
+    return n_bytes;
+}
+
+#define BIN_LAYOUT "llama2.c's tokenizer .bin is an int32 max length, then per token an f32 score, an int32 length " \
+                   "and the bytes; a SentencePiece .model is read too"
+
+/* llama2.c's tokenizer .bin (tokenizer.py export): ' ' for '▁', <s> </s> written as "\n<s>\n" "\n</s>\n". */
+static int read_bin_pieces(const unsigned char *buf, size_t len, const char *path, int V, tok_entry *e) {
+    if (len < 4) return fl_input_error("%s: too short (%s)", path, BIN_LAYOUT);
+    size_t off = 4;
+    for (int i = 0; i < V; i++) {
         int32_t n;
-        if (off + 8 > len) { status = fl_input_error("%s: truncated at token %d (the model has %d)", path, i, V); break; }
+        if (off + 8 > len) return fl_input_error("%s: truncated at token %d (the model has %d)", path, i, V);
         memcpy(&e[i].score, buf + off, 4);
         memcpy(&n, buf + off + 4, 4);
         off += 8;
-        if (n < 0 || (size_t)n > len - off) { status = fl_input_error("%s: token %d has a bad length %d", path, i, n); break; }
+        if (n < 0 || (size_t)n > len - off) return fl_input_error("%s: token %d has a bad length %d (%s)", path, i, n, BIN_LAYOUT);
         /* ' ' -> '▁' (3 bytes each) */
         char *p = fl_malloc((size_t)n * 3 + 1);
         size_t k = 0;
@@ -229,11 +280,109 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
         off += (size_t)n;
         if (i == 1 || i == 2) { free(p); p = strdup(i == 1 ? "<s>" : "</s>"); }
         e[i].piece = p;
-        int byte = byte_piece_value(p);
-        e[i].special = i <= 2 || byte >= 0;
-        if (i > 2 && byte >= 0 && !have_byte[byte]) { have_byte[byte] = 1; n_bytes++; }
     }
+    return 0;
+}
+
+/* Whether a SentencePiece model's pieces are what the tokenizer.json written here expresses:
+ * <unk> <s> </s> as ids 0-2 (llama2.c's layout), then normal and byte pieces only, byte fallback
+ * exactly when all 256 byte pieces are there. */
+static int check_model_pieces(const fl_spm_model *m, const char *path) {
+    static const char *const type_names[] = {"?", "normal", "unknown", "control", "user-defined", "unused", "byte"};
+    static const char *const layout[3] = {"<unk>", "<s>", "</s>"};
+    unsigned char have_byte[256] = {0};
+    int n_bytes = 0;
+    for (size_t i = 0; i < m->n_pieces; i++) {
+        const fl_spm_piece *p = &m->pieces[i];
+        int byte = byte_piece_value(p->piece);
+        if (i < 3 && (strcmp(p->piece, layout[i]) || p->type != (i ? FL_SPM_CONTROL : FL_SPM_UNKNOWN)))
+            return fl_input_error("%s: piece %zu is '%s' (%s); llama2.c's layout is <unk>, <s>, </s> as ids 0, 1, 2",
+                                  path, i, p->piece, type_names[p->type]);
+        if (i >= 3 && p->type != FL_SPM_NORMAL && p->type != FL_SPM_BYTE)
+            return fl_input_error("%s: piece %zu '%s' is a %s piece; besides <unk>, <s>, </s> only normal and byte pieces "
+                                  "convert", path, i, p->piece, type_names[p->type]);
+        if (p->type == FL_SPM_BYTE && byte < 0)
+            return fl_input_error("%s: piece %zu '%s' is a byte piece not spelled <0xNN>", path, i, p->piece);
+        if (p->type == FL_SPM_BYTE && !have_byte[byte]) { have_byte[byte] = 1; n_bytes++; }
+    }
+    if (m->byte_fallback != (n_bytes == 256))
+        return fl_input_error("%s: trainer_spec.byte_fallback is %s, but %d of the 256 byte pieces are there", path,
+                              m->byte_fallback ? "true" : "false", n_bytes);
+    return 0;
+}
+
+/* A SentencePiece .model (spm_model.h), when the tokenizer.json written here can express it: BPE,
+ * the identity normalizer with its dummy prefix (llama2.c's train_vocab makes such models). */
+static int read_model_pieces(const unsigned char *buf, size_t len, const char *path, int V, tok_entry *e) {
+    fl_spm_model m;
+    FL_TRY(fl_spm_model_parse(buf, len, path, &m));
+    static const char *const model_types[] = {"?", "unigram", "BPE", "word", "char"};
+    int status = 0;
+    if (m.model_type != FL_SPM_BPE)
+        status = fl_input_error("%s: a SentencePiece %s model; convert-llama2c converts BPE models (llama2.c's "
+                                "train_vocab makes BPE)", path, m.model_type > 0 ? model_types[m.model_type] : "unknown-type");
+    else if (m.n_pieces != (size_t)V)
+        status = fl_input_error("%s: %zu pieces, but the checkpoint's vocabulary is %d (the tokenizer of another model?)",
+                                path, m.n_pieces, V);
+    else if (m.charsmap_bytes)
+        status = fl_input_error("%s: normalizer_spec '%s' has a character map (%zu bytes), which the converted "
+                                "tokenizer.json cannot express; only the identity normalizer converts", path,
+                                m.normalizer, m.charsmap_bytes);
+    else if (!m.add_dummy_prefix)
+        status = fl_input_error("%s: normalizer_spec.add_dummy_prefix is false; the converted tokenizer prepends '▁' "
+                                "as llama2.c's encoder does", path);
+    else
+        status = check_model_pieces(&m, path);
+    for (int i = 0; i < V && !status; i++) {
+        e[i].score = m.pieces[i].score;
+        e[i].piece = m.pieces[i].piece;
+        m.pieces[i].piece = NULL; /* e owns it now */
+    }
+    fl_spm_model_free(&m);
+    return status;
+}
+
+/* A first line "piece<TAB>score", as in SentencePiece's .vocab listing. */
+static int looks_like_vocab_listing(const unsigned char *buf, size_t len) {
+    const unsigned char *nl = memchr(buf, '\n', len < 4096 ? len : 4096), *tab = memchr(buf, '\t', len < 4096 ? len : 4096);
+    if (!nl || !tab || tab > nl || tab == buf) return 0;
+    char num[64];
+    size_t n = (size_t)(nl - tab - 1);
+    if (!n || n >= sizeof num) return 0;
+    memcpy(num, tab + 1, n);
+    num[n] = 0;
+    char *end;
+    strtod(num, &end);
+    return *end == 0;
+}
+
+/* The pieces of `path`: a SentencePiece .model, else llama2.c's .bin. Files people pass instead
+ * are refused with one line saying what to pass. */
+static int read_pieces(const char *path, int V, tok_entry *e) {
+    unsigned char *buf;
+    size_t len;
+    FL_TRY(read_all(path, &buf, &len));
+    size_t k = 0;
+    while (k < len && (buf[k] == ' ' || buf[k] == '\n' || buf[k] == '\r' || buf[k] == '\t')) k++;
+    int status;
+    if (fl_spm_model_sniff(buf, len))
+        status = read_model_pieces(buf, len, path, V, e);
+    else if (looks_like_vocab_listing(buf, len))
+        status = fl_input_error("%s: a SentencePiece .vocab listing (piece, score) has no piece types or model type; "
+                                "pass the .model beside it, or llama2.c's tokenizer .bin", path);
+    else if (k < len && buf[k] == '{')
+        status = fl_input_error("%s: a JSON file (a Hugging Face tokenizer.json?); --tokenizer takes llama2.c's "
+                                "tokenizer .bin or a SentencePiece .model (copy a tokenizer.json into --out yourself)", path);
+    else
+        status = read_bin_pieces(buf, len, path, V, e);
     free(buf);
+    return status;
+}
+
+static int convert_tokenizer(const char *path, const char *out_dir, int V, int seq) {
+    tok_entry *e = fl_calloc((size_t)V, sizeof *e);
+    int status = read_pieces(path, V, e);
+    int n_bytes = status ? 0 : mark_special(e, V);
     if (!status && strcmp(e[0].piece, "<unk>")) status = fl_input_error("%s: token 0 is '%s', expected <unk>", path, e[0].piece);
     for (int i = 0; i < V && !status; i++)
         for (int j = 0; j < i && !status; j++)

@@ -15,11 +15,18 @@
  * SentencePiece-BPE tokenizer.json (byte fallback when all 256 <0xNN> tokens are there, Prepend/Replace "▁" normalizer, BOS
  * post-processor — the layout of HF's LlamaConverter), merges ranked by the merged piece's score,
  * which is how SentencePiece BPE and llama2.c's encoder pick merges.
+ *
+ * The tokenizer may instead be the SentencePiece model the .bin was exported from (tok512.model: a
+ * protobuf ModelProto, train/spm_model.h): its pieces and scores give the same tokenizer.json. It
+ * must be what that file expresses — BPE, the identity normalizer with its dummy prefix, <unk> <s>
+ * </s> as ids 0-2, normal and byte pieces only — else one line says which field is not. Other files
+ * given by mistake (a .vocab listing, a tokenizer.json; a tokenizer, a llama2.c version-1/2 file or a
+ * safetensors file as --checkpoint) are refused with one line saying what to pass.
  */
 #ifndef FL_TRAIN_LLAMA2C_H
 #define FL_TRAIN_LLAMA2C_H
 
-/* tokenizer_bin may be NULL (no tokenizer files written). out_dir is written whole or not at all, and
+/* tokenizer_bin (a .bin or a SentencePiece .model) may be NULL (no tokenizer files written). out_dir is written whole or not at all, and
  * when it exists and is not empty `force` must be set (io/output_dir.h). */
 int fl_llama2c_convert(const char *checkpoint_bin, const char *tokenizer_bin, const char *out_dir, int force);
 

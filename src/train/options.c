@@ -232,7 +232,7 @@ int fl_train_options_save_json(const fl_train_options *o, const char *path) {
 }
 
 int fl_train_options_validate(const fl_train_options *o) {
-    if (!o->data) return fl_input_error("--data: required (a JSONL file or a tokens file)");
+    if (!o->data) return fl_input_error("--data: required (a JSONL, plain-text or tokens file)");
     if (!o->out) return fl_input_error("--out: required (the output folder)");
     fl_option rows[N_OPTIONS];
     option_rows((fl_train_options *)o, rows);
@@ -253,6 +253,10 @@ int fl_train_options_validate(const fl_train_options *o) {
     FL_TRY(fl_quant_parse(o->quant, &quant));
     fl_data_format f;
     FL_TRY(fl_data_format_parse(o->format, &f));
+    /* the eval split takes whole documents, and a text-file is one */
+    if (o->eval_frac > 0 && !o->eval_data && fl_data_detect_format(o->data, f) == FL_DATA_TEXT_FILE)
+        return fl_input_error("--eval-frac: %s is read as ONE document (plain text, --format text-file) and the split "
+                              "takes whole documents; give --eval-data FILE, or --format text-paragraphs", o->data);
     return 0;
 }
 

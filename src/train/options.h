@@ -19,11 +19,11 @@
 /* X(name on the command line, kind, field, default, help) — kinds: STR, INT, FLOAT, FLAG */
 #define FL_TRAIN_OPTIONS(X)                                                                                   \
     X("model", STR, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                   \
-    X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, alpaca) or tokens file") \
+    X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, alpaca), plain text or tokens file") \
     X("out", STR, out, NULL, "output folder: adapter, checkpoints/, metrics.jsonl, loss.svg, train_config.json") \
     X("eval-data", STR, eval_data, NULL, "evaluation data (else --eval-frac of --data)")                      \
     X("eval-frac", FLOAT, eval_frac, 0.0, "fraction of --data documents held out for eval (0: none)")         \
-    X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca or tokens")                       \
+    X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca, tokens, or plain text: text-file (the file is one document; auto for *.txt), text-paragraphs (one per blank-line-separated block), text-lines") \
     X("fields", STR, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
     X("seq", INT, seq, 512, "positions per row (T)")                                                          \
     X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
