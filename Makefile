@@ -71,13 +71,23 @@ isa-test: all
 	done
 
 # The bad-input tests again under AddressSanitizer + UBSan: malformed files must never crash; and
-# the CPU kernels' tests (attention tiles, GEMMs, finite differences, whole steps): an out-of-bounds
-# write that leaves the results right is seen only here.
-ASAN_TESTS = bad_input,cpu_attention,tile_gemm,gradcheck,long_seq,fused,cpu_bf16,gemm_bf16,nf4_gemm,recompute,step,determinism
+# the CPU kernels' tests (attention tiles, GEMMs, finite differences, whole steps), at every kernel
+# level this CPU runs: an out-of-bounds write that leaves the results right is seen only here.
+ASAN_TESTS = bad_input,cpu_attention,tile_gemm,gradcheck,long_seq,fused,cpu_bf16,gemm_bf16,nf4_gemm,recompute,step,determinism,cpu_isa
+# The kernel tests again at each CPU kernel level below this CPU's (~20 s a level): the AVX2 and
+# portable kernels' memory accesses are checked on an AVX-512 machine too.
+ASAN_KERNEL_TESTS = cpu_attention,tile_gemm,gradcheck,fused,cpu_bf16,gemm_bf16,nf4_gemm,cpu_isa
 asan-test:
 	$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -march=native -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	    build-asan/fastlora build-asan/fastlora_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 FASTLORA_BIN=build-asan/fastlora build-asan/fastlora_tests $(ASAN_TESTS)
+	@top=$$(build-asan/fastlora_tests --cpu-isa-levels | tail -1); \
+	for isa in $$(build-asan/fastlora_tests --cpu-isa-levels); do \
+	    [ "$$isa" = "$$top" ] && continue; \
+	    echo "== AddressSanitizer, CPU kernels at FASTLORA_CPU_ISA=$$isa (this CPU: $$top)"; \
+	    FASTLORA_CPU_ISA=$$isa ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
+	        build-asan/fastlora_tests $(ASAN_KERNEL_TESTS) || exit 1; \
+	done
 
 bench: $(BUILD)/fastlora
 	$(BUILD)/fastlora bench

@@ -1,8 +1,9 @@
 /* fuzz_train_data.c — fuzzes the training data readers (src/train/data.c): JSONL files with rows
  * of every shape (text, prompt/completion, alpaca, messages, and anything else), JSON-array files,
- * binary tokens files, and the --fields renames. The first input byte sets the options: bits 0-2
- * the format (auto, text, prompt, messages, alpaca, tokens; 6 = auto with 100-byte lines at most,
- * 7 = auto), bit 3 --strict, bit 4 an EOS id, bit 5 the vocabulary check, bits 6-7 the tokenizer
+ * binary tokens files, plain text, and the --fields renames. The first input byte sets the options:
+ * bits 0-2 the format (auto, text, prompt, messages, alpaca, tokens; 6 = auto with 100-byte lines at
+ * most; 7 = plain text: bits 3 and 5 pick text-file, text-paragraphs, text-lines, or auto on a file
+ * named *.txt), bit 3 --strict, bit 4 an EOS id, bit 5 the vocabulary check, bits 6-7 the tokenizer
  * (the test tokenizer, SmolLM2, TinyLlama, Llama-3.2, as present). The rest is the data file, or a
  * --fields spec, FZ_SEP, the data file. Checks: the load succeeds or fails with an input error; the
  * documents have >= 2 ids inside the vocabulary, 0/1 masks, and the dataset's counts add up; they
@@ -43,8 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int n_models = fz_real_tokenizers(&models);
     fl_tokenizer *tok = models[(data[0] >> 6) % (n_models < 4 ? n_models : 4)].tok;
     fl_data_options opt = fl_data_options_default();
-    int f = data[0] & 7;
-    opt.format = f < 6 ? (fl_data_format)f : FL_DATA_AUTO;
+    int f = data[0] & 7, text_kind = (data[0] >> 3 & 1) | (data[0] >> 5 & 1) << 1;
+    static const fl_data_format text_formats[4] = {FL_DATA_TEXT_FILE, FL_DATA_TEXT_PARAGRAPHS, FL_DATA_TEXT_LINES,
+                                                   FL_DATA_AUTO};
+    opt.format = f < 6 ? (fl_data_format)f : f == 6 ? FL_DATA_AUTO : text_formats[text_kind];
     if (f == 6) opt.max_line_bytes = 100;
     opt.strict = data[0] >> 3 & 1;
     opt.eos_id = data[0] >> 4 & 1 ? (fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : 2) : -1;
@@ -60,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_check(status, "fl_data_parse_field_map");
         if (status) return 0;
     }
-    const char *path = fz_write("data.jsonl", p[n - 1].data, p[n - 1].size);
+    const char *path = fz_write(f == 7 && text_kind == 3 ? "data.txt" : "data.jsonl", p[n - 1].data, p[n - 1].size);
     fl_dataset ds = {0};
     fl_clear_error();
     int status = fl_dataset_load(&ds, path, tok, &opt);
