@@ -165,6 +165,16 @@ EOF
         done
         seed config-only tests/fixtures/hf/llama_gqa/adapter/adapter_config.json
         ;;
+    merge_export)
+        # option byte (merge, export f32 / f16 / q8_0, --lora-only) + the fixture adapters
+        for d in tests/fixtures/hf/*/; do
+            [ -f "$d/adapter/adapter_config.json" ] || continue
+            for opt in 00 01 05 0d 03; do
+                { printf "\x$opt"; cat "$d/adapter/adapter_config.json"; } > "$tmp/cfg$opt"
+                seed "fixture-$(basename "$d")-$opt" "$tmp/cfg$opt" "$d/adapter/adapter_model.safetensors"
+            done
+        done
+        ;;
     llama2c)
         # dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab V (negative: untied), seq 4; zero weights
         for V in 8 -8; do

@@ -1,13 +1,16 @@
 /* export.c — `fastlora export --gguf` front door: options checked, the overwrite rule, the model
- * config read and checked against what llama.cpp runs, then the model or adapter exporter. */
+ * config read and checked against what llama.cpp runs, the output's lock taken (one export per
+ * file at a time), then the model or adapter exporter. */
 #include "export/export.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
 #include "export/export_internal.h"
 #include "io/file_util.h"
+#include "io/run_lock.h"
 
 int fl_export_parse_type(const char *s, fl_export_type *out) {
     static const struct { const char *name; fl_export_type t; } types[] = {
@@ -29,5 +32,16 @@ int fl_export_gguf(const fl_export_options *o, int *n_tensors) {
     if (!status) status = fl_gguf_check_config(&cfg, config_path);
     free(config_path);
     FL_TRY(status);
-    return o->lora_only ? fl_export_lora(o, &cfg, n_tensors) : fl_export_model(o, &cfg, n_tensors);
+    /* one export per output file at a time (io/run_lock.h) */
+    fl_run_lock lock;
+    char *lock_path = fl_run_lock_path_beside(o->out_path), what[600];
+    snprintf(what, sizeof what, "--gguf %s", o->out_path);
+    status = fl_run_lock_take(&lock, lock_path, what, "export", stderr);
+    free(lock_path);
+    FL_TRY(status);
+    if (fl_file_exists(o->out_path) && !o->force) /* again: another export may have finished meanwhile */
+        status = fl_input_error("%s: exists (--force replaces it)", o->out_path);
+    if (!status) status = o->lora_only ? fl_export_lora(o, &cfg, n_tensors) : fl_export_model(o, &cfg, n_tensors);
+    fl_run_lock_release(&lock);
+    return status;
 }

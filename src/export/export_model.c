@@ -16,6 +16,7 @@
 #include "export/export_internal.h"
 #include "export/gguf_quant.h"
 #include "infer/merge.h"
+#include "io/safetensors.h"
 #include "lora/adapter_io.h"
 
 typedef struct {
@@ -97,6 +98,7 @@ static int check_sources(plan *p, const fl_hf_shards *sh, const char *dir, const
         if (!ok) return fl_input_error("%s: tensor '%s' has a shape that disagrees with config.json", it->src_file, it->hf);
         if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16)
             return fl_input_error("%s: tensor '%s' has dtype %s (export reads F32, BF16, F16)", it->src_file, it->hf, fl_dtype_name(t->dtype));
+        FL_TRY(fl_st_check_finite(t, it->src_file));
         it->src = t;
     }
     /* every stored tensor must be one we write (or one llama.cpp has no use for) */
@@ -146,7 +148,10 @@ static int write_item(fl_gguf_writer *w, const plan_item *it, const fl_model_con
         int64_t nr = rows - r < step ? rows - r : step;
         size_t cnt = (size_t)(nr * cols);
         fl_convert_to_f32(x, (const char *)t->data + (size_t)(r * cols) * esize, t->dtype, cnt);
-        if (lora_a) fl_merge_lora_f32(x, lora_b, lora_a, (int)rows, (int)cols, lc->rank, fl_lora_scale(lc));
+        if (lora_a) {
+            fl_merge_lora_f32(x, lora_b, lora_a, (int)rows, (int)cols, lc->rank, fl_lora_scale(lc));
+            if ((status = fl_merge_check_finite(x, cnt, it->hf, it->src_file))) break; /* no Inf or NaN into the GGUF */
+        }
         const float *src = x;
         if (y) {
             fl_gguf_permute_rows(y, x, it->permute_heads, rows, cols);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,19 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* Which (layer, projection) a base tensor name is, or -1. */
+/* A merged tensor in its stored dtype (F32, or the BF16 / F16 codes) holds no Inf or NaN: finite
+ * inputs can still overflow (a large s·B·A, or a sum past f16's 65504), and such a model would load
+ * and generate nothing. */
+static int merged_in_range(const void *data, size_t n, fl_dtype dtype, const char *tensor, const char *path) {
+    if (dtype == FL_F32) return fl_merge_check_finite(data, n, tensor, path);
+    const uint16_t *h = data, exp_mask = dtype == FL_BF16 ? 0x7f80 : 0x7c00;
+    for (size_t k = 0; k < n; k++)
+        if ((h[k] & exp_mask) == exp_mask)
+            return fl_input_error("%s: '%s' plus the adapter's s·B·A overflows %s at element %zu: the adapter's values "
+                                  "are too large for this model", path, tensor, fl_dtype_name(dtype), k);
+    return 0;
+}
+
 static int adapted_slot(const char *name, int n_layers, int *layer, fl_proj *proj) {
     int l, used = 0;
     if (sscanf(name, "model.layers.%d.%n", &l, &used) != 1 || used == 0 || l < 0 || l >= n_layers) return -1;
@@ -105,6 +119,7 @@ static int merge_shard(const char *in_path, const char *out_path, const fl_model
         out[i].ndim = t->ndim;
         memcpy(out[i].shape, t->shape, sizeof t->shape);
         out[i].data = t->data;
+        if ((status = fl_st_check_finite(t, in_path))) break; /* copied or merged, a NaN would pass on */
         int l;
         fl_proj p;
         if (adapted_slot(t->name, cfg->n_layers, &l, &p) || !lora->layers[l].a[p]) continue;
@@ -124,6 +139,7 @@ static int merge_shard(const char *in_path, const char *out_path, const fl_model
         }
         owned[i] = dst;
         out[i].data = dst;
+        if ((status = merged_in_range(dst, t->numel, t->dtype, t->name, in_path))) break;
         (*merged_count)++;
     }
     if (!status) {
@@ -220,6 +236,7 @@ int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char 
     const char *inputs[2] = {model_dir, adapter_dir};
     if (!status) status = fl_output_dir_begin(&od, out_dir, force, inputs, 2);
     int into_existing = od.into_existing;
+    od.keep_lock = 1; /* held until the stale weights are gone too */
     fl_lora_buffer lora;
     fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
     if (!status) status = fl_adapter_load_weights(adapter_dir, &lora, &cfg, &lc);
@@ -227,10 +244,19 @@ int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char 
     if (!status) status = fl_output_dir_commit(&od);
     else if (od.stage) fl_output_dir_abort(&od);
     if (!status && into_existing) remove_stale_weights(out_dir, names, n_names, sharded);
+    fl_run_lock_release(&od.lock);
     for (int i = 0; i < n_names; i++) free(names[i]);
     free(names);
     fl_lora_buffer_free(&lora);
     return status;
+}
+
+int fl_merge_check_finite(const float *w, size_t n, const char *tensor, const char *from) {
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(w[k]))
+            return fl_input_error("%s: '%s' plus the adapter's s·B·A is not finite (%g at element %zu): the adapter's "
+                                  "values are too large for this model", from, tensor, (double)w[k], k);
+    return 0;
 }
 
 void fl_merge_lora_f32(float *w, const float *lora_b, const float *lora_a, int oc, int ic, int rank, float scale) {

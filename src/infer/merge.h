@@ -9,6 +9,8 @@
 #ifndef FL_INFER_MERGE_H
 #define FL_INFER_MERGE_H
 
+#include <stddef.h>
+
 /* The base is checked as train and generate check it (model/weights.h: every tensor config.json
  * implies, with its shape). The output folder is written whole or not at all (io/output_dir.h): it
  * may not be the model or adapter folder, and when it exists and is not empty `force` must be set —
@@ -16,6 +18,9 @@
  * (model*.safetensors, model.safetensors.index.json) are deleted, so they cannot be loaded with it. */
 int fl_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force);
 
+/* 0 when every w[0..n) is finite; else an input error naming `from` (the weights' file), the tensor
+ * and the element: finite weights and adapter can overflow when merged. */
+int fl_merge_check_finite(const float *w, size_t n, const char *tensor, const char *from);
 /* In memory, f32: w (OC, IC) += scale · lora_b (OC, R) · lora_a (R, IC). */
 void fl_merge_lora_f32(float *w, const float *lora_b, const float *lora_a, int oc, int ic, int rank, float scale);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "io/run_lock.h"
 
 static const char *not_regular(mode_t mode);
 
@@ -26,34 +27,31 @@ int fl_output_file_check(const char *path) {
     return status;
 }
 
-/* What a symbolic link names (NULL when path is not a link): the resolved file, or for a dangling
- * link its target read relative to the link's folder (the file the write creates). */
-static char *link_target(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return NULL;
-    char *real = realpath(path, NULL), buf[4096];
-    if (real) return real;
-    ssize_t n = readlink(path, buf, sizeof buf - 1);
-    if (n <= 0) return NULL;
-    buf[n] = 0;
-    const char *slash = strrchr(path, '/');
-    size_t dir_len = buf[0] == '/' || !slash ? 0 : (size_t)(slash - path + 1);
-    char *p = fl_malloc(dir_len + (size_t)n + 1);
-    memcpy(p, path, dir_len);
-    memcpy(p + dir_len, buf, (size_t)n + 1);
-    return p;
+/* Leftovers of this path's atomic writes by processes that died (PATH.tmp.PID): removed, with a note. */
+static void clean_dead_temps(const char *path) {
+    char *dir = strdup(path), *slash = strrchr(dir, '/');
+    const char *name = slash ? slash + 1 : path;
+    size_t cap = strlen(name) + 8;
+    char *prefix = fl_malloc(cap);
+    snprintf(prefix, cap, "%s.tmp.", name);
+    if (slash) slash == dir ? (void)(slash[1] = 0) : (void)(*slash = 0);
+    fl_leftovers_clean(slash ? dir : ".", prefix, NULL, stderr);
+    free(prefix);
+    free(dir);
 }
 
 int fl_atomic_file_open(fl_atomic_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     FL_TRY(fl_output_file_check(path));
-    char *target = link_target(path);
-    f->final_path = target ? target : strdup(path);
+    clean_dead_temps(path);
+    /* the temp file is made beside PATH itself and renamed onto it: a symbolic link at PATH is
+     * replaced, never written through (the file it names may be an input) */
+    f->final_path = strdup(path);
     size_t n = strlen(f->final_path) + 32;
     f->temp_path = fl_malloc(n);
     snprintf(f->temp_path, n, "%s.tmp.%d", f->final_path, (int)getpid());
     unlink(f->temp_path);   /* O_EXCL: never open an existing name (a FIFO there would block) */
-    int fd = open(f->temp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    int fd = open(f->temp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     f->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f->fp) {
         if (fd >= 0) close(fd);

@@ -17,9 +17,11 @@ typedef struct {
     char *temp_path;
 } fl_atomic_file;
 
-/* Opens `<path>.tmp.<pid>` for writing (created afresh: a leftover of that name is removed first).
- * The path must not name something that is not a regular file (fl_output_file_check); a symbolic
- * link to a file is followed, so the file it names is replaced and the link stays. */
+/* Opens `<path>.tmp.<pid>` for writing (created afresh: a leftover of that name is removed first,
+ * and so are `<path>.tmp.<pid>` files of processes no longer running, each with a note on stderr).
+ * The path must not name something that is not a regular file (fl_output_file_check). A symbolic
+ * link at path is never written through: the commit's rename replaces the link itself, so the
+ * file it named (perhaps an input: a model's weights) is left as it was. */
 int fl_atomic_file_open(fl_atomic_file *f, const char *path);
 /* Whether path may be written as an output: absent, or a regular file (through links), in a folder
  * this process may write. A FIFO, a device or a directory is refused with one line, "cannot write

@@ -13,6 +13,8 @@
 
 #include "common/error.h"
 #include "io/file_util.h"
+#include "io/path_guard.h"
+#include "io/run_lock.h"
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb, (void)flag, (void)ftw;
@@ -40,43 +42,76 @@ static char *first_entry(const char *dir) {
     return name;
 }
 
-int fl_output_dir_begin(fl_output_dir *od, const char *dest, int force, const char *const *inputs, int n_inputs) {
-    memset(od, 0, sizeof *od);
-    char *d = strdup(dest);
-    for (size_t n = strlen(d); n > 1 && d[n - 1] == '/'; n--) d[n - 1] = 0;
+/* Creates the parent folders of d (a destination that does not exist yet). */
+static int make_parent(char *d) {
+    char *slash = strrchr(d, '/');
+    if (!slash || slash == d) return 0;
+    *slash = 0;
+    int status = fl_mkdir_p(d);
+    *slash = '/';
+    return status;
+}
+
+/* The rules: not an input folder (by device and inode), not reached from an input's links, and not
+ * a non-empty folder without force. */
+static int check_rules(const char *d, int force, const char *const *inputs, int n_inputs) {
     struct stat ds;
-    int exists = stat(d, &ds) == 0;
-    int status = 0;
-    if (exists && !S_ISDIR(ds.st_mode)) status = fl_input_error("--out %s: exists and is not a folder", d);
-    for (int i = 0; i < n_inputs && exists && !status; i++) {
+    if (stat(d, &ds) != 0) return 0;
+    if (!S_ISDIR(ds.st_mode)) return fl_input_error("--out %s: exists and is not a folder", d);
+    for (int i = 0; i < n_inputs; i++) {
         struct stat is;
-        if (stat(inputs[i], &is) == 0 && is.st_dev == ds.st_dev && is.st_ino == ds.st_ino)
-            status = fl_input_error("--out %s is the input folder %s: its files would be replaced; write to another "
-                                    "folder", d, inputs[i]);
+        if (inputs[i] && stat(inputs[i], &is) == 0 && is.st_dev == ds.st_dev && is.st_ino == ds.st_ino)
+            return fl_input_error("--out %s is the input folder %s: its files would be replaced; write to another "
+                                  "folder", d, inputs[i]);
     }
-    char *entry = exists && !status ? first_entry(d) : NULL;
+    FL_TRY(fl_guard_inputs("--out", d, NULL, inputs, n_inputs, NULL, 0));
+    char *entry = first_entry(d);
+    int status = 0;
     if (entry && !force)
         status = fl_input_error("--out %s: the folder is not empty (it holds '%s'); give --force to write into it "
                                 "(files of the same name are replaced)", d, entry);
     free(entry);
-    if (status) { free(d); return status; }
+    return status;
+}
+
+/* Staging folders of merges and conversions that were killed: PARENT/.NAME.fastlora-stage-PID and
+ * DEST/.fastlora-stage-PID of processes no longer running (the lock is held: none is in use). */
+static void clean_stale_stages(const char *d, int exists) {
+    char *slash = strrchr(d, '/');
+    size_t cap = strlen(d) + 32;
+    char *prefix = fl_malloc(cap), *parent = slash ? strndup(d, slash == d ? 1 : (size_t)(slash - d)) : strdup(".");
+    snprintf(prefix, cap, ".%s.fastlora-stage-", slash ? slash + 1 : d);
+    fl_leftovers_clean(parent, prefix, NULL, stderr);
+    if (exists) fl_leftovers_clean(d, ".fastlora-stage-", NULL, stderr);
+    free(prefix);
+    free(parent);
+}
+
+int fl_output_dir_begin(fl_output_dir *od, const char *dest, int force, const char *const *inputs, int n_inputs) {
+    memset(od, 0, sizeof *od);
+    od->lock.fd = -1;
+    char *d = strdup(dest);
+    for (size_t n = strlen(d); n > 1 && d[n - 1] == '/'; n--) d[n - 1] = 0;
+    struct stat ds;
+    int status = stat(d, &ds) == 0 ? 0 : make_parent(d);
+    char *lock_path = status ? NULL : fl_run_lock_path_beside(d);
+    char what[600];
+    snprintf(what, sizeof what, "--out %s", d);
+    if (!status) status = fl_run_lock_take(&od->lock, lock_path, what, "merge", stderr);
+    free(lock_path);
+    if (!status) status = check_rules(d, force, inputs, n_inputs);
+    if (status) { fl_run_lock_release(&od->lock); free(d); return status; }
+    int exists = stat(d, &ds) == 0;
+    clean_stale_stages(d, exists);
 
     size_t cap = strlen(d) + 64;
     od->stage = fl_malloc(cap);
-    if (exists) {
-        snprintf(od->stage, cap, "%s/.fastlora-stage-%d", d, (int)getpid());
-    } else {
-        char *slash = strrchr(d, '/');
-        if (slash && slash != d) {
-            *slash = 0;
-            status = fl_mkdir_p(d);
-            *slash = '/';
-        }
-        if (slash) snprintf(od->stage, cap, "%.*s/.%s.fastlora-stage-%d", (int)(slash - d), d, slash + 1, (int)getpid());
-        else snprintf(od->stage, cap, ".%s.fastlora-stage-%d", d, (int)getpid());
-    }
+    char *slash = strrchr(d, '/');
+    if (exists) snprintf(od->stage, cap, "%s/.fastlora-stage-%d", d, (int)getpid());
+    else if (slash) snprintf(od->stage, cap, "%.*s/.%s.fastlora-stage-%d", (int)(slash - d), d, slash + 1, (int)getpid());
+    else snprintf(od->stage, cap, ".%s.fastlora-stage-%d", d, (int)getpid());
     remove_tree(od->stage); /* a leftover of an earlier process with this pid */
-    if (!status && mkdir(od->stage, 0755) != 0)
+    if (mkdir(od->stage, 0755) != 0)
         status = fl_input_error("--out %s: cannot create %s: %s", d, od->stage, strerror(errno));
     od->dest = d;
     od->into_existing = exists;
@@ -134,7 +169,11 @@ int fl_output_dir_commit(fl_output_dir *od) {
     rmdir(od->stage); /* empty after move_into; gone after the rename */
     free(od->stage);
     free(od->dest);
+    fl_run_lock lock = od->lock;
+    int keep = od->keep_lock;
     memset(od, 0, sizeof *od);
+    od->lock = lock;
+    if (!keep) fl_run_lock_release(&od->lock);
     return 0;
 }
 
@@ -152,5 +191,7 @@ void fl_output_dir_abort(fl_output_dir *od) {
     if (od->stage) remove_tree(od->stage);
     free(od->stage);
     free(od->dest);
+    fl_run_lock_release(&od->lock);
     memset(od, 0, sizeof *od);
+    od->lock.fd = -1;
 }

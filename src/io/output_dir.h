@@ -7,9 +7,11 @@
  *   it exists (empty, or --force)   ->  staged in DEST/.fastlora-stage-PID, then each file renamed
  *                                       into DEST (a file of the same name is replaced by a rename,
  *                                       never written through: links to other files stay intact)
- * The rules: the destination may not be one of the input folders (compared by device and inode, so
- * another spelling, a symlink or a bind mount of it counts too), and a non-empty destination needs
- * `force`.
+ * The rules: one process at a time per destination (io/run_lock.h: a second one is refused naming
+ * the first), the destination may not be one of the input folders (compared by device and inode,
+ * so another spelling, a symlink or a bind mount of it counts too), no file of an input folder may
+ * reach into it through links (io/path_guard.h: the commit would replace it), and a non-empty
+ * destination needs `force`. Staging folders of killed processes are removed (with a note).
  *
  *     fl_output_dir od;
  *     const char *inputs[] = {model_dir};
@@ -22,10 +24,14 @@
 #ifndef FL_OUTPUT_DIR_H
 #define FL_OUTPUT_DIR_H
 
+#include "io/run_lock.h"
+
 typedef struct {
     char *dest;         /* the destination folder, as given (trailing '/' removed) */
     char *stage;        /* write the outputs here */
     int into_existing;  /* the destination existed: commit moves the files into it one by one */
+    fl_run_lock lock;   /* PARENT/.NAME.fastlora-lock, held from begin to commit or abort */
+    int keep_lock;      /* set before commit: the caller still works in dest, then releases od->lock */
 } fl_output_dir;
 
 /* Checks the rules, creates the staging folder (and the destination's parents). Errors name the

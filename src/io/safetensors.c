@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -165,6 +166,30 @@ const char *fl_safetensors_metadata(const fl_safetensors *st, const char *key) {
     for (int i = 0; i < st->n_metadata; i++)
         if (!strcmp(st->metadata_keys[i], key)) return st->metadata_values[i];
     return NULL;
+}
+
+/* The index of the first non-finite value (exponent bits all ones), or -1. */
+static int64_t first_nonfinite(const fl_st_tensor *t) {
+    if (t->dtype == FL_F32) {
+        const uint32_t *u = t->data;
+        for (size_t i = 0; i < t->numel; i++)
+            if ((u[i] & 0x7f800000u) == 0x7f800000u) return (int64_t)i;
+    } else if (t->dtype == FL_BF16 || t->dtype == FL_F16) {
+        const uint16_t *u = t->data, mask = t->dtype == FL_BF16 ? 0x7f80 : 0x7c00;
+        for (size_t i = 0; i < t->numel; i++)
+            if ((u[i] & mask) == mask) return (int64_t)i;
+    }
+    return -1;
+}
+
+int fl_st_check_finite(const fl_st_tensor *t, const char *path) {
+    int64_t i = first_nonfinite(t);
+    if (i < 0) return 0;
+    float v;
+    fl_convert_to_f32(&v, (const char *)t->data + (size_t)i * fl_dtype_size(t->dtype), t->dtype, 1);
+    return fl_input_error("%s: tensor '%s' holds a non-finite value (%s at index %lld of %zu): the file is damaged or "
+                          "came from a run that diverged", path, t->name, isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+                          (long long)i, t->numel);
 }
 
 int fl_safetensors_write(const char *path, const fl_st_write_tensor *tensors, int n_tensors,

@@ -45,6 +45,12 @@ void fl_safetensors_close(fl_safetensors *st);
 const fl_st_tensor *fl_safetensors_find(const fl_safetensors *st, const char *name);
 const char *fl_safetensors_metadata(const fl_safetensors *st, const char *key); /* NULL if absent */
 
+/* A floating-point tensor (F32, BF16, F16) holding a NaN or an infinity is refused with one line
+ * naming the file (`path`), the tensor, the value and its index; other dtypes pass. One pass over the
+ * raw bits, no conversion: cheap beside reading the tensor at all. Used where weights enter (the
+ * base at load, adapters, merge and export), so a NaN never runs silently into outputs. */
+int fl_st_check_finite(const fl_st_tensor *t, const char *path);
+
 /* Tensors to write: data is host memory of numel * fl_dtype_size(dtype) bytes. */
 typedef struct {
     const char *name;

@@ -188,6 +188,7 @@ int fl_adapter_check_weights(const char *dir, const fl_model_config *cfg, const 
                 else if (t->dtype != FL_F32 && t->dtype != FL_BF16 && t->dtype != FL_F16)
                     status = fl_input_error("%s: tensor '%s' has dtype %s (expected F32, BF16 or F16)", path, name,
                                             fl_dtype_name(t->dtype));
+                else status = fl_st_check_finite(t, path); /* a NaN would run into every output */
             }
         }
     fl_safetensors_close(&st);

@@ -495,6 +495,8 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
                 }
                 continue;
             }
+            status = fl_st_check_finite(found[i], dir); /* once, where the weights enter: a NaN base runs silently */
+            if (status) break;
             fl_convert_to_f32(host, found[i]->data, found[i]->dtype, found[i]->numel);
             upload_slot(be, &slots[i], host);
         }
@@ -504,6 +506,36 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
     free(slots);
     shards_close(&shards);
     if (status) fl_weights_free(w);
+    return status;
+}
+
+/* ---- what a resume compares ------------------------------------------------------------------ */
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull; /* FNV-1a */
+    return h;
+}
+
+int fl_weights_digest(const char *dir, uint64_t *out) {
+    shard_set *s = fl_calloc(1, sizeof *s);
+    int status = open_shards(s, dir);
+    uint64_t h = 1469598103934665603ull;
+    for (int f = 0; f < s->n_files && !status; f++)
+        for (int i = 0; i < s->files[f].n_tensors; i++) {
+            const fl_st_tensor *t = &s->files[f].tensors[i];
+            h = mix(h, t->name, strlen(t->name) + 1);
+            h = mix(h, &t->dtype, sizeof t->dtype);
+            h = mix(h, t->shape, sizeof t->shape[0] * (size_t)t->ndim);
+            /* 256 chunks of 16 bytes spread over the data (all of a small tensor): a rescaled or
+             * zeroed tensor changes them; one edited value may not (docs/TRAINING.md) */
+            size_t chunks = t->nbytes / 16, take = chunks < 256 ? chunks : 256;
+            for (size_t k = 0; k < take; k++) h = mix(h, (const char *)t->data + (k * chunks / take) * 16, 16);
+            h = mix(h, (const char *)t->data + chunks * 16, t->nbytes % 16); /* the tail */
+        }
+    shards_close(s);
+    free(s);
+    *out = h;
     return status;
 }
 

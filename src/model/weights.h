@@ -87,4 +87,10 @@ size_t fl_weights_bytes(const fl_model_config *cfg, size_t weight_size, size_t a
                         fl_quant quant);
 void fl_weights_free(fl_base_weights *w);
 
+/* A digest of the base weights in dir for --resume (train/run_inputs.h): every tensor's name,
+ * dtype and shape and 256 chunks of 16 bytes spread over its data (all of a small tensor), read
+ * from the mapped files in far less time than the load itself. A rescaled, replaced or zeroed
+ * tensor changes it; a change of a few values may not. */
+int fl_weights_digest(const char *dir, uint64_t *out);
+
 #endif

@@ -108,6 +108,10 @@ static int write_state(const char *dir, const fl_train_state *st) {
                                                           : json_sprintf("%llu", (unsigned long long)st->seed));
     json_object_set_new(o, "rows_per_step", json_integer((json_int_t)st->rows_per_step));
     json_object_set_new(o, "world_size", json_integer((json_int_t)st->world_size));
+    /* what a resume compares (train/run_inputs.h); digests as hex strings (JSON integers are signed) */
+    json_object_set_new(o, "data_digest", json_sprintf("%016llx", (unsigned long long)st->data_digest));
+    json_object_set_new(o, "weights_digest", json_sprintf("%016llx", (unsigned long long)st->weights_digest));
+    json_object_set_new(o, "options", json_string(st->options));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     char *path = fl_path_join(dir, "trainer_state.json");
@@ -202,6 +206,19 @@ static int get_u64(json_t *o, const char *key, const char *path, uint64_t max, u
     return 0;
 }
 
+/* An optional 16-hex-digit digest field (0 when absent). */
+static int get_digest(json_t *o, const char *key, const char *path, uint64_t *out) {
+    json_t *v = json_object_get(o, key);
+    *out = 0;
+    if (!v) return 0;
+    const char *s = json_string_value(v);
+    char *end = NULL;
+    if (s && strlen(s) == 16) *out = strtoull(s, &end, 16);
+    if (!s || strlen(s) != 16 || !end || *end)
+        return fl_input_error("%s: field '%s' must be 16 hex digits (a digest)", path, key);
+    return 0;
+}
+
 /* trainer_state.json into *st: every field present, an integer, in range. */
 static int read_state(const char *dir, fl_train_state *st) {
     char *path = fl_path_join(dir, "trainer_state.json");
@@ -221,6 +238,13 @@ static int read_state(const char *dir, fl_train_state *st) {
     /* recorded since data-parallel runs: absent in older checkpoints */
     if (!status && json_object_get(o, "rows_per_step")) status = get_u64(o, "rows_per_step", path, any, &st->rows_per_step);
     if (!status && json_object_get(o, "world_size")) status = get_u64(o, "world_size", path, any, &st->world_size);
+    /* recorded since resumes compare their inputs: absent in older checkpoints */
+    if (!status) status = get_digest(o, "data_digest", path, &st->data_digest);
+    if (!status) status = get_digest(o, "weights_digest", path, &st->weights_digest);
+    json_t *opts = json_object_get(o, "options");
+    if (!status && opts && (!json_is_string(opts) || json_string_length(opts) >= sizeof st->options))
+        status = fl_input_error("%s: field 'options' must be a string of under %zu bytes", path, sizeof st->options);
+    if (!status && opts) snprintf(st->options, sizeof st->options, "%s", json_string_value(opts));
     json_decref(o);
     free(path);
     st->step = (int)step;

@@ -34,6 +34,9 @@ typedef struct {
     uint64_t seed;
     uint64_t rows_per_step; /* --batch x --grad-accum x ranks (0: a checkpoint from before it was recorded) */
     uint64_t world_size;    /* ranks of the run that wrote it (informative) */
+    /* what the run depends on (train/run_inputs.h; 0 / "": not recorded, an older checkpoint) */
+    uint64_t data_digest, weights_digest;
+    char options[2048];     /* "name=value\n" of the math-changing options */
 } fl_train_state;
 
 /* Test hooks of fl_checkpoint_save: SIGKILL itself in the middle of writing the checkpoint, or of

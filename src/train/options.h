@@ -61,7 +61,8 @@
     X("dtype", STR, dtype, NULL, "weight dtype: bf16 or f32 (the exact CPU reference); default bf16 on a GPU, on a CPU the faster of the two there (said when it runs)")   \
     X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \
     X("overwrite", FLAG, overwrite, 0, "--out holds an earlier run: delete its outputs and start anew")         \
-    X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)")
+    X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)") \
+    X("allow-changed", STR, allow_changed, NULL, "--resume: what may differ from the checkpoint's run, e.g. lr,max-steps (options), data, model")
 
 #define FL_OPT_FIELD_STR const char *
 #define FL_OPT_FIELD_INT int

@@ -13,9 +13,13 @@
 #include "common/error.h"
 #include "dist/dist.h"
 #include "io/file_util.h"
+#include "io/path_guard.h"
+#include "io/run_lock.h"
 #include "lora/adapter_io.h"
+#include "model/weights.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/run_inputs.h"
 #include "train/schedule.h"
 
 static volatile sig_atomic_t interrupted;
@@ -129,6 +133,8 @@ typedef struct {
     int n_saves;
     int lead;    /* rank 0: the one rank that writes OUT and prints progress */
     FILE *quiet; /* the other ranks' progress stream (/dev/null) */
+    fl_run_lock lock;  /* OUT/.fastlora-lock, held by rank 0 for the whole run */
+    int restart;       /* OUT holds a run that stopped before its first checkpoint: cleared, started again */
 } run_ctx;
 
 static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
@@ -177,6 +183,7 @@ static void run_free(run_ctx *c) {
     free(c->ckpt_root);
     free(c->svg_path);
     if (c->quiet) fclose(c->quiet);
+    fl_run_lock_release(&c->lock);
 }
 
 /* ---- the output folder ----------------------------------------------------------------------- */
@@ -191,14 +198,40 @@ static int same_folder(const char *a, const char *b) {
     return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* Whether OUT holds a run (some of its files) that has neither an adapter nor a checkpoint: one
+ * that stopped (a kill, a NaN at the first steps) before its first checkpoint. */
+static int stopped_before_first_checkpoint(const char *out) {
+    int any = 0;
+    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) {
+        char *p = fl_path_join(out, run_outputs[i]);
+        any |= fl_file_exists(p);
+        free(p);
+    }
+    char *a = fl_path_join(out, "adapter_config.json"), *b = fl_path_join(out, "adapter_model.safetensors"), *ckpt = NULL;
+    int adapter = fl_file_exists(a) || fl_file_exists(b);
+    free(a);
+    free(b);
+    int have_ckpt = !adapter && any && fl_checkpoint_find(out, &ckpt) == 0;
+    free(ckpt);
+    fl_clear_error();
+    return any && !adapter && !have_ckpt;
+}
+
 /* An earlier run in --out is refused unless --resume continues it or --overwrite replaces it (its
  * checkpoints would otherwise outrank the new run's in rotation and in --resume). An empty folder,
  * or one with other files only, is fine. --resume continues a run in its own folder (--out is the
  * folder of the checkpoint, by device and inode), or starts a new run from the checkpoint in an
  * --out that holds no run. */
-static int check_out_dir(const fl_train_options *o) {
+static int check_out_dir(const fl_train_options *o, int *restart) {
+    *restart = 0;
     if (o->resume && o->overwrite) return fl_input_error("--resume and --overwrite: give one (continue the run, or replace it)");
     if (o->overwrite) return 0;
+    /* a run killed before its first checkpoint lost nothing: the same command (or --resume of it)
+     * starts it again */
+    if (stopped_before_first_checkpoint(o->out) && (!o->resume || same_folder(o->resume, o->out))) {
+        *restart = 1;
+        return 0;
+    }
     char *run_dir = NULL;
     if (o->resume) {
         char *ckpt = NULL;
@@ -223,6 +256,29 @@ static int check_out_dir(const fl_train_options *o) {
         free(p);
     }
     free(run_dir);
+    return status;
+}
+
+/* Rank 0 takes OUT for this run: the rules above (before anything is created), the folder, its
+ * lock (a second process is refused naming the first), the rules again under the lock, and no
+ * input reaching through links into what the run writes (io/path_guard.h). */
+static int claim_out_dir(run_ctx *c) {
+    const fl_train_options *o = c->opt;
+    struct stat st;
+    if (stat(o->out, &st) != 0) FL_TRY(check_out_dir(o, &c->restart));
+    FL_TRY(fl_mkdir_p(o->out));
+    char *lock_path = fl_path_join(o->out, ".fastlora-lock"), what[600];
+    snprintf(what, sizeof what, "--out %s", o->out);
+    int status = fl_run_lock_take(&c->lock, lock_path, what, "train", c->prog.log);
+    free(lock_path);
+    if (!status) status = check_out_dir(o, &c->restart);
+    const char *dirs[] = {o->model, o->adapter}, *files[] = {o->data, o->eval_data};
+    const char *names[N_RUN_OUTPUTS + 1] = {0};
+    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) names[i] = run_outputs[i];
+    if (!status) status = fl_guard_inputs("--out", o->out, names, dirs, 2, files, 2);
+    if (!status && c->restart)
+        progress_message(&c->prog, "note: --out %s holds a run that stopped before its first checkpoint (nothing to "
+                         "resume, nothing lost): starting it again\n", o->out);
     return status;
 }
 
@@ -376,13 +432,19 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
      * agreement below stops them all there (a rank that returns early agrees in cmd_train). */
     const fl_dist *dist = fl_dist_world();
     run_ctx c = {.opt = opt, .m = m, .lead = dist->rank == 0};
-    if (c.lead) FL_TRY(check_out_dir(opt));
     c.prog.log = !c.lead ? (c.quiet = fopen("/dev/null", "w")) : opt->log ? opt->log : stderr;
     if (!c.prog.log) return fl_fail(FL_ERR_INTERNAL, "cannot open /dev/null");
     c.prog.tty = isatty(fileno(c.prog.log));
-    if (c.lead) FL_TRY(fl_mkdir_p(opt->out));
-    if (c.lead) FL_TRY(check_out_files(opt->out));
-    int status = load_data(&c, tok, res);
+    int status = c.lead ? claim_out_dir(&c) : 0;
+    if (!status && c.lead) status = check_out_files(opt->out);
+    /* a restarted run (no checkpoint to resume) is a new run: --resume of it reads nothing */
+    fl_train_options fresh;
+    if (c.restart && opt->resume) {
+        fresh = *opt;
+        fresh.resume = NULL;
+        opt = c.opt = &fresh;
+    }
+    if (!status) status = load_data(&c, tok, res);
     if (status) { run_free(&c); return status; }
     c.pack = (fl_pack_options){.T = opt->seq, .packing = !opt->no_packing, .truncate = opt->truncate,
                                .shuffle = !opt->no_shuffle, .seed = (uint64_t)opt->seed};
@@ -410,9 +472,16 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     fl_adamw_config adam = {.lr = opt->lr, .beta1 = opt->beta1, .beta2 = opt->beta2, .eps = opt->adam_eps,
                             .weight_decay = opt->weight_decay, .max_grad_norm = opt->clip};
 
+    /* what this run depends on, recorded in its checkpoints and compared on --resume */
+    fl_train_state now = {0};
+    if (c.lead) {
+        now.data_digest = fl_run_inputs_data_digest(&c.eval_ds_own, fl_run_inputs_data_digest(&c.train_ds, 0));
+        if (opt->model) status = fl_weights_digest(opt->model, &now.weights_digest);
+        fl_run_inputs_options(opt, now.options, sizeof now.options);
+    }
     c.ckpt_root = fl_path_join(opt->out, "checkpoints");
     c.svg_path = fl_path_join(opt->out, "loss.svg");
-    if (opt->resume && c.lead) {
+    if (!status && opt->resume && c.lead) {
         char *dir = NULL;
         status = fl_checkpoint_find(opt->resume, &dir);
         if (!status) status = fl_checkpoint_load(dir, m, &st);
@@ -432,12 +501,17 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (!status && st.row > c.rows.n_rows)
             status = fl_input_error("%s: the checkpoint's data position (row %llu) is past this data's %zu rows; same "
                                     "--data and options?", dir, (unsigned long long)st.row, c.rows.n_rows);
+        if (!status && st.step > total) /* the run would "finish" with the later adapter, silently */
+            status = fl_input_error("%s: the checkpoint is at step %d, past this run's %d steps (--max-steps %d): give "
+                                    "--max-steps %d or more to continue it, or start from its adapter with --adapter",
+                                    dir, st.step, total, opt->max_steps, st.step);
+        if (!status) status = fl_run_inputs_compare(dir, &st, &now, opt, c.prog.log);
         if (!status) progress_message(&c.prog, "resuming from %s at step %d (epoch %llu, row %llu)\n", dir, st.step,
                                       (unsigned long long)st.epoch, (unsigned long long)st.row);
         free(dir);
     }
     if (c.lead) {
-        if (!status && opt->overwrite) clear_out_dir(opt, c.ckpt_root);
+        if (!status && (opt->overwrite || c.restart)) clear_out_dir(opt, c.ckpt_root);
         /* a resumed older step: the later checkpoints are a branch this run replaces */
         if (!status && opt->resume) status = fl_checkpoint_abandon_after(c.ckpt_root, st.step, c.prog.log);
         char *config_path = fl_path_join(opt->out, "train_config.json");
@@ -446,10 +520,21 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (!status) status = fl_metrics_open(&c.metrics, opt->out, opt->resume ? st.step : -1);
     }
     status = fl_dist_setup_done(status);
+    if (!status && dist->active) { /* rank 0 alone looked at OUT: a restart drops --resume on every rank */
+        fl_dist_broadcast_host(&c.restart, sizeof c.restart, "whether the run starts again");
+        if (c.restart && opt->resume) {
+            fresh = *opt;
+            fresh.resume = NULL;
+            opt = c.opt = &fresh;
+        }
+    }
     if (!status && dist->active) status = share_start(&c, &st);
     if (status) { run_free(&c); return status; }
     st.rows_per_step = rows_per_step;
     st.world_size = (uint64_t)dist->size;
+    st.data_digest = now.data_digest;
+    st.weights_digest = now.weights_digest;
+    memcpy(st.options, now.options, sizeof st.options);
 
     /* after every input check: a bad input stays one line */
     if (opt->seq > m->cfg.max_position_embeddings)
@@ -586,8 +671,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         char replayed[64] = "";
         if (fl_model_replayed_steps(m))
             snprintf(replayed, sizeof replayed, " (%d replayed from a CUDA graph)", fl_model_replayed_steps(m));
-        if (!rc) progress_message(&c.prog, "done: %d steps%s, last loss %.4f%s; adapter in %s\n", st.step, replayed,
-                                  res->last_loss, have_eval ? "" : " (no eval set)", opt->out);
+        if (!rc && st.step == start_step) /* resumed at the final step: no loss of this run to show */
+            progress_message(&c.prog, "done: the checkpoint was already at the final step %d; nothing trained, its "
+                             "adapter written to %s\n", st.step, opt->out);
+        else if (!rc) progress_message(&c.prog, "done: %d steps%s, last loss %.4f%s; adapter in %s\n", st.step, replayed,
+                                       res->last_loss, have_eval ? "" : " (no eval set)", opt->out);
     }
     res->steps = st.step;
     res->tokens = st.tokens;
