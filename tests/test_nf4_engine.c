@@ -187,7 +187,8 @@ TEST(nf4_engine_peft_roundtrip_live) {
 /* `fastlora merge` on the 4-bit base (the documented choice, docs/QUANT.md): a float model whose weights are
  * the dequantized NF4 plus the adapter, rounded once to bf16; its logits equal the NF4 model's with
  * the adapter to bf16 weight rounding (2^-9 relative per weight: 1e-2 absolute on logits < 1,
- * measured 3.7e-3). --out may not be the model folder, even with --force. */
+ * measured 3.7e-3). --out may not be the model folder, even with --force, nor be reached from a
+ * file of it through a link; a killed merge's intermediate folder is removed by the next one. */
 TEST(nf4_engine_merge_cli_dequantizes) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
@@ -231,6 +232,30 @@ TEST(nf4_engine_merge_cli_dequantizes) {
     CHECK(fl_file_read_all(path, FL_FILE_CONFIG, &text, &len) == 0);
     CHECK_STR_CONTAINS(text, "is the model folder");
     free(text);
+    /* the 4-bit weights reached through a link into --out: refused, the file it points at untouched */
+    snprintf(cmd, sizeof cmd, "mkdir %s/out2 && cp " NF4_DIR "tiny-nf4/model.safetensors %s/out2/ && cp -r " NF4_DIR
+             "tiny-nf4 %s/model2 && ln -sf ../out2/model.safetensors %s/model2/model.safetensors && %s merge --model "
+             "%s/model2 --adapter " NF4_DIR "tiny-nf4-adapter --out %s/out2 --force >%s/out.txt 2>&1",
+             dir, dir, dir, dir, bin, dir, dir, dir);
+    rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    CHECK(fl_file_read_all(path, FL_FILE_CONFIG, &text, &len) == 0);
+    CHECK_STR_CONTAINS(text, "(through a link)");
+    free(text);
+    snprintf(cmd, sizeof cmd, "cmp -s " NF4_DIR "tiny-nf4/model.safetensors %s/out2/model.safetensors", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    /* a killed merge's intermediate folder (a pid no longer running) is removed by the next merge */
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(cmd, sizeof cmd, "mkdir %s/merged3.nf4-dequantized.%d && %s merge --model " NF4_DIR "tiny-nf4 --adapter "
+             NF4_DIR "tiny-nf4-adapter --out %s/merged3 >%s/out.txt 2>&1", dir, (int)dead, bin, dir, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    CHECK(fl_file_read_all(path, FL_FILE_CONFIG, &text, &len) == 0);
+    CHECK_STR_CONTAINS(text, "no longer running");
+    free(text);
+    snprintf(path, sizeof path, "%s/merged3.nf4-dequantized.%d", dir, (int)dead);
+    CHECK(access(path, F_OK) != 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK_EQ_INT(system(cmd), 0);
 }

@@ -26,6 +26,8 @@
 #include "common/error.h"
 #include "infer/merge.h"
 #include "io/file_util.h"
+#include "io/path_guard.h"
+#include "io/run_lock.h"
 #include "io/safetensors.h"
 #include "quant/nf4_load.h"
 
@@ -222,6 +224,20 @@ static void remove_flat_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* The intermediate folders of merges killed before they removed theirs: OUT.nf4-dequantized.<pid>
+ * of a pid no longer running, beside OUT (tmp is this run's, its first len bytes OUT). */
+static void clean_dead_intermediates(const char *tmp, size_t len) {
+    const char *slash = memrchr(tmp, '/', len);
+    char *parent = slash ? strndup(tmp, slash == tmp ? 1 : (size_t)(slash - tmp)) : strdup(".");
+    const char *base = slash ? slash + 1 : tmp;
+    size_t base_len = len - (size_t)(base - tmp);
+    char *prefix = malloc(base_len + 32);
+    snprintf(prefix, base_len + 32, "%.*s.nf4-dequantized.", (int)base_len, base);
+    fl_leftovers_clean(parent, prefix, NULL, stderr);
+    free(prefix);
+    free(parent);
+}
+
 int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const char *out_dir, int force) {
     /* the float merge checks --out against its inputs, which are the intermediate folder and the
      * adapter: the 4-bit model folder is checked here */
@@ -229,10 +245,14 @@ int fl_nf4_merge_adapter(const char *model_dir, const char *adapter_dir, const c
     if (stat(out_dir, &so) == 0 && stat(model_dir, &sm) == 0 && so.st_dev == sm.st_dev && so.st_ino == sm.st_ino)
         return fl_input_error("--out %s is the model folder %s: merge writes the merged model to another folder", out_dir,
                               model_dir);
+    /* nor may a file of the 4-bit folder be reached through a link into --out */
+    const char *inputs[1] = {model_dir};
+    FL_TRY(fl_guard_inputs("--out", out_dir, NULL, inputs, 1, NULL, 0));
     size_t len = strlen(out_dir);
     while (len > 1 && out_dir[len - 1] == '/') len--;   /* beside --out, never inside it */
     char *tmp = malloc(len + 48);
     snprintf(tmp, len + 48, "%.*s.nf4-dequantized.%d", (int)len, out_dir, (int)getpid());
+    clean_dead_intermediates(tmp, len);
     int status = fl_nf4_dequantize_folder(model_dir, tmp);
     if (!status) status = link_other_files(model_dir, tmp);
     if (!status) status = fl_merge_adapter(tmp, adapter_dir, out_dir, force);
