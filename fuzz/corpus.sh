@@ -165,6 +165,19 @@ EOF
         done
         seed config-only tests/fixtures/hf/llama_gqa/adapter/adapter_config.json
         ;;
+    template)
+        # every fixture template with two of the fixture's conversations (variables as transformers passes them)
+        i=0
+        for f in tests/fixtures/chat/templates/*.jinja; do
+            i=$((i + 1))
+            if [ $((i % 2)) -eq 0 ]; then
+                vars='{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}], "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>", "tools": null, "documents": null}'
+            else
+                vars='{"messages": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4", "tool_calls": null}], "add_generation_prompt": false, "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "tools": [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}], "documents": null}'
+            fi
+            seed "fixture-$(basename "$f" .jinja)" "$f" "$vars"
+        done
+        ;;
     merge_export)
         # option byte (merge, export f32 / f16 / q8_0, --lora-only) + the fixture adapters
         for d in tests/fixtures/hf/*/; do

@@ -8,12 +8,16 @@
  *   fastlora tokenize --model DIR --chat conv.json            rendered chat as JSON: text, ids, spans
  *   fastlora tokenize --model DIR --jsonl in.jsonl            one JSON line out per JSON line in
  * Options: --no-special (no BOS/post-processor), --split-special (special tokens in the text are
- * plain text), --chat-format chatml|zephyr|llama3 (instead of the folder's template),
+ * plain text), --chat-format chatml|zephyr|llama3 (a built-in format instead of the folder's
+ * template), --chat-template FILE (a Jinja template instead of the folder's), --date SECONDS
+ * (strftime_now's time, for reproducible renders of templates that print today's date),
  * --generation-prompt (append the assistant header after the chat), --bench N (with --file: encode
  * the file N times, print the best time as MB/s and tokens/s instead of the ids; see
  * tools/bench_tokenizer.py), --paragraphs (with --bench: encode each "\n\n"-separated paragraph
  * as its own call, as a data loader would).
- * conv.json is a list of {"role", "content"} or {"messages": [...], "add_generation_prompt": bool}.
+ * conv.json is a list of messages or {"messages": [...], "add_generation_prompt": bool, "tools": [...],
+ * "documents": [...], "chat_template_kwargs": {...}}; messages are what the template reads
+ * (content strings or parts, tool_calls, reasoning_content, ...).
  * Not here: dataset tokenization for training (the trainer's data loader does that).
  */
 #include "cli/commands.h"
@@ -21,6 +25,7 @@
 #include "cli/args.h"
 #include "common/error.h"
 #include "io/file_util.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
@@ -32,16 +37,18 @@
 
 static const char usage_text[] =
     "usage: fastlora tokenize --model DIR (--text STR | --file F | --decode ID... | --chat FILE.json | --jsonl IN)\n"
-    "       [--no-special] [--split-special] [--chat-format chatml|zephyr|llama3] [--generation-prompt]\n"
+    "       [--no-special] [--split-special] [--chat-format chatml|zephyr|llama3 | --chat-template FILE]\n"
+    "       [--generation-prompt] [--date SECONDS]\n"
     "       [--bench N [--paragraphs]]\n"
     "\n"
     "  --jsonl IN   batch mode: reads JSON lines from the file IN (`-`: standard input) and writes one\n"
     "               JSON line per input line, in order (blank lines are skipped):\n"
     "                 {\"text\": str}                     -> {\"ids\": [...]}\n"
     "                 {\"ids\": [...], \"skip_special_tokens\": bool}  -> {\"text\": str}   (decode)\n"
-    "                 {\"messages\": [{\"role\", \"content\"}, ...], \"add_generation_prompt\": bool}\n"
+    "                 {\"messages\": [{\"role\", \"content\", ...}, ...], \"add_generation_prompt\": bool,\n"
+    "                  \"tools\": [...], \"documents\": [...], \"chat_template_kwargs\": {...}}   (all but messages optional)\n"
     "                   -> {\"text\": str, \"ids\": [...], \"assistant_bytes\": [[s, e], ...], \"assistant_tokens\": [...]}\n"
-    "               --no-special, --split-special and --chat-format apply to every line. A bad line gives\n"
+    "               --no-special, --split-special, --chat-format/--chat-template apply to every line. A bad line gives\n"
     "               {\"error\": \"line N: ...\"}, the others go on; the exit status is then 2.\n";
 
 static int fail(int rc) {
@@ -59,38 +66,52 @@ static json_t *ids_json(const int32_t *ids, size_t n) {
     return a;
 }
 
-/* Renders a JSON list of {"role", "content"} (contents may hold U+0000) into a JSON object
- * {text, ids, assistant_bytes, assistant_tokens}. Errors name the field, not the file. */
-static int render_chat(fl_tokenizer *tok, json_t *msgs, fl_chat_format format, int gen, json_t **out) {
+/* How conversations are rendered: the template is made once, on the first conversation. */
+typedef struct {
+    fl_chat_format format;      // --chat-format, or FL_CHAT_AUTO (the folder's template)
+    const char *template_text;  // --chat-template FILE's text, or NULL
+    size_t template_len;
+    int64_t now;                // --date, or 0 (the clock)
+    fl_chat_template *ct;
+} chat_opts;
+
+static int chat_template_of(fl_tokenizer *tok, chat_opts *o, fl_chat_template **ct) {
+    if (!o->ct) {
+        if (o->template_text) FL_TRY(fl_chat_template_for(&o->ct, tok, o->template_text, o->template_len));
+        else FL_TRY(fl_chat_template_builtin(&o->ct, tok, o->format));
+    }
+    *ct = o->ct;
+    return 0;
+}
+
+/* Renders one conversation (messages + optional tools, documents, chat_template_kwargs; contents
+ * may hold U+0000) into a JSON object {text, ids, assistant_bytes, assistant_tokens}. Errors name
+ * the field, not the file. */
+static int render_chat(fl_tokenizer *tok, json_t *conv, json_t *msgs, chat_opts *o, int gen, json_t **out) {
     *out = NULL;
     if (!json_is_array(msgs)) return fl_input_error("messages: expected a list");
-    size_t n = json_array_size(msgs);
-    fl_chat_message *m = fl_calloc(n ? n : 1, sizeof *m);
-    for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(msgs, i), *role = json_object_get(it, "role"), *content = json_object_get(it, "content");
-        if (!json_is_string(role) || !json_is_string(content) || strlen(json_string_value(role)) != json_string_length(role)) {
-            free(m);
-            return fl_input_error("messages[%zu]: expected {\"role\": str, \"content\": str}", i);
-        }
-        m[i].role = json_string_value(role);
-        m[i].content = json_string_value(content);
-        m[i].content_len = json_string_length(content);
-    }
+    json_t *tools = json_object_get(conv, "tools"), *docs = json_object_get(conv, "documents");
+    json_t *kwargs = json_object_get(conv, "chat_template_kwargs");
+    if (tools && !json_is_array(tools) && !json_is_null(tools)) return fl_input_error("tools: expected a list");
+    if (docs && !json_is_array(docs) && !json_is_null(docs)) return fl_input_error("documents: expected a list");
+    if (kwargs && !json_is_object(kwargs)) return fl_input_error("chat_template_kwargs: expected an object");
+    fl_chat_template *ct;
+    FL_TRY(chat_template_of(tok, o, &ct));
+    fl_chat_input in = {.messages = msgs, .tools = json_is_null(tools) ? NULL : tools, .documents = json_is_null(docs) ? NULL : docs,
+                        .kwargs = kwargs, .add_generation_prompt = gen, .now = o->now};
     fl_chat_rendered r;
-    int rc = fl_tokenizer_chat_render(tok, format, m, n, gen, &r);
-    free(m);
-    if (rc) return rc;
-    json_t *o = json_object(), *sb = json_array(), *st = json_array();
-    json_object_set_new(o, "text", json_stringn(r.text, r.len));
-    json_object_set_new(o, "ids", ids_json(r.ids.ids, r.ids.n));
+    FL_TRY(fl_chat_encode(tok, ct, &in, &r));
+    json_t *obj = json_object(), *sb = json_array(), *st = json_array();
+    json_object_set_new(obj, "text", json_stringn(r.text, r.len));
+    json_object_set_new(obj, "ids", ids_json(r.ids.ids, r.ids.n));
     for (size_t i = 0; i < r.n_spans; i++) {
         json_array_append_new(sb, json_pack("[II]", (json_int_t)r.assistant_bytes[i].start, (json_int_t)r.assistant_bytes[i].end));
         json_array_append_new(st, json_pack("[II]", (json_int_t)r.assistant_tokens[i].start, (json_int_t)r.assistant_tokens[i].end));
     }
-    json_object_set_new(o, "assistant_bytes", sb);
-    json_object_set_new(o, "assistant_tokens", st);
+    json_object_set_new(obj, "assistant_bytes", sb);
+    json_object_set_new(obj, "assistant_tokens", st);
     fl_chat_rendered_free(&r);
-    *out = o;
+    *out = obj;
     return 0;
 }
 
@@ -100,13 +121,13 @@ static void print_json_line(json_t *o) {
     free(s);
 }
 
-static int run_chat(fl_tokenizer *tok, const char *path, fl_chat_format format, int gen) {
+static int run_chat(fl_tokenizer *tok, const char *path, chat_opts *o, int gen) {
     json_t *root;
     FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, JSON_ALLOW_NUL, &root));
     json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
     if (json_is_object(root) && json_is_true(json_object_get(root, "add_generation_prompt"))) gen = 1;
     json_t *out;
-    int rc = render_chat(tok, msgs, format, gen, &out);
+    int rc = render_chat(tok, json_is_object(root) ? root : NULL, msgs, o, gen, &out);
     json_decref(root);
     if (rc) {
         char msg[1024]; // the message names the field; say which file
@@ -121,7 +142,7 @@ static int run_chat(fl_tokenizer *tok, const char *path, fl_chat_format format, 
 /* ---- --jsonl: many strings through one loaded tokenizer ------------------------------------- */
 
 /* One input object to one output object (or an error status). */
-static int jsonl_row(fl_tokenizer *tok, json_t *row, int flags, fl_chat_format format, int gen, json_t **out) {
+static int jsonl_row(fl_tokenizer *tok, json_t *row, int flags, chat_opts *o, int gen, json_t **out) {
     *out = NULL;
     if (!json_is_object(row)) return fl_input_error("expected an object with text, ids or messages");
     json_t *text = json_object_get(row, "text"), *ids = json_object_get(row, "ids"), *msgs = json_object_get(row, "messages");
@@ -130,7 +151,7 @@ static int jsonl_row(fl_tokenizer *tok, json_t *row, int flags, fl_chat_format f
     if (msgs) {
         json_t *g = json_object_get(row, "add_generation_prompt");
         if (g && !json_is_boolean(g)) return fl_input_error("add_generation_prompt: expected true/false");
-        return render_chat(tok, msgs, format, gen || json_is_true(g), out);
+        return render_chat(tok, row, msgs, o, gen || json_is_true(g), out);
     }
     if (text) {
         if (!json_is_string(text)) return fl_input_error("text: expected a string");
@@ -162,7 +183,7 @@ static int jsonl_row(fl_tokenizer *tok, json_t *row, int flags, fl_chat_format f
     return rc;
 }
 
-static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, fl_chat_format format, int gen) {
+static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, chat_opts *o, int gen) {
     int from_stdin = !strcmp(path, "-");
     const char *name = from_stdin ? "standard input" : path;
     FILE *f = stdin;
@@ -178,7 +199,7 @@ static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, fl_chat_for
         n_rows++;
         json_error_t err;
         json_t *row = json_loadb(line, len, JSON_ALLOW_NUL, &err), *out = NULL;
-        int rc = row ? jsonl_row(tok, row, flags, format, gen, &out)
+        int rc = row ? jsonl_row(tok, row, flags, o, gen, &out)
                      : fl_input_error("column %d: malformed JSON: %s", err.column, err.text);
         json_decref(row);
         if (rc) {
@@ -204,6 +225,8 @@ static int run_jsonl(fl_tokenizer *tok, const char *path, int flags, fl_chat_for
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL, *chat = NULL, *chat_format = NULL, *jsonl = NULL;
+    const char *chat_template = NULL;
+    int64_t date = 0;
     int flags = FL_ENCODE_ADD_SPECIAL, decode_from = -1, gen = 0, bench = 0, paragraphs = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -215,6 +238,13 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--chat") && has_value) chat = argv[++i];
         else if (!strcmp(a, "--jsonl") && has_value) jsonl = argv[++i];
         else if (!strcmp(a, "--chat-format") && has_value) chat_format = argv[++i];
+        else if (!strcmp(a, "--chat-template") && has_value) chat_template = argv[++i];
+        else if (!strcmp(a, "--date") && has_value) {
+            if (fl_parse_int64(argv[++i], 1, INT64_MAX / 2, &date)) {
+                fprintf(stderr, "fastlora tokenize: --date: '%s' is not seconds since 1970 (strftime_now's time)\n", argv[i]);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--no-special")) flags &= ~FL_ENCODE_ADD_SPECIAL;
         else if (!strcmp(a, "--split-special")) flags |= FL_ENCODE_SPLIT_SPECIAL;
         else if (!strcmp(a, "--generation-prompt")) gen = 1;
@@ -245,9 +275,20 @@ int cmd_tokenize(int argc, char **argv) {
             return 2;
         }
     }
+    if (chat_format && chat_template) {
+        fprintf(stderr, "fastlora tokenize: --chat-format and --chat-template: give one\n");
+        return 2;
+    }
+    chat_opts co = {.format = format, .now = date};
+    char *template_text = NULL;
+    if (chat_template) {
+        int trc = fl_file_read_all(chat_template, FL_FILE_TOKENIZER, &template_text, &co.template_len);
+        if (trc) return fail(trc);
+        co.template_text = template_text;
+    }
     fl_tokenizer *tok;
     int rc = fl_tokenizer_load(&tok, model);
-    if (rc) return fail(rc);
+    if (rc) { free(template_text); return fail(rc); }
     if (decode_from >= 0) {
         int n = argc - decode_from;
         int32_t *ids = fl_malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
@@ -264,9 +305,9 @@ int cmd_tokenize(int argc, char **argv) {
         free(out);
         free(ids);
     } else if (chat) {
-        rc = run_chat(tok, chat, format, gen);
+        rc = run_chat(tok, chat, &co, gen);
     } else if (jsonl) {
-        rc = run_jsonl(tok, jsonl, flags, format, gen);
+        rc = run_jsonl(tok, jsonl, flags, &co, gen);
     } else {
         char *buf = NULL;
         size_t len = text ? strlen(text) : 0;
@@ -300,6 +341,8 @@ int cmd_tokenize(int argc, char **argv) {
         fl_token_ids_free(&ids);
         free(buf);
     }
+    fl_chat_template_free(co.ct);
+    free(template_text);
     fl_tokenizer_free(tok);
     return rc ? fail(rc) : 0;
 }

@@ -1,19 +1,19 @@
-/* chat.c — chat formats: render a list of messages exactly as the model's Jinja chat template
- * does (transformers apply_chat_template, trim_blocks + lstrip_blocks), tokenize the result and
- * report the assistant spans for loss masking.
- *
- * Built in (no Jinja interpreter):
- *   chatml  Qwen2/2.5 and SmolLM2-Instruct: "<|im_start|>{role}\n{content}<|im_end|>\n"; when the
- *           first message is not a system message, the template's default system prompt (read out
- *           of the template text, e.g. "You are a helpful assistant.") is emitted first.
- *   zephyr  TinyLlama-Chat: "<|{role}|>\n{content}{eos}\n", generation prompt "<|assistant|>\n".
- *   llama3  Llama-3 Instruct: "{bos}" then "<|start_header_id|>{role}<|end_header_id|>\n\n
- *           {content.strip()}<|eot_id|>"; generation prompt the assistant header.
- * A folder's format is recognized from its template's content; a missing or unknown template
- * (including Qwen tool calls and the Llama-3.1+ template with dates and tools) is an error that
- * lists these formats. Not here: tool/function messages, other roles.
+/* chat.c — the legacy chat API (fl_tokenizer_chat_render over role/content structs) and the
+ * three built-in formats, all rendered by the Jinja engine (src/template/) — there is no second
+ * rendering path:
+ *   FL_CHAT_AUTO  the folder's own template (any template transformers can render).
+ *   chatml        "<|im_start|>{role}\n{content}<|im_end|>\n"; when the first message is not a
+ *                 system message, the folder template's default system prompt (read out of its
+ *                 text, e.g. "You are a helpful assistant.") comes first.
+ *   zephyr        "<|{role}|>\n{content}{eos}\n", generation prompt "<|assistant|>\n".
+ *   llama3        "{bos}<|start_header_id|>{role}<|end_header_id|>\n\n{content|trim}<|eot_id|>".
+ * fl_tokenizer_chat_format still recognizes those three by content (callers pick an end-of-turn
+ * marker from it); rendering does not need it. The struct API takes system/user/assistant
+ * messages only; tools, tool calls, content parts and template kwargs go through
+ * chat_template.h's JSON API. Assistant spans: chat_template.h (turn by turn here: content plus
+ * the end-of-turn marker).
  */
-#include "common/strbuf.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_internal.h"
 
 #include "common/error.h"
@@ -70,36 +70,6 @@ static char *chatml_default_system(const char *t) {
     return NULL;
 }
 
-typedef fl_strbuf sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) { fl_strbuf_append(b, s, n); }
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
-
-/* Python str.isspace() code points (Jinja's `trim` is str.strip()). */
-static int py_space(uint32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-static void py_strip(const char *s, size_t *start, size_t *end) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t a = *start, e = *end;
-    while (a < e) {
-        int l = fl_utf8_len(u + a, e - a);
-        if (!l || !py_space(fl_utf8_decode(u + a, l))) break;
-        a += (size_t)l;
-    }
-    while (e > a) {
-        size_t k = e - 1;
-        while (k > a && (u[k] & 0xC0) == 0x80) k--;
-        int l = fl_utf8_len(u + k, e - k);
-        if (!l || !py_space(fl_utf8_decode(u + k, l))) break;
-        e = k;
-    }
-    *start = a;
-    *end = e;
-}
-
 static size_t message_len(const fl_chat_message *m) {
     return m->content_len ? m->content_len : strlen(m->content);
 }
@@ -109,77 +79,70 @@ static const char *token_content(const fl_tokenizer *tok, int32_t id) {
     return t ? t->content : NULL;
 }
 
+/* The built-in formats as Jinja templates, run by the same engine as a folder's template. */
+static const char CHATML_TEMPLATE[] =
+    "{% if messages[0].role != 'system' and default_system is defined %}<|im_start|>system\n{{ default_system }}<|im_end|>\n"
+    "{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+static const char ZEPHYR_TEMPLATE[] =
+    "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+static const char LLAMA3_TEMPLATE[] =
+    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content | trim }}<|eot_id|>"
+    "{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+
+int fl_chat_template_builtin(fl_chat_template **out, const fl_tokenizer *tok, fl_chat_format format) {
+    *out = NULL;
+    if (format != FL_CHAT_AUTO && format != FL_CHAT_CHATML && format != FL_CHAT_ZEPHYR && format != FL_CHAT_LLAMA3)
+        return fl_input_error("chat: format %d is not built in; %s", (int)format, BUILT_IN);
+    if (format == FL_CHAT_AUTO) {
+        if (!tok->chat_template)
+            return fl_input_error("%s: chat_template: none (tokenizer_config.json / chat_template.jinja); choose a format: %s",
+                                  tok->model_dir, BUILT_IN);
+        return fl_chat_template_for(out, tok, NULL, 0);
+    }
+    const char *text = format == FL_CHAT_CHATML ? CHATML_TEMPLATE : format == FL_CHAT_ZEPHYR ? ZEPHYR_TEMPLATE : LLAMA3_TEMPLATE;
+    const char *eos = token_content(tok, tok->eos_id), *bos = token_content(tok, tok->bos_id);
+    if (format == FL_CHAT_ZEPHYR && !eos) return fl_input_error("%s: eos_token: needed by the zephyr chat format", tok->model_dir);
+    if (format == FL_CHAT_LLAMA3 && !bos) return fl_input_error("%s: bos_token: needed by the llama3 chat format", tok->model_dir);
+    json_t *special = json_object();
+    if (eos) json_object_set_new(special, "eos_token", json_string(eos));
+    if (bos) json_object_set_new(special, "bos_token", json_string(bos));
+    char *sys = format == FL_CHAT_CHATML ? chatml_default_system(tok->chat_template) : NULL;
+    if (sys) json_object_set_new(special, "default_system", json_string(sys));
+    free(sys);
+    int rc = fl_chat_template_new(out, text, strlen(text), special);
+    json_decref(special);
+    return rc;
+}
+
 int fl_tokenizer_chat_render(fl_tokenizer *tok, fl_chat_format format, const fl_chat_message *messages,
                              size_t n_messages, int add_generation_prompt, fl_chat_rendered *out) {
     memset(out, 0, sizeof *out);
-    if (format == FL_CHAT_AUTO) FL_TRY(fl_tokenizer_chat_format(tok, &format));
-    if (format != FL_CHAT_CHATML && format != FL_CHAT_ZEPHYR && format != FL_CHAT_LLAMA3)
+    if (format != FL_CHAT_AUTO && format != FL_CHAT_CHATML && format != FL_CHAT_ZEPHYR && format != FL_CHAT_LLAMA3)
         return fl_input_error("chat: format %d is not built in; %s", (int)format, BUILT_IN);
     if (n_messages == 0) return fl_input_error("chat: messages: empty conversation");
+    json_t *list = json_array();
     for (size_t i = 0; i < n_messages; i++) {
         const char *r = messages[i].role;
+        int bad = 0;
         if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")))
-            return fl_input_error("chat: messages[%zu].role: '%s' is not system, user or assistant", i, r ? r : "(null)");
-        if (!messages[i].content) return fl_input_error("chat: messages[%zu].content: missing", i);
-        size_t cl = message_len(&messages[i]);
-        if (fl_utf8_validate(messages[i].content, cl) != cl) return fl_input_error("chat: messages[%zu].content: invalid UTF-8", i);
+            bad = fl_input_error("chat: messages[%zu].role: '%s' is not system, user or assistant", i, r ? r : "(null)");
+        else if (!messages[i].content) bad = fl_input_error("chat: messages[%zu].content: missing", i);
+        size_t cl = bad ? 0 : message_len(&messages[i]);
+        if (!bad && fl_utf8_validate(messages[i].content, cl) != cl) bad = fl_input_error("chat: messages[%zu].content: invalid UTF-8", i);
+        if (bad) { json_decref(list); return bad; }
+        json_array_append_new(list, json_pack("{s:s, s:o}", "role", r, "content", json_stringn(messages[i].content, cl)));
     }
-    const char *eos = NULL, *bos = NULL;
-    if (format == FL_CHAT_ZEPHYR && !(eos = token_content(tok, tok->eos_id)))
-        return fl_input_error("%s: eos_token: needed by the zephyr chat format", tok->model_dir);
-    if (format == FL_CHAT_LLAMA3 && !(bos = token_content(tok, tok->bos_id)))
-        return fl_input_error("%s: bos_token: needed by the llama3 chat format", tok->model_dir);
-    const char *eot = format == FL_CHAT_CHATML ? "<|im_end|>" : format == FL_CHAT_ZEPHYR ? eos : "<|eot_id|>";
-    sbuf b = {0};
-    fl_span *spans = fl_malloc(n_messages * sizeof *spans);
-    size_t n_spans = 0;
-    if (format == FL_CHAT_CHATML && strcmp(messages[0].role, "system")) {
-        char *sys = chatml_default_system(tok->chat_template);
-        if (sys) {
-            puts_(&b, "<|im_start|>system\n");
-            puts_(&b, sys);
-            puts_(&b, "<|im_end|>\n");
-            free(sys);
-        }
+    fl_chat_template *ct;
+    int rc = fl_chat_template_builtin(&ct, tok, format);
+    if (!rc) {
+        fl_chat_input in = {.messages = list, .add_generation_prompt = add_generation_prompt};
+        rc = fl_chat_encode(tok, ct, &in, out);
     }
-    if (format == FL_CHAT_LLAMA3) puts_(&b, bos);
-    for (size_t i = 0; i < n_messages; i++) {
-        const char *role = messages[i].role, *c = messages[i].content;
-        size_t cs = 0, ce = message_len(&messages[i]);
-        if (format == FL_CHAT_CHATML) { puts_(&b, "<|im_start|>"); puts_(&b, role); puts_(&b, "\n"); }
-        else if (format == FL_CHAT_ZEPHYR) { puts_(&b, "<|"); puts_(&b, role); puts_(&b, "|>\n"); }
-        else { puts_(&b, "<|start_header_id|>"); puts_(&b, role); puts_(&b, "<|end_header_id|>\n\n"); py_strip(c, &cs, &ce); }
-        size_t start = b.n;
-        put(&b, c + cs, ce - cs);
-        puts_(&b, eot);
-        if (!strcmp(role, "assistant")) spans[n_spans++] = (fl_span){start, b.n};
-        if (format != FL_CHAT_LLAMA3) puts_(&b, "\n");
-    }
-    if (add_generation_prompt) {
-        if (format == FL_CHAT_CHATML) puts_(&b, "<|im_start|>assistant\n");
-        else if (format == FL_CHAT_ZEPHYR) puts_(&b, "<|assistant|>\n");
-        else puts_(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-    }
-    out->text = b.p;
-    out->len = b.n;
-    out->assistant_bytes = spans;
-    out->n_spans = n_spans;
-    out->assistant_tokens = fl_malloc((n_spans ? n_spans : 1) * sizeof *out->assistant_tokens);
-    out->ids.want_offsets = 1;
-    int rc = fl_tokenizer_encode(tok, b.p, b.n, 0, &out->ids);
-    if (rc) { fl_chat_rendered_free(out); return rc; }
-    for (size_t s = 0; s < n_spans; s++) {
-        size_t first = out->ids.n, last = 0;
-        for (size_t i = 0; i < out->ids.n; i++) {
-            uint32_t a = out->ids.offsets[2 * i], e = out->ids.offsets[2 * i + 1];
-            if (a < spans[s].end && e > spans[s].start) {
-                if (first == out->ids.n) first = i;
-                last = i + 1;
-            }
-        }
-        out->assistant_tokens[s] = first == out->ids.n ? (fl_span){0, 0} : (fl_span){first, last};
-    }
-    return 0;
+    fl_chat_template_free(ct);
+    json_decref(list);
+    return rc;
 }
 
 void fl_chat_rendered_free(fl_chat_rendered *r) {
