@@ -7,6 +7,8 @@
  *     does a finite adapter that overflows when merged;
  *   7 a resume at the final step says nothing was trained; --max-steps below the checkpoint's step
  *     is refused. */
+#include <dirent.h>
+
 #include "cli_run.h"
 #include "test.h"
 
@@ -257,5 +259,57 @@ TEST(merge_and_export_refuse_an_adapter_that_overflows_when_merged) {
     }
     CHECK(!cr_exists(strcat(strcpy(args, dir), "/merged")) && !cr_exists(strcat(strcpy(out, dir), "/x.gguf")));
     cr_remove_tree(dir);
+    free(dir);
+}
+
+/* Entries of folder dir whose name contains needle. */
+static int count_entries(const char *dir, const char *needle) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, needle) != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+/* Real kills (SIGKILL between an output's temporary file and its rename): a merge's staging folder,
+ * an export's PATH.tmp.PID and the final adapter's temporary file are removed by the next run of
+ * the same kind, which says so and completes; the killed train's resume writes the adapter. */
+TEST(leftovers_of_real_kills_are_removed_and_the_run_completes) {
+    CR_NEED_BIN();
+    char *dir = cr_temp_dir();
+    char *data = cr_token_data(dir, "data.tokens", 30, 0), args[2048], out[8192], path[900];
+    const char *kill_env = "FASTLORA_TEST_KILL_BEFORE_RENAME=";
+    char env[256];
+    /* merge, killed writing the merged weights in its staging folder */
+    snprintf(env, sizeof env, "%smodel.safetensors", kill_env);
+    snprintf(args, sizeof args, "merge --model %s --adapter %s --out %s/m", CR_MODEL, CR_ADAPTER, dir);
+    CHECK_EQ_INT(cr_run(out, sizeof out, env, args), 128 + 9);
+    CHECK_EQ_INT(count_entries(dir, ".m.fastlora-stage-"), 1);
+    CHECK_EQ_INT(cr_run(out, sizeof out, NULL, args), 0);
+    CHECK_STR_CONTAINS(out, "no longer running");
+    CHECK_EQ_INT(count_entries(dir, ".m.fastlora-stage-"), 0);
+    /* export, killed before its rename */
+    snprintf(env, sizeof env, "%sx.gguf", kill_env);
+    snprintf(args, sizeof args, "export --gguf %s/x.gguf --model %s --no-tokenizer", dir, CR_MODEL);
+    CHECK_EQ_INT(cr_run(out, sizeof out, env, args), 128 + 9);
+    CHECK_EQ_INT(count_entries(dir, "x.gguf.tmp."), 1);
+    CHECK_EQ_INT(cr_run(out, sizeof out, NULL, args), 0);
+    CHECK_EQ_INT(count_entries(dir, "x.gguf.tmp."), 0);
+    snprintf(path, sizeof path, "%s/x.gguf", dir);
+    CHECK(cr_exists(path));
+    /* train, killed writing the final adapter (after its last checkpoint) */
+    snprintf(env, sizeof env, "%s/run/adapter_model.safetensors", kill_env);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run %s", CR_MODEL, data, dir, CR_TRAIN);
+    CHECK_EQ_INT(cr_run(out, sizeof out, env, args), 128 + 9);
+    snprintf(path, sizeof path, "%s/run", dir);
+    CHECK_EQ_INT(count_entries(path, "adapter_model.safetensors.tmp."), 1);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --resume %s/run %s", CR_MODEL, data, dir, dir,
+             CR_TRAIN);
+    CHECK_MSG(cr_run(out, sizeof out, NULL, args) == 0, "resume after the kill: %s", out);
+    CHECK_EQ_INT(count_entries(path, "adapter_model.safetensors.tmp."), 0);
+    snprintf(path, sizeof path, "%s/run/adapter_model.safetensors", dir);
+    CHECK_MSG(cr_exists(path), "the resumed run has no adapter: %s", out);
+    cr_remove_tree(dir);
+    free(data);
     free(dir);
 }

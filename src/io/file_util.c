@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,10 +65,20 @@ int fl_atomic_file_open(fl_atomic_file *f, const char *path) {
     return 0;
 }
 
+/* Test hook (tests/test_resume_inputs.c): a process killed between writing an output's temporary
+ * file and renaming it, as a signal or a power cut would. FASTLORA_TEST_KILL_BEFORE_RENAME=SUFFIX
+ * kills it (SIGKILL) at the first commit of a path ending in SUFFIX. */
+static void test_kill_before_rename(const char *path) {
+    const char *suffix = getenv("FASTLORA_TEST_KILL_BEFORE_RENAME");
+    size_t n = suffix ? strlen(suffix) : 0, len = strlen(path);
+    if (n && len >= n && !strcmp(path + len - n, suffix)) raise(SIGKILL);
+}
+
 int fl_atomic_file_commit(fl_atomic_file *f) {
     int status = 0;
     if (fflush(f->fp) != 0 || ferror(f->fp) || fsync(fileno(f->fp)) != 0)
         status = fl_input_error("%s: write failed: %s", f->final_path, strerror(errno));
+    if (!status) test_kill_before_rename(f->final_path);
     if (fclose(f->fp) != 0 && !status) status = fl_input_error("%s: close failed: %s", f->final_path, strerror(errno));
     if (!status && rename(f->temp_path, f->final_path) != 0)
         status = fl_input_error("%s: rename failed: %s", f->final_path, strerror(errno));
