@@ -8,7 +8,7 @@
 #include "test.h"
 
 #include "common/error.h"
-#include "io/file_util.h"
+#include "chat_fixture.h"
 #include "tokenizer/chat_template.h"
 
 #include <jansson.h>
@@ -16,30 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static char *slurp(const char *path, size_t *len) {
-    char *text = NULL;
-    return fl_file_read_all(path, FL_FILE_TOKENIZER, &text, len) ? NULL : text;
-}
-
-static fl_chat_template *load_template(json_t *index, const char *name) {
-    json_t *tpls = json_object_get(index, "templates");
-    for (size_t i = 0; i < json_array_size(tpls); i++) {
-        json_t *t = json_array_get(tpls, i);
-        if (strcmp(json_string_value(json_object_get(t, "name")), name)) continue;
-        char path[512];
-        size_t len;
-        snprintf(path, sizeof path, "tests/fixtures/chat/templates/%s.jinja", name);
-        char *text = slurp(path, &len);
-        if (!text) return NULL;
-        fl_chat_template *ct = NULL;
-        if (fl_chat_template_new(&ct, text, len, json_object_get(t, "special")))
-            fl_test_fail(__FILE__, __LINE__, "%s: %s", name, fl_last_error());
-        free(text);
-        return ct;
-    }
-    return NULL;
-}
 
 static int same_spans(const fl_tpl_output *o, json_t *want) {
     if (o->n_gen != json_array_size(want)) return 0;
@@ -53,12 +29,8 @@ static int same_spans(const fl_tpl_output *o, json_t *want) {
 }
 
 TEST(chat_templates_render_as_transformers) {
-    size_t len;
-    char *index_text = slurp("tests/fixtures/chat/index.json", &len);
-    CHECK_MSG(index_text != NULL, "cannot read tests/fixtures/chat/index.json");
-    if (!index_text) return;
-    json_t *index = json_loads(index_text, 0, NULL);
-    free(index_text);
+    json_t *index = chat_fixture_index();
+    if (!index) return;
     json_t *convs = json_object_get(index, "conversations");
     int64_t now = json_integer_value(json_object_get(index, "now"));
     FILE *f = fopen("tests/fixtures/chat/cases.jsonl", "r");
@@ -73,7 +45,7 @@ TEST(chat_templates_render_as_transformers) {
         const char *name = json_string_value(json_object_get(row, "template"));
         if (strcmp(name, current)) {
             fl_chat_template_free(ct);
-            ct = load_template(index, name);
+            ct = chat_fixture_template(index, name);
             snprintf(current, sizeof current, "%s", name);
         }
         json_t *conv = json_array_get(convs, (size_t)json_integer_value(json_object_get(row, "conversation")));

@@ -45,6 +45,7 @@ int cmd_export(int argc, char **argv) {
         {"type", FL_OPT_STRING, &type, "f32, f16, bf16 or q8_0 (default: the model's bf16/f16, f32 for --lora-only)", FL_NO_RANGE},
         {"lora-only", FL_OPT_FLAG, &o.lora_only, "write the adapter as a GGUF LoRA (llama.cpp --lora, Ollama ADAPTER)", FL_NO_RANGE},
         {"force", FL_OPT_FLAG, &o.force, "replace OUT.gguf when it exists", FL_NO_RANGE},
+        {"chat-template", FL_OPT_STRING, &o.chat_template, "a Jinja chat template file: its text is the GGUF's tokenizer.chat_template (default: the folder's, unchanged)", FL_NO_RANGE},
         {"no-tokenizer", FL_OPT_FLAG, &o.no_tokenizer, "no tokenizer metadata (models without one; llama.cpp then takes ids)", FL_NO_RANGE},
         {"alignment", FL_OPT_INT, &alignment, "tensor data alignment: 8, 16, 32 (default) or 64", FL_RANGE(1, 64)},
     };

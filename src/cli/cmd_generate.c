@@ -5,8 +5,10 @@
  *   fastlora generate --model DIR --prompt-ids "1 415 2"  --ids    ids in, ids out (models without a tokenizer)
  *   fastlora generate --model DIR --prompt-ids "1 415 2" --logits F   the logits of every prompt position, (T, V)
  *                                                                      little-endian f32, to file F; no sampling
- * Sampling: --temperature (0 = greedy), --top-p, --seed, --max-tokens; stops at EOS (or the chat
- * template's end-of-turn). KV-cached (infer/decoder.c). Not a server, no batching.
+ * --chat renders the conversation with the model's chat template (any template: the Jinja engine,
+ * infer/chat_session.h) or --chat-template FILE, with the generation prompt.
+ * Sampling: --temperature (0 = greedy), --top-p, --seed, --max-tokens; stops at EOS (and the chat
+ * template's end-of-turn token). KV-cached (infer/decoder.c). Not a server, no batching.
  */
 #include "cli/commands.h"
 
@@ -17,6 +19,7 @@
 #include "cli/args.h"
 #include "common/error.h"
 #include "engine/model.h"
+#include "infer/chat_session.h"
 #include "infer/generate.h"
 #include "io/file_util.h"
 #include "lora/adapter_io.h"
@@ -82,9 +85,47 @@ static int parse_ids(const char *s, int32_t **out, int *n) {
     return 0;
 }
 
+/* --chat: one user turn per stdin line; the whole conversation is rendered again each turn with the
+ * chat template and the generation prompt (simple and exact); a reply stops at EOS or the
+ * template's end-of-turn token. */
+static int chat_loop(fl_tokenizer *tok, fl_model *m, fl_decoder *dec, fl_gen_options *go, stream_ctx *sc,
+                     const char *template_path, const char *system_msg, int max_tokens, int with_adapter) {
+    fl_chat_session s;
+    FL_TRY(fl_chat_session_init(&s, tok, template_path, system_msg));
+    int32_t eos = go->n_stop ? go->stop_ids[0] : -1;
+    if (s.end_of_turn >= 0 && s.end_of_turn != eos && go->n_stop < 8) go->stop_ids[go->n_stop++] = s.end_of_turn;
+    int rc = fl_decoder_init(dec, m, m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096, with_adapter);
+    int32_t *out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
+    char *line = NULL;
+    size_t cap = 0, len, max_turn = (size_t)4 << 20;
+    int got;
+    for (int turn = 0; !rc && turn < 1024 && (fputs("> ", stderr), (got = fl_read_line(stdin, &line, &cap, &len, max_turn)) != 0); turn++) {
+        if (got < 0) { rc = fl_input_error("stdin: a turn longer than %zu MiB (one line per turn)", max_turn >> 20); break; }
+        while (len && line[len - 1] == '\r') line[--len] = 0;
+        if (!len) continue;
+        fl_token_ids ids = {0};
+        rc = fl_chat_session_prompt(&s, line, len, &ids);
+        if (!rc && (int)ids.n + max_tokens > dec->capacity) rc = fl_input_error("the conversation is longer than the model's context");
+        int n_out = 0, stopped;
+        if (!rc) stream_start(sc, ids.ids, (int)ids.n);
+        fl_decoder_reset(dec);
+        if (!rc) rc = fl_generate(dec, ids.ids, (int)ids.n, go, out, &n_out, &stopped);
+        fl_token_ids_free(&ids);
+        putchar('\n');
+        char *reply = NULL;
+        size_t rl;
+        if (!rc && fl_tokenizer_decode(tok, out, (size_t)n_out, 1, &reply, &rl) == 0) fl_chat_session_reply(&s, reply, rl);
+        free(reply);
+    }
+    free(line);
+    free(out);
+    fl_chat_session_free(&s);
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *prompt = NULL, *prompt_ids = NULL, *device = "cpu", *system_msg = NULL, *dtype = NULL;
-    const char *logits_path = NULL, *quant_s = NULL;
+    const char *logits_path = NULL, *quant_s = NULL, *template_path = NULL;
     int chat = 0, max_tokens = 128, print_ids = 0, no_special = 0;
     uint64_t seed = 0;
     float temperature = 0.8f, top_p = 0.95f;
@@ -95,6 +136,7 @@ int cmd_generate(int argc, char **argv) {
         {"prompt-ids", FL_OPT_STRING, &prompt_ids, "token ids to continue (\"1 2 3\")", FL_NO_RANGE},
         {"chat", FL_OPT_FLAG, &chat, "a conversation: one user turn per stdin line, with the chat template", FL_NO_RANGE},
         {"system", FL_OPT_STRING, &system_msg, "system message for --chat", FL_NO_RANGE},
+        {"chat-template", FL_OPT_STRING, &template_path, "--chat: a Jinja chat template file instead of the model folder's", FL_NO_RANGE},
         {"max-tokens", FL_OPT_INT, &max_tokens, "tokens to generate at most (default 128)", FL_RANGE(1, 1 << 20)},
         {"temperature", FL_OPT_FLOAT, &temperature, "0 = greedy (default 0.8)", FL_AT_LEAST(0)},
         {"top-p", FL_OPT_FLOAT, &top_p, "nucleus sampling mass (default 0.95)", FL_MIN_OPEN | FL_MAX, 0, 1},
@@ -167,48 +209,7 @@ int cmd_generate(int argc, char **argv) {
         if (!rc) rc = fl_generate(&dec, ids, n_ids, &go, out, &n_out, &stopped);
         if (!rc) putchar('\n');
     } else if (!rc && chat) {
-        /* a multi-turn conversation: the whole history is re-rendered each turn (simple and exact) */
-        fl_chat_message *msgs = fl_calloc(1024, sizeof *msgs);
-        int n_msgs = 0;
-        int32_t eot = -1;
-        fl_chat_format fmt;
-        rc = fl_tokenizer_chat_format(tok, &fmt);
-        if (!rc) {
-            const char *marker = fmt == FL_CHAT_CHATML ? "<|im_end|>" : fmt == FL_CHAT_LLAMA3 ? "<|eot_id|>" : NULL;
-            if (marker) eot = fl_tokenizer_token_to_id(tok, marker);
-            if (eot >= 0 && go.n_stop < 8) go.stop_ids[go.n_stop++] = eot;
-        }
-        if (!rc && system_msg) msgs[n_msgs++] = (fl_chat_message){.role = "system", .content = strdup(system_msg)};
-        rc = rc ? rc : fl_decoder_init(&dec, &m, m.cfg.max_position_embeddings > 0 ? m.cfg.max_position_embeddings : 4096,
-                                       adapter != NULL);
-        out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
-        char *line = NULL;
-        size_t cap = 0, len, max_turn = (size_t)4 << 20;
-        int got;
-        while (!rc && n_msgs < 1022 && (fputs("> ", stderr), (got = fl_read_line(stdin, &line, &cap, &len, max_turn)) != 0)) {
-            if (got < 0) { rc = fl_input_error("stdin: a turn longer than %zu MiB (one line per turn)", max_turn >> 20); break; }
-            while (len && line[len - 1] == '\r') line[--len] = 0;
-            if (!len) continue;
-            char *content = fl_malloc(len + 1);
-            memcpy(content, line, len + 1);
-            msgs[n_msgs++] = (fl_chat_message){.role = "user", .content = content, .content_len = len};
-            fl_chat_rendered r = {0};
-            rc = fl_tokenizer_chat_render(tok, FL_CHAT_AUTO, msgs, (size_t)n_msgs, 1, &r);
-            if (!rc && (int)r.ids.n + max_tokens > dec.capacity) rc = fl_input_error("the conversation is longer than the model's context");
-            int n_out = 0, stopped;
-            if (!rc) stream_start(&sc, r.ids.ids, (int)r.ids.n);
-            fl_decoder_reset(&dec);
-            if (!rc) rc = fl_generate(&dec, r.ids.ids, (int)r.ids.n, &go, out, &n_out, &stopped);
-            fl_chat_rendered_free(&r);
-            putchar('\n');
-            char *reply = NULL;
-            size_t rl;
-            if (!rc && fl_tokenizer_decode(tok, out, (size_t)n_out, 1, &reply, &rl) == 0)
-                msgs[n_msgs++] = (fl_chat_message){.role = "assistant", .content = reply};
-        }
-        free(line);
-        for (int i = 0; i < n_msgs; i++) free((void *)msgs[i].content);
-        free(msgs);
+        rc = chat_loop(tok, &m, &dec, &go, &sc, template_path, system_msg, max_tokens, adapter != NULL);
     }
     if (rc) fprintf(stderr, "fastlora generate: %s\n", fl_last_error());
     fl_decoder_free(&dec);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "dist/dist.h"
@@ -62,6 +63,9 @@ int cmd_train(int argc, char **argv) {
     lc.dropout = o.dropout;
     lc.seed = (uint64_t)o.seed;
     rc = fl_train_options_validate(&o);
+    /* strftime_now's time is pinned for the whole run and recorded in train_config.json, so a
+     * --config OUT/train_config.json rerun (or a resume) renders chat data the same */
+    if (!o.chat_date) o.chat_date = (uint64_t)time(NULL);
     if (!rc) rc = fl_lora_parse_targets(o.targets, &lc.target_mask);
     if (!rc && o.adapter) { /* a given adapter decides the LoRA shape; the seed still drives dropout */
         rc = fl_adapter_load_config(o.adapter, &lc);

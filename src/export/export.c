@@ -23,6 +23,8 @@ int fl_export_parse_type(const char *s, fl_export_type *out) {
 int fl_export_gguf(const fl_export_options *o, int *n_tensors) {
     if (!o->out_path || !o->model_dir) return fl_input_error("--gguf and --model are required");
     if (o->lora_only && !o->adapter_dir) return fl_input_error("--lora-only needs --adapter");
+    if (o->chat_template && (o->lora_only || o->no_tokenizer))
+        return fl_input_error("--chat-template: a GGUF written with %s has no tokenizer metadata to carry it", o->lora_only ? "--lora-only" : "--no-tokenizer");
     if (o->alignment && (o->alignment < 8 || o->alignment > 64 || (o->alignment & (o->alignment - 1))))
         return fl_input_error("--alignment: %u is not 8, 16, 32 or 64", o->alignment);
     if (fl_file_exists(o->out_path) && !o->force) return fl_input_error("%s: exists (--force replaces it)", o->out_path);

@@ -3,7 +3,7 @@
  *
  * Whole model: the architecture metadata of a llama / qwen2 model (llama.cpp's names), the
  * tokenizer of the folder (tokens, types, merges or scores, special ids, the pre-tokenizer name,
- * add_bos/add_eos, the chat template) and every tensor under llama.cpp's name, with the adapter
+ * add_bos/add_eos, the chat template: the folder's text unchanged, or --chat-template's) and every tensor under llama.cpp's name, with the adapter
  * folded in (W + s·B·A, infer/merge.h) when one is given. Llama q/k rows are permuted to the
  * interleaved RoPE layout llama.cpp's llama graph uses, as convert_hf_to_gguf.py does.
  * Adapter only: general.type "adapter", adapter.type "lora", adapter.lora.alpha, and for every
@@ -31,6 +31,8 @@ typedef struct {
     int lora_only;            /* write the adapter alone (needs adapter_dir) */
     int force;                /* replace an existing out_path */
     int no_tokenizer;         /* whole model without tokenizer metadata (llama.cpp then takes token ids only) */
+    const char *chat_template; /* a chat template file whose text (verbatim) is tokenizer.chat_template instead
+                                  of the folder's (`--chat-template`, as train and generate render with); NULL: the folder's */
     uint32_t alignment;       /* 0: the GGUF default, 32 */
 } fl_export_options;
 

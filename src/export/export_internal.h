@@ -44,8 +44,10 @@ fl_ggml_type fl_gguf_type_of(fl_export_type t); /* t != AUTO */
 
 /* ---- gguf_vocab.c -------------------------------------------------------------------------- */
 
-/* The tokenizer of `model_dir` as tokenizer.* metadata, padded to cfg->vocab_size ids. */
-int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_model_config *cfg);
+/* The tokenizer of `model_dir` as tokenizer.* metadata, padded to cfg->vocab_size ids;
+ * tokenizer.chat_template is `chat_template` (NUL-terminated text) when not NULL, else the
+ * folder's template text unchanged (none when it has none). */
+int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_model_config *cfg, const char *chat_template);
 /* The llama.cpp pre-tokenizer name of a byte-level tokenizer, from the hash of its ids on
  * llama.cpp's check text (as convert_hf_to_gguf.py's get_vocab_base_pre); NULL when unknown. */
 struct fl_tokenizer;

@@ -18,6 +18,7 @@
 #include "infer/merge.h"
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
+#include "tokenizer/chat_template.h"
 
 typedef struct {
     char hf[96];              /* safetensors name; "" for a generated tensor */
@@ -170,8 +171,18 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
     fl_lora_config lc;
     fl_lora_buffer lora = {0};
     int have_lora = 0, status = 0;
+    char *chat_template = NULL; /* --chat-template's text, checked to parse before anything is written */
+    size_t chat_len;
+    if (o->chat_template) FL_TRY(fl_chat_template_read_file(o->chat_template, &chat_template, &chat_len));
+    if (chat_template && strlen(chat_template) != chat_len) {
+        free(chat_template);
+        return fl_input_error("%s: a NUL byte in the chat template (a GGUF string metadata value cannot hold it)", o->chat_template);
+    }
+    if (o->adapter_dir && (status = fl_export_load_adapter(o->adapter_dir, cfg, &lc, &lora))) {
+        free(chat_template);
+        return status;
+    }
     if (o->adapter_dir) {
-        FL_TRY(fl_export_load_adapter(o->adapter_dir, cfg, &lc, &lora));
         have_lora = 1;
     }
     fl_hf_shards sh = {0};
@@ -189,7 +200,7 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
         want = o->type != FL_EXPORT_AUTO ? fl_gguf_type_of(o->type) : embd->dtype == FL_BF16 ? FL_GGML_BF16 : FL_GGML_F16;
         fl_gguf_put_general(&w, cfg, "model", o->model_dir, o->alignment);
         fl_gguf_put_hparams(&w, cfg, want);
-        if (!o->no_tokenizer) status = fl_gguf_put_tokenizer(&w, o->model_dir, cfg);
+        if (!o->no_tokenizer) status = fl_gguf_put_tokenizer(&w, o->model_dir, cfg, chat_template);
         else { /* llama.cpp's "no vocab": ids only; it takes the vocabulary size from <arch>.vocab_size */
             fl_gguf_kv_str(&w, "tokenizer.ggml.model", "none");
             if (cfg->arch != FL_ARCH_LLAMA) {
@@ -214,5 +225,6 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
     free(p.items);
     fl_hf_shards_close(&sh);
     if (have_lora) fl_lora_buffer_free(&lora);
+    free(chat_template);
     return status;
 }

@@ -226,7 +226,7 @@ static void put_special_ids(fl_gguf_writer *w, fl_tokenizer *tok, json_t *tc, js
     }
 }
 
-int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_model_config *cfg) {
+int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_model_config *cfg, const char *chat_template) {
     fl_tokenizer *tok;
     if (fl_tokenizer_load(&tok, model_dir)) {
         char *why = strdup(fl_last_error());
@@ -273,7 +273,7 @@ int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_mod
     fl_gguf_kv_bool(w, "tokenizer.ggml.add_eos_token", n_suffix > 0 && suffix[n_suffix - 1] == eos);
     json_t *aps = tc ? json_object_get(tc, "add_prefix_space") : NULL;
     if (cfg->arch == FL_ARCH_LLAMA && json_is_boolean(aps)) fl_gguf_kv_bool(w, "tokenizer.ggml.add_space_prefix", json_is_true(aps));
-    const char *tpl = fl_tokenizer_chat_template(tok);
+    const char *tpl = chat_template ? chat_template : fl_tokenizer_chat_template(tok);
     if (tpl) fl_gguf_kv_str(w, "tokenizer.chat_template", tpl);
     vocab_table_free(&t, V);
     json_decref(tc);

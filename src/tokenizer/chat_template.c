@@ -61,6 +61,36 @@ int fl_chat_template_for(fl_chat_template **out, const fl_tokenizer *tok, const 
     return rc;
 }
 
+/* Prefixes the last error with `path` (copied first: the message buffer is the one written). */
+static int error_in_file(const char *path, int rc) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", fl_last_error());
+    return fl_fail(rc, "%s: %s", path, why);
+}
+
+int fl_chat_template_read_file(const char *path, char **text, size_t *len) {
+    *text = NULL;
+    FL_TRY(fl_file_read_all(path, FL_FILE_TOKENIZER, text, len));
+    fl_tpl *t = NULL;
+    int rc = fl_tpl_parse(*text, *len, &t);
+    fl_tpl_free(t);
+    if (!rc) return 0;
+    free(*text);
+    *text = NULL;
+    return error_in_file(path, rc);
+}
+
+int fl_chat_template_for_file(fl_chat_template **out, const fl_tokenizer *tok, const char *path) {
+    *out = NULL;
+    if (!path) return fl_chat_template_for(out, tok, NULL, 0);
+    char *text;
+    size_t len;
+    FL_TRY(fl_chat_template_read_file(path, &text, &len));
+    int rc = fl_chat_template_for(out, tok, text, len);
+    free(text);
+    return rc ? error_in_file(path, rc) : 0;
+}
+
 void fl_chat_template_free(fl_chat_template *ct) {
     if (!ct) return;
     fl_tpl_free(ct->tpl);
@@ -136,28 +166,70 @@ static int is_prefix(const fl_tpl_output *p, const fl_tpl_output *full, size_t n
     return n <= full->len && n <= p->len && !memcmp(p->text, full->text, n);
 }
 
+static size_t trimmed_end(const fl_tpl_output *q) {
+    size_t end = q->len;
+    while (end > 0 && (q->text[end - 1] == ' ' || q->text[end - 1] == '\n' || q->text[end - 1] == '\t' || q->text[end - 1] == '\r')) end--;
+    return end;
+}
+
+/* Renders messages[:i+1] with message i's content replaced by `mark` (a one-byte string). */
+static int render_marked(const fl_chat_template *ct, const fl_chat_input *in, size_t i, const char *mark, fl_tpl_output *out) {
+    json_t *list = json_array();
+    for (size_t k = 0; k < i; k++) json_array_append(list, json_array_get(in->messages, k));
+    json_t *m = json_copy(json_array_get(in->messages, i));
+    json_object_set_new(m, "content", json_string(mark));
+    json_array_append_new(list, m);
+    fl_chat_input marked = *in;
+    marked.messages = list;
+    int rc = render_prefix(ct, &marked, i + 1, 0, out);
+    json_decref(list);
+    return rc;
+}
+
+/* Where message i's content starts, when messages[:i] cannot be rendered as a prefix (a template
+ * that needs a message, e.g. messages[0] of an empty list, or puts its default system prompt
+ * inside the loop): render messages[:i+1] with the content "\x01" and with "\x02"; they agree
+ * up to the content. 0 when that prefix is not the whole conversation's or the content is not a
+ * non-empty string. */
+static int content_start(const fl_chat_template *ct, const fl_chat_input *in, const fl_tpl_output *full, size_t i, size_t *at) {
+    *at = 0;
+    json_t *content = json_object_get(json_array_get(in->messages, i), "content");
+    if (!json_is_string(content) || !json_string_length(content)) return 0;
+    fl_tpl_output a, b;
+    memset(&b, 0, sizeof b);
+    int ok = !render_marked(ct, in, i, "\x01", &a) && !render_marked(ct, in, i, "\x02", &b);
+    if (!ok) fl_clear_error();
+    size_t n = 0;
+    while (ok && n < a.len && n < b.len && a.text[n] == b.text[n]) n++;
+    ok = ok && n < a.len && is_prefix(&a, full, n);
+    if (ok) *at = n;
+    fl_tpl_output_free(&a);
+    fl_tpl_output_free(&b);
+    return ok;
+}
+
 /* The span of assistant message i, turn by turn (chat_template.h). */
 static int turn_span(const fl_chat_template *ct, const fl_chat_input *in, const fl_tpl_output *full, size_t i, size_t after,
                      fl_span *span) {
     fl_tpl_output p, q;
-    int rc = render_prefix(ct, in, i, 1, &p);
-    if (!rc) rc = render_prefix(ct, in, i + 1, 0, &q);
-    else memset(&q, 0, sizeof q);
-    if (!rc) {
-        size_t end = q.len;
-        while (end > 0 && (q.text[end - 1] == ' ' || q.text[end - 1] == '\n' || q.text[end - 1] == '\t' || q.text[end - 1] == '\r')) end--;
-        if (is_prefix(&p, full, p.len) && is_prefix(&q, full, end) && p.len <= end && p.len >= after) {
-            *span = (fl_span){p.len, end};
-        } else { // a template that renders history differently: find the turn's own text
-            size_t common = 0;
-            while (common < p.len && common < end && p.text[common] == q.text[common]) common++;
-            size_t n = end - common;
-            const char *hit = NULL;
-            for (size_t k = after; n && k + n <= full->len && !hit; k++)
-                if (!memcmp(full->text + k, q.text + common, n)) hit = full->text + k;
-            if (!hit) rc = fl_input_error("messages[%zu]: the template renders this assistant turn differently inside the whole conversation; cannot find its span (use a template with {%% generation %%} blocks)", i);
-            else *span = (fl_span){(size_t)(hit - full->text), (size_t)(hit - full->text) + n};
-        }
+    memset(&p, 0, sizeof p);
+    int rc = render_prefix(ct, in, i + 1, 0, &q);
+    int have_p = !rc && render_prefix(ct, in, i, 1, &p) == 0;
+    if (!rc && !have_p) fl_clear_error(); /* messages[:i] alone may not render (i = 0): content_start below */
+    size_t end = rc ? 0 : trimmed_end(&q), start = 0;
+    if (!rc && have_p && is_prefix(&p, full, p.len) && is_prefix(&q, full, end) && p.len <= end && p.len >= after)
+        *span = (fl_span){p.len, end};
+    else if (!rc && is_prefix(&q, full, end) && content_start(ct, in, full, i, &start) && start >= after && start <= end)
+        *span = (fl_span){start, end};
+    else if (!rc) { // a template that renders history differently: find the turn's own text
+        size_t common = 0;
+        while (have_p && common < p.len && common < end && p.text[common] == q.text[common]) common++;
+        size_t n = end - common;
+        const char *hit = NULL;
+        for (size_t k = after; n && k + n <= full->len && !hit; k++)
+            if (!memcmp(full->text + k, q.text + common, n)) hit = full->text + k;
+        if (!hit) rc = fl_input_error("messages[%zu]: the template renders this assistant turn differently inside the whole conversation; cannot find its span (use a template with {%% generation %%} blocks)", i);
+        else *span = (fl_span){(size_t)(hit - full->text), (size_t)(hit - full->text) + n};
     }
     fl_tpl_output_free(&p);
     fl_tpl_output_free(&q);
@@ -213,4 +285,26 @@ int fl_chat_encode(fl_tokenizer *tok, const fl_chat_template *ct, const fl_chat_
         out->assistant_tokens[s] = first == out->ids.n ? (fl_span){0, 0} : (fl_span){first, last};
     }
     return 0;
+}
+
+int32_t fl_chat_template_end_of_turn(fl_tokenizer *tok, const fl_chat_template *ct) {
+    static const char probe[] = "fastlora-end-of-turn-probe";
+    json_t *msgs = json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "user", "content", "Hi", "role", "assistant", "content", probe);
+    fl_chat_input in = {.messages = msgs};
+    fl_tpl_output out;
+    fl_token_ids ids = {0};
+    ids.want_offsets = 1;
+    int32_t id = -1;
+    int rendered = fl_chat_template_render(ct, &in, &out) == 0;
+    const char *at = rendered ? strstr(out.text, probe) : NULL;
+    if (at && fl_tokenizer_encode(tok, out.text, out.len, 0, &ids) == 0) {
+        size_t end = (size_t)(at - out.text) + sizeof probe - 1;
+        for (size_t i = 0; i < ids.n && id < 0; i++)
+            if (ids.offsets[2 * i] >= end) id = fl_added_tokens_by_id(&tok->added, ids.ids[i]) ? ids.ids[i] : -2;
+    }
+    fl_clear_error();
+    if (rendered) fl_tpl_output_free(&out);
+    fl_token_ids_free(&ids);
+    json_decref(msgs);
+    return id < 0 ? -1 : id;
 }

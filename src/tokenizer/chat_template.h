@@ -38,6 +38,12 @@ int fl_chat_template_new(fl_chat_template **out, const char *text, size_t len, j
  * NULL, with the special tokens of the folder's tokenizer_config.json. An error when the folder
  * has no template and none is given. */
 int fl_chat_template_for(fl_chat_template **out, const fl_tokenizer *tok, const char *override_text, size_t override_len);
+/* Reads a template file (`--chat-template FILE`, the tokenizer files' size limit) into *text
+ * (malloc'd, *len bytes) after checking that it parses; errors name the file ("FILE: chat
+ * template: line 3 column 17: ..."). */
+int fl_chat_template_read_file(const char *path, char **text, size_t *len);
+/* fl_chat_template_for with the text of the file `path`, or the folder's template when NULL. */
+int fl_chat_template_for_file(fl_chat_template **out, const fl_tokenizer *tok, const char *path);
 /* FL_CHAT_AUTO: the folder's template (an error listing the built-in formats when it has none);
  * FL_CHAT_CHATML/ZEPHYR/LLAMA3: that built-in format as a template (chat.c). */
 int fl_chat_template_builtin(fl_chat_template **out, const fl_tokenizer *tok, fl_chat_format format);
@@ -60,5 +66,11 @@ int fl_chat_template_render(const fl_chat_template *ct, const fl_chat_input *in,
 /* Renders, tokenizes (encode without the post-processor, as apply_chat_template(tokenize=True))
  * and finds the assistant spans (see above): out->assistant_bytes/_tokens, one per span. */
 int fl_chat_encode(fl_tokenizer *tok, const fl_chat_template *ct, const fl_chat_input *in, fl_chat_rendered *out);
+
+/* The token that ends an assistant turn under this template: the first token after the assistant's
+ * text in a probe conversation (user, assistant), when it is an added/special token
+ * (<|im_end|>, <|eot_id|>, <end_of_turn>, </s>, ...); -1 when there is none (text follows, or the
+ * template refuses the probe). What generation stops at besides EOS. */
+int32_t fl_chat_template_end_of_turn(fl_tokenizer *tok, const fl_chat_template *ct);
 
 #endif

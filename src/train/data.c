@@ -102,45 +102,6 @@ static int encode_prompt_completion(fl_tokenizer *tok, const char *prompt, size_
     return 0;
 }
 
-static int encode_messages(fl_tokenizer *tok, json_t *list, fl_doc *doc) {
-    if (!json_is_array(list) || json_array_size(list) == 0)
-        return fl_input_error("field 'messages': expected a non-empty list of {\"role\", \"content\"}");
-    size_t n = json_array_size(list);
-    fl_chat_message *msgs = fl_calloc(n, sizeof *msgs);
-    int status = 0, n_assistant = 0;
-    for (size_t i = 0; i < n && !status; i++) {
-        json_t *m = json_array_get(list, i);
-        json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
-        if (!json_is_object(m)) status = fl_input_error("field 'messages[%zu]': expected an object", i);
-        else if (!json_is_string(role)) status = fl_input_error("field 'messages[%zu].role': expected a string", i);
-        else if (!json_is_string(content)) status = fl_input_error("field 'messages[%zu].content': expected a string", i);
-        else if (strcmp(json_string_value(role), "system") && strcmp(json_string_value(role), "user") &&
-                 strcmp(json_string_value(role), "assistant"))
-            status = fl_input_error("field 'messages[%zu].role': '%s' (expected system, user or assistant)", i,
-                                    json_string_value(role));
-        else if (strlen(json_string_value(content)) != json_string_length(content))
-            status = fl_input_error("field 'messages[%zu].content': contains a NUL character", i);
-        if (status) break;
-        msgs[i].role = json_string_value(role);
-        msgs[i].content = json_string_value(content);
-        n_assistant += !strcmp(msgs[i].role, "assistant");
-    }
-    if (!status && !n_assistant) status = fl_input_error("field 'messages': no assistant message (nothing to learn)");
-    fl_chat_rendered r = {0};
-    if (!status) status = fl_tokenizer_chat_render(tok, FL_CHAT_AUTO, msgs, n, 0, &r);
-    if (!status) {
-        doc->n = (int)r.ids.n;
-        doc->ids = fl_malloc(sizeof(int32_t) * (r.ids.n + 1));
-        doc->mask = fl_calloc(r.ids.n + 1, 1);
-        memcpy(doc->ids, r.ids.ids, sizeof(int32_t) * r.ids.n);
-        for (size_t s = 0; s < r.n_spans; s++)
-            for (size_t t = r.assistant_tokens[s].start; t < r.assistant_tokens[s].end && t < r.ids.n; t++) doc->mask[t] = 1;
-    }
-    fl_chat_rendered_free(&r);
-    free(msgs);
-    return status;
-}
-
 static const char alpaca_with_input[] =
     "Below is an instruction that describes a task, paired with an input that provides further context. "
     "Write a response that appropriately completes the request.\n\n### Instruction:\n%s\n\n### Input:\n%s\n\n### Response:\n";
@@ -272,7 +233,7 @@ static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *
         break;
     }
     case FL_DATA_MESSAGES:
-        status = encode_messages(tok, json_object_get(root, "messages"), doc);
+        status = fl_data_encode_messages(root, tok, opt, doc);
         break;
     default:
         status = fl_input_error("format '%s' is not a JSONL shape", fl_data_format_name(f));
@@ -559,5 +520,11 @@ int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const f
     if (opt->format == FL_DATA_AUTO && named_txt(path))
         fprintf(opt->log ? opt->log : stderr, "%s: read as JSONL: its first line is a JSON object (--format text-file "
                 "reads it as plain text)\n", path);
-    return starts_with_bracket(path) ? load_json_array(ds, path, tok, opt) : load_jsonl(ds, path, tok, opt);
+    fl_data_options o = *opt; /* messages records: one compiled template for the whole file */
+    fl_chat_template *own = NULL;
+    if (!opt->chat_template) fl_data_chat_template(tok, NULL, &own);
+    if (own) o.chat_template = own;
+    int status = starts_with_bracket(path) ? load_json_array(ds, path, tok, &o) : load_jsonl(ds, path, tok, &o);
+    fl_chat_template_free(own);
+    return status;
 }

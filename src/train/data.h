@@ -9,10 +9,12 @@
  *                                           that overlap the completion's bytes, and on the EOS
  *   {"instruction", "input"?, "output"}     Alpaca: the Stanford Alpaca prompt template around
  *                                           instruction/input, output as the completion
- *   {"messages": [{"role", "content"}...]}  rendered with the model's chat template
- *                                           (tokenizer/chat.c); loss on the assistant turns only
- *                                           (content + end-of-turn marker); no extra EOS, the
- *                                           template's end-of-turn is what the model learns
+ *   {"messages": [{"role", "content"}...]}  rendered with the model's chat template (or
+ *    "tools"?, "documents"?,                --chat-template's) by the Jinja engine as transformers
+ *    "chat_template_kwargs"?}               renders it (data_chat.c); loss on the assistant spans:
+ *                                           {% generation %} blocks, else turn by turn (content +
+ *                                           end-of-turn marker); no extra EOS, the template's
+ *                                           end-of-turn is what the model learns
  * Plain text (--format text-file, text-paragraphs, text-lines; or --format auto and a name ending
  * in .txt; data_text.c): the whole file is ONE document (text-file), or one per block of lines
  * between blank lines (text-paragraphs: the block's lines joined by "\n"), or one per non-blank line
@@ -43,6 +45,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 typedef enum {
@@ -84,6 +87,9 @@ typedef struct {
     int32_t vocab_size;     /* ids must be below (0: unchecked) */
     int max_reported;       /* bad lines printed one by one before only counting (default 10) */
     FILE *log;              /* where bad lines are reported (NULL: stderr) */
+    const fl_chat_template *chat_template; /* messages records: the run's template, compiled once (borrowed);
+                                              NULL: the tokenizer folder's (fl_dataset_load compiles it once) */
+    int64_t chat_now;       /* strftime_now's time for templates (seconds since the epoch); 0: the clock */
 } fl_data_options;
 
 fl_data_options fl_data_options_default(void);
@@ -119,6 +125,12 @@ int fl_data_text_doc(const char *text, size_t len, fl_tokenizer *tok, const fl_d
 /* Whether `path` is read as a tokens file under --format `format` ("tokens", or "auto" and the file
  * starts with the magic): such data needs no tokenizer. */
 int fl_data_is_tokens_file(const char *path, const char *format);
+
+/* The chat template that messages records are rendered with, compiled once for a run: the file
+ * `path` (`--chat-template`; an error naming it when it cannot be read or does not parse), else
+ * the tokenizer folder's. *out is NULL (and 0 returned) when tok is NULL, the folder has none, or
+ * the folder's does not parse: then each messages record gives the reason. */
+int fl_data_chat_template(fl_tokenizer *tok, const char *path, fl_chat_template **out);
 
 /* Writes the documents (ids only) in the binary tokens format, atomically. */
 int fl_tokens_file_write(const char *path, const fl_dataset *ds);

@@ -11,6 +11,8 @@
 
 #include "train/data.h"
 
+#include <jansson.h>
+
 /* Appends doc to ds, which takes ownership of its ids and mask. */
 void fl_data_push(fl_dataset *ds, fl_doc doc);
 
@@ -58,6 +60,13 @@ void fl_data_report_good(fl_data_report *r);
 int fl_data_report_finish(fl_data_report *r, int gave_up, const char *none);
 /* Frees what r holds, for a reader that stops with an error of its own. */
 void fl_data_report_free(fl_data_report *r);
+
+/* ---- chat records (data_chat.c) --------------------------------------------------------------- */
+
+/* A {"messages", "tools"?, "documents"?, "chat_template_kwargs"?, "add_generation_prompt"?} record
+ * (root borrowed) to a document: rendered with opt->chat_template (or, when NULL, the folder's
+ * template compiled for this record), loss on the assistant spans. Errors without file:line. */
+int fl_data_encode_messages(json_t *root, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc);
 
 /* ---- plain text (data_text.c) ----------------------------------------------------------------- */
 

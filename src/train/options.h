@@ -25,6 +25,8 @@
     X("eval-frac", FLOAT, eval_frac, 0.0, "fraction of --data documents held out for eval (0: none)")         \
     X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca, tokens, or plain text: text-file (the file is one document; auto for *.txt), text-paragraphs (one per blank-line-separated block), text-lines") \
     X("fields", STR, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
+    X("chat-template", STR, chat_template, NULL, "messages data: a Jinja chat template file to render with instead of the model folder's") \
+    X("chat-date", U64, chat_date, 0, "messages data: the time strftime_now gives the template, seconds since 1970 (0: the start of the run, recorded)") \
     X("seq", INT, seq, 512, "positions per row (T)")                                                          \
     X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
     X("grad-accum", INT, grad_accum, 1, "micro-batches per optimizer step")                                    \

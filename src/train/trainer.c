@@ -135,6 +135,7 @@ typedef struct {
     FILE *quiet; /* the other ranks' progress stream (/dev/null) */
     fl_run_lock lock;  /* OUT/.fastlora-lock, held by rank 0 for the whole run */
     int restart;       /* OUT holds a run that stopped before its first checkpoint: cleared, started again */
+    fl_chat_template *chat; /* messages data: the run's one compiled chat template (NULL: none) */
 } run_ctx;
 
 static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
@@ -146,6 +147,9 @@ static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
     d.eos_id = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : c->m->cfg.eos_token_id;
     d.vocab_size = c->m->cfg.vocab_size;
     d.log = c->prog.log;
+    FL_TRY(fl_data_chat_template(tok, o->chat_template, &c->chat));
+    d.chat_template = c->chat;
+    d.chat_now = (int64_t)o->chat_date;
     FL_TRY(fl_dataset_load(&c->train_ds, o->data, tok, &d));
     res->n_bad_lines = c->train_ds.n_bad;
     if (o->eval_data) {
@@ -184,6 +188,7 @@ static void run_free(run_ctx *c) {
     free(c->svg_path);
     if (c->quiet) fclose(c->quiet);
     fl_run_lock_release(&c->lock);
+    fl_chat_template_free(c->chat);
 }
 
 /* ---- the output folder ----------------------------------------------------------------------- */
