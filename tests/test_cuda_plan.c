@@ -1,6 +1,10 @@
 /* test_cuda_plan.c — the CUDA backend's host-side arithmetic (backend/cuda/cuda_plan.c), which
  * compiles and runs in every build, GPU or not: launch grids, the LM-head chunk sizing, the
  * attention tiling and the memory plan of the benchmark presets. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_compare.h"
 #include "backend/cuda/cuda_plan.h"
 #include "test.h"
 
@@ -17,10 +21,11 @@ TEST(cuda_plan_grid_1d) {
 /* Rows of one LM-head chunk: the whole batch when its bf16 logits fit the budget, else the fewest
  * equal chunks that fit, 64-row multiples when that still fits (the rule of cpu_plan.h). */
 TEST(cuda_plan_lm_head_chunk_fits_budget) {
-    /* the budget: a quarter of the free device memory, 256 MiB to 4 GiB */
-    CHECK_EQ_INT(fl_cuda_lm_head_budget((size_t)120 << 30), FL_CUDA_LM_HEAD_BUDGET);
-    CHECK_EQ_INT(fl_cuda_lm_head_budget((size_t)2 << 30), (size_t)512 << 20);
-    CHECK_EQ_INT(fl_cuda_lm_head_budget((size_t)100 << 20), FL_CUDA_LM_HEAD_MIN_BUDGET);
+    /* the budget is the constant the memory plans assume: the chunks depend on the shapes alone, not
+     * on the memory free at the first call (two processes would split the same batch differently) */
+    CHECK_EQ_INT(fl_cuda_lm_head_budget(), FL_CUDA_LM_HEAD_BUDGET);
+    CHECK_EQ_INT(fl_cuda_lm_head_scratch_bytes(8192, 151936, fl_cuda_lm_head_budget()),
+                 fl_cuda_lm_head_scratch_bytes(8192, 151936, FL_CUDA_LM_HEAD_BUDGET));
     /* Qwen2.5's vocabulary at 4 x 2048 on an H200 (free memory ~120 GB): all 8192 rows, 2.5 GB, one
      * chunk, so the dX GEMM's (8192, C) output fills the GPU */
     CHECK_EQ_INT(fl_cuda_lm_head_chunk_rows(8192, 151936, FL_CUDA_LM_HEAD_BUDGET), 8192);
@@ -134,4 +139,37 @@ TEST(cuda_plan_memory_presets) {
     fl_config_preset(&q7, "qwen2.5-7b");
     fl_cuda_memory_plan p = fl_cuda_plan_memory(&q7, &lc, 4, 2048);
     CHECK_MSG(p.weights > (size_t)15e9 && p.weights < (size_t)16e9, "qwen2.5-7b weights %.2f GB", p.weights / 1e9);
+}
+
+/* The per-row error (cuda_compare.h): one wrong row among 8,192 passes a 2e-2 relative L2 over the
+ * tensor but not the row check, and the check names that row and head; strided views; NaN. */
+TEST(cuda_plan_worst_row_error_finds_one_wrong_row) {
+    enum { N = 1024, HEADS = 8, COLS = 16, LD = HEADS * COLS + 5 };
+    float *want = malloc(sizeof(float) * N * LD), *got = malloc(sizeof(float) * N * LD);
+    for (size_t i = 0; i < (size_t)N * LD; i++) want[i] = got[i] = (float)sin(0.37 * (double)i) + 0.5f;
+    for (size_t n = 0; n < N; n++)
+        for (int i = HEADS * COLS; i < LD; i++) got[n * LD + i] = 1e9f; /* outside the view: ignored */
+    fl_row_err e = fl_worst_row_err(got, want, N, HEADS, COLS, LD);
+    CHECK(e.err == 0);
+    /* small noise everywhere: a small row error */
+    for (size_t n = 0; n < N; n++)
+        for (int j = 0; j < HEADS * COLS; j++) got[n * LD + j] = want[n * LD + j] * (1 + 2e-3f * (float)((int)((n + j) % 3) - 1));
+    CHECK(fl_worst_row_err(got, want, N, HEADS, COLS, LD).err < 5e-3);
+    /* row 300, head 5 replaced by another row's values: relative L2 over the tensor stays ~1/64 */
+    for (int i = 0; i < COLS; i++) got[300 * LD + 5 * COLS + i] = want[7 * LD + 2 * COLS + i];
+    double num = 0, den = 0;
+    for (size_t n = 0; n < N; n++)
+        for (int j = 0; j < HEADS * COLS; j++) {
+            double d = got[n * LD + j] - want[n * LD + j];
+            num += d * d;
+            den += (double)want[n * LD + j] * want[n * LD + j];
+        }
+    CHECK_MSG(sqrt(num / den) < 2e-2, "relative L2 %.3g", sqrt(num / den)); /* the old check passes it */
+    e = fl_worst_row_err(got, want, N, HEADS, COLS, LD);
+    CHECK_MSG(e.err > 0.3 && e.row == 300 && e.head == 5, "worst %.3g at row %zu head %d", e.err, e.row, e.head);
+    got[10 * LD + 3] = NAN;
+    e = fl_worst_row_err(got, want, N, HEADS, COLS, LD);
+    CHECK(isinf(e.err) && e.row == 10 && e.head == 0);
+    free(want);
+    free(got);
 }

@@ -54,12 +54,14 @@ static void lm_head(const fl_backend *cu, size_t N, int C, int V) {
     CUDA_CHECK(cudaMalloc(&dx_d, N * C * 2));
     CUDA_CHECK(cudaMalloc(&logits_d, N * V * 4));
     CUDA_CHECK(cudaMalloc(&sc_d, sizeof *sc_d));
-    CUDA_CHECK(cudaMemcpy(sc_d, &sc_cpu, sizeof *sc_d, cudaMemcpyHostToDevice)); /* grad_scale, zero sums */
-    CUDA_CHECK(cudaMemset(&sc_d->loss_sum, 0, 2 * sizeof(double)));
+    /* through the backend's stream (lab.h): a plain cudaMemcpy / cudaMemset runs on the legacy default
+     * stream, which the non-blocking stream of the kernels does not wait for */
+    lab_copy(sc_d, &sc_cpu, sizeof *sc_d, cudaMemcpyHostToDevice); /* grad_scale, zero sums */
+    lab_memset(&sc_d->loss_sum, 0, 2 * sizeof(double));
     int32_t *tg_d = lab_dev(tg);
     cu->lm_head_loss(dx_d, logits_d, sc_d, x_d, tg_d, w_d, N, C, V);
     cu->synchronize();
-    CUDA_CHECK(cudaMemcpy(&sc_gpu, sc_d, sizeof sc_gpu, cudaMemcpyDeviceToHost));
+    lab_copy(&sc_gpu, sc_d, sizeof sc_gpu, cudaMemcpyDeviceToHost);
     char name[96];
     snprintf(name, sizeof name, "lm_head N=%zu C=%d V=%d loss (count %.0f/%.0f)", N, C, V, sc_gpu.n_counted, sc_cpu.n_counted);
     lab_check(name, sc_gpu.n_counted == sc_cpu.n_counted ? fabs(sc_gpu.loss_sum - sc_cpu.loss_sum) / fabs(sc_cpu.loss_sum)

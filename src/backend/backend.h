@@ -180,7 +180,9 @@ typedef struct fl_backend {
     void (*free_host)(void *ptr);
     int (*capture_begin)(void);            /* 0: recording; -1: not available now (FL_CUDA_GRAPHS=0, ...) */
     void *(*capture_end)(void);            /* the recording, or NULL when it failed (it then ran nothing) */
-    void (*capture_replay)(void *graph);
+    /* 0: replayed; -1: the recording is stale (memory it points at was freed since, e.g. a backend
+     * scratch buffer grew), nothing ran: the caller frees it and runs the step op by op */
+    int (*capture_replay)(void *graph);
     void (*capture_free)(void *graph);
 
     /* ---- inference (infer/): may be NULL on a backend that lacks it; callers check and say so ---- */

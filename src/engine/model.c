@@ -1001,11 +1001,17 @@ fl_step_stats fl_model_train_step(fl_model *m, const fl_batch *micro, int n_micr
     void *rec = NULL;
     for (int i = 0; i < r->n_recordings && !rec; i++)
         if (!memcmp(&r->keys[i], &key, sizeof key)) rec = r->recordings[i];
-    if (rec) {
-        m->be->capture_replay(rec);
+    if (rec && m->be->capture_replay(rec) != 0) {
+        /* stale: a backend buffer it points at was freed since it was recorded; every recording
+         * made before is too. Drop them all; this step runs op by op and is recorded afresh */
+        fprintf(stderr, "fastlora: a recorded step went stale (backend scratch memory grew); re-recording\n");
+        drop_recordings(m);
+        rec = NULL;
+    } else if (rec) {
         r->pending = 1;
         r->replayed++;
-    } else {
+    }
+    if (!rec) {
         step_ops(m, n_micro, opt);
         record_step(m, &key, n_micro, opt);
     }

@@ -33,6 +33,8 @@ typedef struct {
     size_t live_bytes, peak_bytes;  /* backend alloc()/free() and the scratch arena */
     int recording;                /* between capture_begin and capture_end: ops are recorded, not run */
     int record_failed;            /* something during this recording could not be recorded */
+    unsigned scratch_generation;  /* bumped whenever a scratch slot is freed to grow: recordings made
+                                     before point at freed memory and must not replay (cuda_graph.cu) */
     unsigned long long ops;       /* operations enqueued outside recordings (fl_cuda_count_op) */
 } fl_cuda_context;
 

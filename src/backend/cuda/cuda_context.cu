@@ -104,6 +104,8 @@ void *fl_cuda_scratch(fl_scratch_slot slot, size_t bytes) {
     }
     /* growing: work queued on the stream may still read the old buffer */
     CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream));
+    /* every recording made so far may hold the old address: they go stale (cuda_capture_replay) */
+    if (scratch[slot].ptr) fl_cuda.scratch_generation++;
     fl_cuda_free_counted(scratch[slot].ptr);
     /* a quarter of slack for small slots that grow step by step; none for large ones (the LM head's
      * whole-batch logits are 2.5 GB, sized once per shape) */

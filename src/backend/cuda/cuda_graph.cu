@@ -8,7 +8,10 @@
  * What a recording needs from the ops: nothing synchronizes, allocates or frees (the scratch arena
  * marks the recording failed instead of growing, cuda_context.cu); the cuBLASLt workspace is fixed
  * at init; every kernel argument that changes from step to step is read from device memory (the
- * step's scalars, the dropout streams, the batch). FL_CUDA_GRAPHS=0 turns recording off. */
+ * step's scalars, the dropout streams, the batch). FL_CUDA_GRAPHS=0 turns recording off.
+ *
+ * A recording is stale once a scratch slot has grown after it (the old buffer it points at is
+ * freed): replay refuses it and the engine re-records (backend.h, capture_replay). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,12 @@ int cuda_capture_begin(void) {
     fl_cuda.record_failed = 0;
     return 0;
 }
+
+/* A recording: the instantiated graph and the scratch generation it was made at (cuda_common.cuh). */
+typedef struct {
+    cudaGraphExec_t exec;
+    unsigned generation;
+} recording;
 
 void *cuda_capture_end(void) {
     cudaGraph_t graph = NULL;
@@ -44,16 +53,30 @@ void *cuda_capture_end(void) {
         fprintf(stderr, "fastlora: recording the step as a CUDA graph failed (%s)\n", why);
         return NULL;
     }
-    return exec;
+    recording *rec = (recording *)malloc(sizeof *rec);
+    if (!rec) {
+        CUDA_CHECK(cudaGraphExecDestroy(exec));
+        return NULL;
+    }
+    rec->exec = exec;
+    rec->generation = fl_cuda.scratch_generation;
+    return rec;
 }
 
-void cuda_capture_replay(void *graph) {
-    CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, fl_cuda.stream));
+/* A scratch slot freed to grow since the recording leaves it pointing at freed memory: refuse it
+ * (the engine drops it and runs the step op by op, then records again) rather than replay it. */
+int cuda_capture_replay(void *graph) {
+    recording *rec = (recording *)graph;
+    if (rec->generation != fl_cuda.scratch_generation) return -1;
+    CUDA_CHECK(cudaGraphLaunch(rec->exec, fl_cuda.stream));
     fl_cuda_count_op();
+    return 0;
 }
 
 void cuda_capture_free(void *graph) {
     if (!graph) return;
+    recording *rec = (recording *)graph;
     CUDA_CHECK(cudaStreamSynchronize(fl_cuda.stream)); /* a replay may still run */
-    CUDA_CHECK(cudaGraphExecDestroy((cudaGraphExec_t)graph));
+    CUDA_CHECK(cudaGraphExecDestroy(rec->exec));
+    free(rec);
 }

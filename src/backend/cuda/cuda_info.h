@@ -41,8 +41,8 @@ double fl_cuda_measure_copy_gbs(size_t bytes, int iters);
  * (one cuBLASLt or cuBLAS call each), copies and memsets, and graph launches (a replayed step counts
  * 1). The bench's "launches per step" is the difference over a step run op by op. */
 unsigned long long fl_cuda_ops_enqueued(void);
-/* Bytes of bf16 logits per LM-head chunk (cuda_plan.h); 0 (default): a quarter of the free device
- * memory, decided once per shape. Tests set it to take the chunked path. */
+/* Bytes of bf16 logits per LM-head chunk (cuda_plan.h); 0 (default): FL_CUDA_LM_HEAD_BUDGET, fixed,
+ * so the chunks depend on the shapes alone. Tests set it to take the chunked path. */
 void fl_cuda_set_lm_head_budget(size_t bytes);
 /* Which attention runs: "mma" (tensor cores, HS 64/128; the default) or "simple" (CUDA cores, any
  * HS up to 256), forward and backward. The environment variable FL_CUDA_ATTN=simple|mma sets the

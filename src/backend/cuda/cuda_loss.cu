@@ -1,7 +1,7 @@
 /* cuda_loss.cu — the LM head fused with softmax cross-entropy, chunked over tokens.
  *
  * Mirrors backend/cpu/cpu_loss.c. Chunks are as large as memory allows — the whole batch when its
- * bf16 logits fit the budget of cuda_plan.h (a quarter of the free device memory, 256 MiB to 4 GiB:
+ * bf16 logits fit the budget of cuda_plan.h (4 GiB, fixed: the chunking depends on the shapes alone;
  * 8192 tokens of a 152k vocabulary are 2.5 GB, one chunk), else N split into equal chunks — so the
  * dX GEMM's output (rows, C) has enough tiles to fill the GPU. Per chunk of `rows` tokens:
  *   1. logits (rows, V) bf16 = inp · weightᵀ                         (cuBLASLt, f32 accumulate)
@@ -109,29 +109,17 @@ __global__ void loss_sum_kernel(fl_step_scalars *sc, const float *row_loss, cons
     }
 }
 
-/* The logits budget for (N, V): decided at the first call of each shape from the memory then free,
- * and kept, so that every later step (and a recorded one) runs the same chunks and GEMMs. */
+/* The logits budget: a constant (cuda_plan.h), so the chunks of (N, V) depend on the shapes alone
+ * and every process, step and recording runs the same GEMMs. Tests override it. */
 static size_t budget_override;
 extern "C" void fl_cuda_set_lm_head_budget(size_t bytes) { budget_override = bytes; }
 
-static size_t head_budget(size_t N, int V) {
-    enum { SHAPES = 16 };
-    if (budget_override) return budget_override;
-    static struct { size_t N; int V; size_t budget; } known[SHAPES];
-    static int n_known;
-    for (int i = 0; i < n_known; i++)
-        if (known[i].N == N && known[i].V == V) return known[i].budget;
-    size_t free_b = 0, total_b = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    size_t budget = fl_cuda_lm_head_budget(free_b);
-    if (n_known < SHAPES) known[n_known++] = {N, V, budget};
-    return budget;
-}
+static size_t head_budget(void) { return budget_override ? budget_override : fl_cuda_lm_head_budget(); }
 
 void lm_head_loss(bf16 *dinp, float *logits_out, fl_step_scalars *sc, const bf16 *inp, const int32_t *targets,
                   const bf16 *weight, size_t N, int C, int V, cudaStream_t stream) {
     if (!N) return;
-    size_t budget = head_budget(N, V), rows_max = fl_cuda_lm_head_chunk_rows(N, V, budget);
+    size_t budget = head_budget(), rows_max = fl_cuda_lm_head_chunk_rows(N, V, budget);
     char *scratch = (char *)fl_cuda_scratch(FL_SCRATCH_LM_LOGITS, fl_cuda_lm_head_scratch_bytes(N, V, budget));
     bf16 *logits = (bf16 *)scratch;
     float *row_loss = (float *)(scratch + (rows_max * (size_t)V * 2 + 255) / 256 * 256);

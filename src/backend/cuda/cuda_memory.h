@@ -24,7 +24,7 @@ void cuda_free_host(void *ptr);
 /* cuda_graph.cu: recording a step as one CUDA graph (backend.h capture_*) */
 int cuda_capture_begin(void);
 void *cuda_capture_end(void);
-void cuda_capture_replay(void *graph);
+int cuda_capture_replay(void *graph); /* -1: stale (a scratch slot grew since), nothing ran */
 void cuda_capture_free(void *graph);
 
 #endif

@@ -12,11 +12,7 @@ unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blo
     return blocks > max_blocks ? max_blocks : (unsigned)blocks;
 }
 
-size_t fl_cuda_lm_head_budget(size_t free_bytes) {
-    size_t budget = free_bytes / 4;
-    if (budget > FL_CUDA_LM_HEAD_BUDGET) budget = FL_CUDA_LM_HEAD_BUDGET;
-    return budget < FL_CUDA_LM_HEAD_MIN_BUDGET ? FL_CUDA_LM_HEAD_MIN_BUDGET : budget;
-}
+size_t fl_cuda_lm_head_budget(void) { return FL_CUDA_LM_HEAD_BUDGET; }
 
 size_t fl_cuda_lm_head_chunk_rows(size_t N, int V, size_t budget_bytes) {
     if (N == 0 || V <= 0) return 0;

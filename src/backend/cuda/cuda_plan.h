@@ -27,12 +27,15 @@ unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blo
 
 /* ---- LM head ---- */
 
-/* Bytes for one chunk of bf16 logits (the only (rows, V) buffer that exists): a quarter of the device
- * memory free when the head first runs at a shape, between FL_CUDA_LM_HEAD_MIN_BUDGET and
- * FL_CUDA_LM_HEAD_BUDGET (what the memory plans assume: the whole batch's logits up to 4 GiB). */
+/* Bytes for one chunk of bf16 logits (the only (rows, V) buffer that exists): FL_CUDA_LM_HEAD_BUDGET,
+ * what the memory plans (fl_cuda_plan_memory, `fastlora plan`) assume, so the chunking depends on
+ * the shapes (N, V) alone — never on the memory free at the first call, which would let two
+ * processes (or two runs) split the same batch differently and differ bitwise. A GPU too small for
+ * it is told so by the plan and the OOM message. FL_CUDA_LM_HEAD_MIN_BUDGET: the smallest budget
+ * the tests take (fl_cuda_set_lm_head_budget). */
 #define FL_CUDA_LM_HEAD_BUDGET ((size_t)4 << 30)
 #define FL_CUDA_LM_HEAD_MIN_BUDGET ((size_t)256 << 20)
-size_t fl_cuda_lm_head_budget(size_t free_bytes);
+size_t fl_cuda_lm_head_budget(void);
 /* Rows per LM-head chunk, as the CPU backend sizes its chunks (cpu_plan.h): all N when their bf16
  * logits (N x V x 2 bytes) fit budget_bytes, else N split into the fewest equal chunks that fit
  * (a multiple of 64 rows when that still fits); at least min(N, 64) rows. */
