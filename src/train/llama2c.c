@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,16 @@ static int convert_weights(const char *path, const char *out_dir, int *vocab_out
     const float *wv = wk + LL * KVD * D, *wo = wv + LL * KVD * D, *rms_ffn = wo + LL * D * D, *w1 = rms_ffn + LL * D;
     const float *w2 = w1 + LL * HID * D, *w3 = w2 + LL * D * HID, *rms_final = w3 + LL * HID * D;
     const float *wcls = shared ? NULL : rms_final + D + (size_t)seq * (hs / 2) * 2;
+    /* a NaN or Inf would convert and then be refused by every load (model/weights.c): say it here;
+     * the RoPE tables llama2.c stores after rms_final are not converted, so not checked */
+    size_t rope0 = (size_t)(rms_final - f) + D, rope1 = rope0 + (size_t)seq * (hs / 2) * 2;
+    for (size_t i = 0; i < n_floats; i++)
+        if (!isfinite(f[i]) && (i < rope0 || i >= rope1)) {
+            int nan = isnan(f[i]);
+            free(f);
+            return fl_input_error("%s: weight float %zu (byte %zu) is %s: the checkpoint is damaged or came from a run "
+                                  "that diverged", path, i, sizeof h + 4 * i, nan ? "NaN" : "infinite");
+        }
     float *perm = fl_malloc(sizeof(float) * LL * (D * D + KVD * D));
     int max_t = 3 + 9 * L;
     fl_st_write_tensor *t = fl_calloc((size_t)max_t, sizeof *t);

@@ -21,11 +21,11 @@
  * element is summed over n in the same order (NB-row blocks in turn), so the result does not
  * depend on the thread count. Same f32 arithmetic as sgemm, different summation order.
  *
- * The instances: AVX-512 (VW 16, PR 12), AVX2 + FMA (VW 8, PR 6) and plain C (VW 8, PR 6, the
- * multiply and the add rounded apart, as on a CPU without FMA). Every element of C gets the same
- * operations in the same order in the two FMA instances — the chunk width and tile height change
- * which elements share a register, not the sum over n — so they agree bit for bit (tested); the
- * plain-C one differs from them by its extra roundings only. */
+ * The instances: AVX-512 (VW 16, PR 12), AVX2 + FMA (VW 8, PR 6) and plain C (VW 8, or 4 on a
+ * target without AVX; PR 6; the multiply and the add rounded apart, as on a CPU without FMA).
+ * Every element of C gets the same operations in the same order in the two FMA instances — the
+ * chunk width and tile height change which elements share a register, not the sum over n — so
+ * they agree bit for bit (tested); the plain-C one differs from them by its extra roundings only. */
 #include "backend/cpu/rank_grad.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -74,7 +74,11 @@
 #endif
 
 #define RG(name) name##_portable
+#ifdef __AVX__
 #define RG_VW 8
+#else
+#define RG_VW 4 /* a build for a target without AVX (16-byte vectors: no ABI change for the helpers) */
+#endif
 #define RG_PR 6
 #define RG_ISA 0
 #define RG_TGT
