@@ -12,7 +12,7 @@ CFLAGS  += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fopenmp -fno-math-errno 
 # threads spin against OpenMP's and cost ~40% of a step on 2 cores).
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-openmp
 BLAS_LIBS = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas
-LDLIBS  += -ljansson -lpcre2-8 -lcrypto $(BLAS_LIBS) -lm -fopenmp
+LDLIBS  += -ljansson -lyaml -lpcre2-8 -lcrypto $(BLAS_LIBS) -lm -fopenmp
 BUILD   ?= build
 
 LIB_SRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c src/*/*/*.c))

@@ -205,6 +205,13 @@ EOF
             seed tok512 "$tmp/model512" "$SHARED/data/stories260K/tok512.bin"
         fi
         ;;
+    yaml_config) # Axolotl's examples (tests/fixtures/axolotl, Apache-2.0: NOTICE.md there) and ours
+        for f in tests/fixtures/axolotl/*.yml; do cp "$f" "$out/axolotl-$(basename "$f")"; done
+        printf 'model: m\ndata: d.jsonl\nout: o\nseq: 128\ntargets: [q, v]\nrslora: true\nseed: 18446744073709551615\n' > "$out/ours"
+        printf 'base_model: m\ndatasets:\n  - path: d/\n    type: chat_template\n    field_messages: conversations\n    message_property_mappings:\n      role: from\n      content: value\noutput_dir: o\nuse_tensorboard: true\n' > "$out/axolotl-chat"
+        printf 'a: &x [1, 2]\nb: *x\n---\nc: 1\n' > "$out/anchors-two-docs"
+        printf 'lr: [1\n' > "$out/bad-yaml"
+        ;;
     train_options)
         printf '{"model": "m", "data": "d.jsonl", "out": "o", "seq": 128, "batch": 2, "lr": 0.001, "schedule": "linear", "targets": "q,v", "rslora": true, "fields": "prompt=question"}' > "$out/options"
         printf '{"grad_accum": 4, "warmup-ratio": 0.1, "epochs": 2.5, "adapter": null, "data": "x", "out": "y"}' > "$out/spellings"

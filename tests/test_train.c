@@ -1068,10 +1068,14 @@ TEST(train_tokenizer_message_only_when_data_needs_it) {
     CHECK_EQ_INT(run_cli(args, &err), 2);
     check_one_line(err, "data.jsonl needs the model's tokenizer");
     free(err);
-    /* data that cannot be read at all says so, not that a tokenizer is missing (a folder as --data) */
-    snprintf(args, sizeof args, "train --model %s --data %s --out %s/dir %s", FIXTURE_MODEL, dir, dir, common);
+    /* data that cannot be read at all says so, not that a tokenizer is missing (a folder of no data
+     * files as --data; a folder of JSONL files is data: test_train_data_sharegpt.c) */
+    char empty[600];
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    mkdir(empty, 0755);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/dir %s", FIXTURE_MODEL, empty, dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 2);
-    check_one_line(err, "Is a directory");
+    check_one_line(err, "a folder without .jsonl or .json files");
     CHECK_MSG(!strstr(err, "tokenizer"), "blames the tokenizer: %s", err);
     free(err);
     remove_tree(dir);

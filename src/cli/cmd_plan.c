@@ -36,16 +36,27 @@ static int parse_count(const char *s, double *out) {
     return 0;
 }
 
-/* Tokens in a dataset file, counted as `train` reads it (fl_dataset_load: the same format detection,
+/* Tokens in a dataset file (or a folder / glob of them), counted as `train` reads it (fl_dataset_load: the same format detection,
  * record shapes, chat template and EOS). A tokens file needs nothing more; JSONL and JSON arrays
  * need the model's tokenizer, and without one (--preset, or a folder without tokenizer files) the
  * count is bytes / 4, marked ESTIMATE. A file with no usable document is an error, as in train. */
 static int count_data_tokens(const char *path, const char *model_dir, const fl_model_config *cfg, double *tokens,
                              char *note, size_t cap) {
-    int fd;
-    uint64_t size;
-    FL_TRY(fl_file_open_read(path, FL_FILE_DATASET, &fd, &size));
-    close(fd);
+    /* a folder or a glob (train/data.h): the sizes of its files */
+    char **paths;
+    size_t n_paths;
+    uint64_t size = 0;
+    FL_TRY(fl_data_paths(path, &paths, &n_paths));
+    int status = 0;
+    for (size_t i = 0; i < n_paths && !status; i++) {
+        int fd;
+        uint64_t one = 0;
+        status = fl_file_open_read(paths[i], FL_FILE_DATASET, &fd, &one);
+        if (!status) close(fd);
+        size += one;
+    }
+    fl_data_paths_free(paths, n_paths);
+    FL_TRY(status);
     if (size == 0) return fl_input_error("%s: empty file: no documents to train on (--data)", path);
     fl_tokenizer *tok = NULL;
     int is_tokens = fl_data_is_tokens_file(path, "auto");
@@ -67,7 +78,7 @@ static int count_data_tokens(const char *path, const char *model_dir, const fl_m
     d.vocab_size = cfg->vocab_size;
     fl_dataset ds;
     memset(&ds, 0, sizeof ds);
-    int status = fl_dataset_load(&ds, path, tok, &d);
+    status = fl_dataset_load(&ds, path, tok, &d);
     if (!status && ds.n_docs == 0)
         status = fl_input_error("%s: no usable documents (%zu records, %zu bad): nothing to train on (--data)", path,
                                 ds.n_lines, ds.n_bad);
@@ -165,7 +176,7 @@ int cmd_plan(int argc, char **argv) {
         {"dropout", FL_OPT_FLOAT, &dropout, "LoRA dropout (default 0)", FL_MIN | FL_MAX_OPEN, 0, 1},
         {"targets", FL_OPT_STRING, &targets, "adapted projections (default q,k,v,o,gate,up,down)", FL_NO_RANGE},
         {"tokens", FL_OPT_STRING, &tokens_s, "training tokens per epoch (50M, 1.2B, 3e8)", FL_NO_RANGE},
-        {"data", FL_OPT_STRING, &data, "a dataset file whose tokens to count (instead of --tokens)", FL_NO_RANGE},
+        {"data", FL_OPT_STRING, &data, "a dataset file (or folder / glob, as train reads it) whose tokens to count (instead of --tokens)", FL_NO_RANGE},
         {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)", FL_MIN_OPEN | FL_MAX, 0, 1e4},
         {"gpus", FL_OPT_INT, &gpus, "data parallel on N GPUs of each kind: aggregate tok/s, all-reduce, time and cost (default 1)",
          FL_RANGE(1, 4096)},

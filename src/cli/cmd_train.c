@@ -23,7 +23,8 @@
 
 static const char usage_text[] =
     "usage: fastlora train --model DIR --data FILE --out DIR [options]\n"
-    "       fastlora train --config FILE.json [options]      (options from a JSON file; the command line wins)\n"
+    "       fastlora train --config FILE.json|FILE.yaml [options]   (options from a file, ours or an Axolotl\n"
+    "       config; the command line wins; --print-config shows the resolved options and exits)\n"
     "Data: JSONL with {\"text\"}, {\"prompt\",\"completion\"}, {\"messages\":[...]} or {\"instruction\",\"input\",\"output\"}\n"
     "per line (or a JSON array of them), plain text, or a fastlora tokens file (docs/TRAINING.md).\n"
     "Plain text (*.txt, or --format text-file): the WHOLE FILE is one document, as a {\"text\"} row is\n"
@@ -42,6 +43,11 @@ int cmd_train(int argc, char **argv) {
     fl_train_options_default(&o);
     int rc = fl_train_options_parse_args(&o, argc, argv, usage_text);
     if (rc) { fl_train_options_free(&o); return rc < 0 ? 0 : rc; }
+    if (o.print_config) { /* the resolved options, as train_config.json would record them; nothing runs */
+        fl_train_options_print(&o, stdout);
+        fl_train_options_free(&o);
+        return 0;
+    }
     /* test hooks (tests/test_train.c): SIGKILL itself in the middle of the N-th checkpoint write / rotation */
     if (getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT")) o.crash_in_checkpoint = atoi(getenv("FASTLORA_TEST_CRASH_IN_CHECKPOINT"));
     if (getenv("FASTLORA_TEST_CRASH_IN_ROTATION")) o.crash_in_rotation = atoi(getenv("FASTLORA_TEST_CRASH_IN_ROTATION"));
@@ -82,7 +88,7 @@ int cmd_train(int argc, char **argv) {
         const char *text_data = !fl_data_is_tokens_file(o.data, o.format) ? o.data
                                 : o.eval_data && !fl_data_is_tokens_file(o.eval_data, o.format) ? o.eval_data : NULL;
         /* data that cannot be read at all is that error (a folder, a FIFO), not the tokenizer's */
-        if (fl_file_check_read(o.data, FL_FILE_DATASET) || (o.eval_data && fl_file_check_read(o.eval_data, FL_FILE_DATASET)))
+        if (fl_data_check_read(o.data) || (o.eval_data && fl_data_check_read(o.eval_data)))
             rc = FL_ERR_INPUT;
         else if (text_data)
             rc = fl_input_error("%s needs the model's tokenizer, and %s has no usable one (%s); a tokens file needs none",

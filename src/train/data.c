@@ -195,6 +195,9 @@ static int parse_record(json_t *root, fl_tokenizer *tok, const fl_data_options *
             json_t *v = json_object_get(root, opt->field_from[i]);
             if (v && !json_object_get(root, opt->field_to[i])) json_object_set(root, opt->field_to[i], v);
         }
+    /* ShareGPT: the conversation under "conversations" (data_chat.c maps its from/value and roles) */
+    json_t *conversations = json_is_object(root) ? json_object_get(root, "conversations") : NULL;
+    if (conversations && !json_object_get(root, "messages")) json_object_set(root, "messages", conversations);
     if (!json_is_object(root)) {
         status = fl_input_error("expected a JSON object");
     } else if (f == FL_DATA_AUTO) {
@@ -508,7 +511,7 @@ fl_data_format fl_data_detect_format(const char *path, fl_data_format asked) {
     return FL_DATA_AUTO;
 }
 
-int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
+static int load_file(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
     FL_TRY(fl_file_check_read(path, FL_FILE_DATASET));   /* no FIFO, device or directory; the size limit */
     fl_data_format f = fl_data_detect_format(path, opt->format);
     if (f == FL_DATA_TOKENS) return load_tokens(ds, path, opt);
@@ -526,5 +529,21 @@ int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const f
     if (own) o.chat_template = own;
     int status = starts_with_bracket(path) ? load_json_array(ds, path, tok, &o) : load_jsonl(ds, path, tok, &o);
     fl_chat_template_free(own);
+    return status;
+}
+
+/* A folder or a glob: its files one after another (data_files.c says which, in which order). */
+int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
+    if (!fl_data_is_many(path)) return load_file(ds, path, tok, opt);
+    char **paths;
+    size_t n;
+    FL_TRY(fl_data_paths(path, &paths, &n));
+    int status = 0;
+    for (size_t i = 0; i < n && !status; i++) {
+        if (fl_data_is_tokens_file(paths[i], fl_data_format_name(opt->format)))
+            status = fl_input_error("%s: a tokens file in %s: give a tokens file alone as --data", paths[i], path);
+        else status = load_file(ds, paths[i], tok, opt);
+    }
+    fl_data_paths_free(paths, n);
     return status;
 }

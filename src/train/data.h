@@ -105,6 +105,17 @@ int fl_data_parse_field_map(const char *spec, fl_data_options *opt);
  * .txt name), or the binary tokens format when format is TOKENS or the file starts with the magic.
  * tok may be NULL only for the tokens format. Appends to *ds (zero-initialize first). */
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt);
+
+/* ---- what --data names (data_files.c) ---- */
+/* Whether spec names several files: a folder, or a glob pattern that is no existing file. */
+int fl_data_is_many(const char *spec);
+/* The files spec names, in the order they are read (byte order of their names): a file itself, a
+ * folder's *.jsonl and *.json files, a pattern's matches (folders left out). An error when there
+ * are none. The caller frees with fl_data_paths_free. */
+int fl_data_paths(const char *spec, char ***paths, size_t *n);
+void fl_data_paths_free(char **paths, size_t n);
+/* fl_file_check_read (dataset limits) for every file spec names. */
+int fl_data_check_read(const char *spec);
 /* The format `path` is read in under `asked` (AUTO: the tokens magic, else a .txt name whose first
  * non-blank line is not a JSON object is TEXT_FILE, else AUTO: JSONL or a JSON array by content).
  * A file that cannot be read gives `asked` (the loader then says why). */

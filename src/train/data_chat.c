@@ -5,6 +5,8 @@
  * the template's {% generation %} blocks when it has them (transformers'
  * return_assistant_tokens_mask), otherwise turn by turn (chat_template.h says how).
  * No extra EOS: the template's end-of-turn is what the model learns to write.
+ * ShareGPT rows ({"conversations": [{"from": "human"|"gpt"|..., "value"}]}) are mapped to
+ * messages first (map_messages).
  *
  * Not here: the other record shapes and the file readers (data.c), bad-record reports
  * (data_report.c), the Jinja language (src/template/).
@@ -43,9 +45,46 @@ static int optional_field(json_t *root, const char *key, int want_object, json_t
     return 0;
 }
 
+/* ShareGPT and other spellings of a message, to transformers' {"role", "content"}:
+ *   --fields role=X / content=Y     message[X] / message[Y] read as role / content
+ *   {"from", "value"}               ShareGPT's keys, when role / content are absent
+ *   human -> user, gpt -> assistant ShareGPT's roles (system, tool, user, assistant as they are)
+ * The record's list is replaced by the mapped copy (root owns it); other message keys are kept. */
+static void map_messages(json_t *root, const fl_data_options *opt) {
+    json_t *list = json_object_get(root, "messages");
+    if (!json_is_array(list)) return;
+    const char *role_key = "from", *content_key = "value";
+    for (int i = 0; i < opt->n_field_map; i++) {
+        if (!strcmp(opt->field_to[i], "role")) role_key = opt->field_from[i];
+        if (!strcmp(opt->field_to[i], "content")) content_key = opt->field_from[i];
+    }
+    int needed = 0;
+    for (size_t i = 0; i < json_array_size(list) && !needed; i++) {
+        json_t *m = json_array_get(list, i), *role = json_object_get(m, "role");
+        needed = json_is_object(m) && (!role || !json_object_get(m, "content") || strcmp(role_key, "from") ||
+                                       strcmp(content_key, "value") || (json_is_string(role) &&
+                                       (!strcmp(json_string_value(role), "human") || !strcmp(json_string_value(role), "gpt"))));
+    }
+    if (!needed) return;
+    json_t *mapped = json_array();
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *m = json_array_get(list, i);
+        if (!json_is_object(m)) { json_array_append(mapped, m); continue; }
+        json_t *c = json_copy(m), *role = json_object_get(m, role_key), *content = json_object_get(m, content_key);
+        if (role && (strcmp(role_key, "from") || !json_object_get(m, "role"))) json_object_set(c, "role", role);
+        if (content && (strcmp(content_key, "value") || !json_object_get(m, "content"))) json_object_set(c, "content", content);
+        json_t *r = json_object_get(c, "role");
+        if (json_is_string(r) && !strcmp(json_string_value(r), "human")) json_object_set_new(c, "role", json_string("user"));
+        if (json_is_string(r) && !strcmp(json_string_value(r), "gpt")) json_object_set_new(c, "role", json_string("assistant"));
+        json_array_append_new(mapped, c);
+    }
+    json_object_set_new(root, "messages", mapped);
+}
+
 /* Fills in (borrowed from root) from the record's fields. */
 static int chat_input(json_t *root, const fl_data_options *opt, fl_chat_input *in) {
     memset(in, 0, sizeof *in);
+    map_messages(root, opt);
     in->messages = json_object_get(root, "messages");
     FL_TRY(check_messages(in->messages));
     FL_TRY(optional_field(root, "tools", 0, &in->tools));

@@ -1,4 +1,4 @@
-/* metrics.c — metrics.jsonl and the SVG loss curve (see metrics.h). */
+/* metrics.c — metrics.jsonl, its TensorBoard twin (tfevents.c) and the SVG loss curve (see metrics.h). */
 #include "train/metrics.h"
 
 #include <errno.h>
@@ -63,24 +63,65 @@ int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step) {
     return status;
 }
 
+int fl_metrics_open_tensorboard(fl_metrics *mt, const char *out_dir, int resume_step, const char *options_json) {
+    FL_TRY(fl_tfevents_open(&mt->tb, out_dir, resume_step));
+    /* Markdown: the JSON as a code block (each line indented by four spaces) */
+    fl_strbuf md = {0};
+    fl_strbuf_append_str(&md, "    ");
+    for (const char *c = options_json; *c; c++) {
+        fl_strbuf_append(&md, c, 1);
+        if (*c == '\n' && c[1]) fl_strbuf_append_str(&md, "    ");
+    }
+    int status = fl_tfevents_text(&mt->tb, resume_step < 0 ? 0 : resume_step + 1, "options", md.p);
+    free(md.p);
+    return status;
+}
+
+/* A TensorBoard write that fails (disk full) is said once and stops that file, not the run. */
+static void tb_scalars(fl_metrics *mt, int step, int n, const char *const *tags, char (*texts)[32]) {
+    if (!mt->tb.fp) return;
+    float v[8];
+    for (int i = 0; i < n; i++) v[i] = (float)strtod(texts[i], NULL);
+    if (fl_tfevents_scalars(&mt->tb, step, n, tags, v)) {
+        fprintf(stderr, "fastlora train: %s (TensorBoard logging stopped)\n", fl_last_error());
+        fl_tfevents_close(&mt->tb);
+    }
+}
+
 void fl_metrics_train(fl_metrics *mt, int step, double epoch, double loss, double lr, double grad_norm, size_t tokens,
                       double tok_per_s) {
     push(&mt->train, &mt->n_train, &mt->cap_train, step, loss);
-    if (!mt->fp) return;
-    fprintf(mt->fp, "{\"step\": %d, \"epoch\": %.4f, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %zu, "
-            "\"tok_per_s\": %.1f}\n", step, epoch, loss, lr, grad_norm, tokens, tok_per_s);
-    fflush(mt->fp);
+    /* the numbers as metrics.jsonl writes them; TensorBoard gets the same decimals */
+    char t[5][32];
+    snprintf(t[0], 32, "%.6f", loss);
+    snprintf(t[1], 32, "%.6g", lr);
+    snprintf(t[2], 32, "%.6g", grad_norm);
+    snprintf(t[3], 32, "%.1f", tok_per_s);
+    snprintf(t[4], 32, "%.4f", epoch);
+    if (mt->fp) {
+        fprintf(mt->fp, "{\"step\": %d, \"epoch\": %s, \"loss\": %s, \"lr\": %s, \"grad_norm\": %s, \"tokens\": %zu, "
+                "\"tok_per_s\": %s}\n", step, t[4], t[0], t[1], t[2], tokens, t[3]);
+        fflush(mt->fp);
+    }
+    static const char *const tags[] = {"train/loss", "train/learning_rate", "train/grad_norm", "train/tok_per_s", "train/epoch"};
+    tb_scalars(mt, step, 5, tags, t);
 }
 
 void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens) {
     push(&mt->eval, &mt->n_eval, &mt->cap_eval, step, loss);
-    if (!mt->fp) return;
-    fprintf(mt->fp, "{\"step\": %d, \"eval_loss\": %.6f, \"eval_tokens\": %zu}\n", step, loss, tokens);
-    fflush(mt->fp);
+    char t[1][32];
+    snprintf(t[0], 32, "%.6f", loss);
+    if (mt->fp) {
+        fprintf(mt->fp, "{\"step\": %d, \"eval_loss\": %s, \"eval_tokens\": %zu}\n", step, t[0], tokens);
+        fflush(mt->fp);
+    }
+    static const char *const tags[] = {"eval/loss"};
+    tb_scalars(mt, step, 1, tags, t);
 }
 
 void fl_metrics_close(fl_metrics *mt) {
     if (mt->fp) fclose(mt->fp);
+    fl_tfevents_close(&mt->tb);
     free(mt->train);
     free(mt->eval);
     memset(mt, 0, sizeof *mt);

@@ -1,4 +1,5 @@
-/* options.c — the training options table: defaults, JSON config files, argv, validation. */
+/* options.c — the training options table: defaults, JSON config files, argv, validation.
+ * YAML files (ours and Axolotl's) are read by config_yaml.c through fl_train_options_set_text. */
 #include "train/options.h"
 
 #include <jansson.h>
@@ -11,6 +12,7 @@
 #include "io/file_util.h"
 #include "lora/lora.h"
 #include "model/weights.h"
+#include "train/config_yaml.h"
 #include "train/data.h"
 
 #define FL_ARGS_STR FL_OPT_STRING
@@ -156,18 +158,56 @@ int fl_train_options_load_json(fl_train_options *o, const char *path) {
     return status;
 }
 
+int fl_train_options_set_text(fl_train_options *o, const char *name, const char *text, const char *where) {
+    fl_option rows[N_OPTIONS];
+    option_rows(o, rows);
+    const fl_option *opt = NULL;
+    for (int i = 0; i < N_OPTIONS && !opt; i++)
+        if (key_matches(name, rows[i].name)) opt = &rows[i];
+    if (!opt) return -1;
+    switch (opt->kind) {
+    case FL_OPT_STRING:
+        if (o->n_owned == 64) return fl_input_error("%s: too many string options", where);
+        o->owned[o->n_owned] = strdup(text);
+        *(const char **)opt->dest = o->owned[o->n_owned++];
+        break;
+    case FL_OPT_FLAG:
+        if (strcmp(text, "true") && strcmp(text, "false")) return fl_input_error("%s: expected true or false, got '%s'", where, text);
+        *(int *)opt->dest = !strcmp(text, "true");
+        break;
+    default:
+        if (fl_option_set(opt, text)) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", fl_last_error());
+            return fl_input_error("%s: %s", where, why);
+        }
+    }
+    o->given |= 1ull << (opt - rows);
+    return 0;
+}
+
+/* .yaml / .yml: config_yaml.c (our option names, or an Axolotl config); anything else: JSON */
+static int load_config(fl_train_options *o, const char *path) {
+    size_t n = strlen(path);
+    if ((n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml")))
+        return fl_train_options_load_yaml(o, path);
+    return fl_train_options_load_json(o, path);
+}
+
 int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, const char *usage) {
     for (int i = 0; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--config") && fl_train_options_load_json(o, argv[i + 1])) {
+        if (!strcmp(argv[i], "--config") && load_config(o, argv[i + 1])) {
             fprintf(stderr, "fastlora train: %s\n", fl_last_error());
             return 2;
         }
     const char *config_seen = NULL;
-    fl_option rows[N_OPTIONS + 1];
+    fl_option rows[N_OPTIONS + 2];
     option_rows(o, rows);
+    rows[N_OPTIONS + 1] = (fl_option){"print-config", FL_OPT_FLAG, (void *)&o->print_config,
+                                      "print the resolved options as JSON (train_config.json's form) and exit", FL_NO_RANGE};
     rows[N_OPTIONS] = (fl_option){"config", FL_OPT_STRING, (void *)&config_seen,
-                                  "JSON file of options (same names as keys); the command line wins", FL_NO_RANGE};
-    int rc = fl_args_parse("train", argc, argv, rows, N_OPTIONS + 1, usage);
+                                  "JSON or YAML (.yaml/.yml) file of options, ours or an Axolotl config; the command line wins", FL_NO_RANGE};
+    int rc = fl_args_parse("train", argc, argv, rows, N_OPTIONS + 2, usage);
     if (rc) return rc;
     /* which options the command line gave (argv is well-formed here: fl_args_parse accepted it) */
     for (int i = 0; i < argc; i++)
@@ -191,12 +231,14 @@ static void format_double(char *buf, size_t cap, double v) {
     }
 }
 
-int fl_train_options_save_json(const fl_train_options *o, const char *path) {
+/* The resolved options as JSON text (malloc'd, *len bytes). */
+static char *options_json_n(const fl_train_options *o, size_t *len_out) {
     fl_option rows[N_OPTIONS];
     option_rows((fl_train_options *)o, rows);
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
+    if (!out) fl_die("out of memory (options)");
     fputs("{", out);
     int first = 1;
     for (int i = 0; i < N_OPTIONS; i++) {
@@ -226,9 +268,28 @@ int fl_train_options_save_json(const fl_train_options *o, const char *path) {
     }
     fputs("\n}\n", out);
     fclose(out);
+    *len_out = len;
+    return text;
+}
+
+int fl_train_options_save_json(const fl_train_options *o, const char *path) {
+    size_t len;
+    char *text = options_json_n(o, &len);
     int status = fl_write_file_atomic(path, text, len);
     free(text);
     return status;
+}
+
+char *fl_train_options_json(const fl_train_options *o) {
+    size_t len;
+    return options_json_n(o, &len);
+}
+
+void fl_train_options_print(const fl_train_options *o, FILE *out) {
+    size_t len;
+    char *text = options_json_n(o, &len);
+    fwrite(text, 1, len, out);
+    free(text);
 }
 
 int fl_train_options_validate(const fl_train_options *o) {
@@ -247,6 +308,8 @@ int fl_train_options_validate(const fl_train_options *o) {
                               o->grad_accum, MAX_STEP_TOKENS);
     if (strcmp(o->schedule, "cosine") && strcmp(o->schedule, "linear") && strcmp(o->schedule, "constant"))
         return fl_input_error("--schedule: '%s' (expected cosine, linear or constant)", o->schedule);
+    if (strcmp(o->report_to, "none") && strcmp(o->report_to, "tensorboard"))
+        return fl_input_error("--report-to: '%s' (expected tensorboard or none)", o->report_to);
     unsigned mask;
     FL_TRY(fl_lora_parse_targets(o->targets, &mask));
     fl_quant quant;

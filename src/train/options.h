@@ -19,9 +19,9 @@
 /* X(name on the command line, kind, field, default, help) — kinds: STR, INT, FLOAT, FLAG */
 #define FL_TRAIN_OPTIONS(X)                                                                                   \
     X("model", STR, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                   \
-    X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, alpaca), plain text or tokens file") \
+    X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, ShareGPT conversations, alpaca), plain text or tokens file; or a folder of .jsonl/.json files, or a glob") \
     X("out", STR, out, NULL, "output folder: adapter, checkpoints/, metrics.jsonl, loss.svg, train_config.json") \
-    X("eval-data", STR, eval_data, NULL, "evaluation data (else --eval-frac of --data)")                      \
+    X("eval-data", STR, eval_data, NULL, "evaluation data, as --data (else --eval-frac of --data)")                      \
     X("eval-frac", FLOAT, eval_frac, 0.0, "fraction of --data documents held out for eval (0: none)")         \
     X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca, tokens, or plain text: text-file (the file is one document; auto for *.txt), text-paragraphs (one per blank-line-separated block), text-lines") \
     X("fields", STR, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
@@ -59,6 +59,7 @@
     X("strict", FLAG, strict, 0, "stop at the first bad data line (default: report and skip)")                \
     X("quant", STR, quant, NULL, "frozen projections in nf4 (QLoRA: 4-bit NormalFloat); a 4-bit checkpoint is nf4 anyway") \
     X("recompute", FLAG, recompute, 0, "activation recompute: keep each layer's input, rerun the layer in the backward") \
+    X("report-to", STR, report_to, "none", "also log to: tensorboard (OUT/runs/events.out.tfevents.*: the scalars of metrics.jsonl) or none") \
     X("device", STR, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")                \
     X("dtype", STR, dtype, NULL, "weight dtype: bf16 or f32 (the exact CPU reference); default bf16 on a GPU, on a CPU the faster of the two there (said when it runs)")   \
     X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \
@@ -82,6 +83,7 @@ typedef struct {
     int crash_in_rotation;   /* test hook: SIGKILL itself while the N-th save deletes an old checkpoint */
     int inject_nan_step;     /* test hook: poison the loss at this step (0: never) */
     int stop_at_step;        /* test hook: behave as if Ctrl-C came during this step (0: never) */
+    int print_config;        /* --print-config: print the resolved options and exit (cmd_train.c) */
     char *owned[64];         /* strings read from a config file */
     int n_owned;
     uint64_t given;          /* bit i: option i of the table was given (command line or config file) */
@@ -91,12 +93,21 @@ void fl_train_options_default(fl_train_options *o);
 /* Applies a JSON config file (an object of option names -> values). Unknown keys and wrong types
  * are errors naming the file and key. */
 int fl_train_options_load_json(fl_train_options *o, const char *path);
+/* Sets option `name` (a table name, `-` or `_`) from a config file's text: a string as it is
+ * (copied), a flag from "true" / "false", a number through the command line's parser and the
+ * option's range. Errors are one line starting with `where` ("run.yaml:12: lora_r"). Returns -1,
+ * with no error set, when `name` is no option. Marks the option given. */
+int fl_train_options_set_text(fl_train_options *o, const char *name, const char *text, const char *where);
 /* Parses command-line arguments over *o (after defaults and config). `--config FILE` is applied
- * first wherever it appears. Returns 0, -1 for --help, 2 for bad input (message printed). */
+ * first wherever it appears (a .yaml/.yml name: train/config_yaml.h; else JSON). Returns 0, -1 for --help, 2 for bad input (message printed). */
 int fl_train_options_parse_args(fl_train_options *o, int argc, char **argv, const char *usage);
 /* Writes the resolved options as JSON (resume and overwrite omitted: they are actions, not settings).
  * Numbers are written in the shortest form that reads back as the same double (--lr 0.01: 0.01). */
 int fl_train_options_save_json(const fl_train_options *o, const char *path);
+/* The resolved options as fl_train_options_save_json writes them (--print-config). */
+void fl_train_options_print(const fl_train_options *o, FILE *out);
+/* The same as a malloc'd string (the caller frees it). */
+char *fl_train_options_json(const fl_train_options *o);
 /* Whether option `name` ("rank", "alpha", ...) was given on the command line or in a config file. */
 int fl_train_options_given(const fl_train_options *o, const char *name);
 /* Starting from an adapter whose config is *lc (from `adapter`/adapter_config.json): --rank, --alpha,

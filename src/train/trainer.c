@@ -307,6 +307,7 @@ static int check_out_files(const char *out) {
 /* --overwrite: the earlier run's outputs go before the new run writes any (after every input check). */
 static void clear_out_dir(const fl_train_options *o, const char *ckpt_root) {
     fl_checkpoint_remove_all(ckpt_root);
+    fl_tfevents_remove(o->out); /* an earlier --report-to tensorboard run's event files */
     for (size_t i = 0; i + 1 < N_RUN_OUTPUTS; i++) { /* the files; checkpoints/ (the last) went above */
         char *p = fl_path_join(o->out, run_outputs[i]);
         unlink(p);
@@ -523,6 +524,11 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         if (!status) status = fl_train_options_save_json(opt, config_path);
         free(config_path);
         if (!status) status = fl_metrics_open(&c.metrics, opt->out, opt->resume ? st.step : -1);
+        if (!status && !strcmp(opt->report_to, "tensorboard")) {
+            char *options = fl_train_options_json(opt);
+            status = fl_metrics_open_tensorboard(&c.metrics, opt->out, opt->resume ? st.step : -1, options);
+            free(options);
+        }
     }
     status = fl_dist_setup_done(status);
     if (!status && dist->active) { /* rank 0 alone looked at OUT: a restart drops --resume on every rank */
