@@ -36,10 +36,11 @@ static inline void cr_remove_tree(const char *dir) {
 }
 
 /* DIR/NAME: a tokens file of n_docs documents (ids < 64, below the fixture's vocabulary); `salt`
- * changes the ids. Malloc'd path. */
-static inline char *cr_token_data(const char *dir, const char *name, int n_docs, int salt) {
+ * changes the ids, `reversed` writes the same documents in the opposite order. Malloc'd path. */
+static inline char *cr_token_data_ordered(const char *dir, const char *name, int n_docs, int salt, int reversed) {
     fl_dataset ds = {0};
-    for (int d = 0; d < n_docs; d++) {
+    for (int k = 0; k < n_docs; k++) {
+        int d = reversed ? n_docs - 1 - k : k;
         int32_t ids[40];
         int n = 3 + (d * 7) % 29;
         for (int i = 0; i < n; i++) ids[i] = (int32_t)((d * 5 + i * i + 3 + salt) % 61 + 3);
@@ -50,6 +51,10 @@ static inline char *cr_token_data(const char *dir, const char *name, int n_docs,
     if (fl_tokens_file_write(path, &ds)) printf("    %s\n", fl_last_error());
     fl_dataset_free(&ds);
     return path;
+}
+
+static inline char *cr_token_data(const char *dir, const char *name, int n_docs, int salt) {
+    return cr_token_data_ordered(dir, name, n_docs, salt, 0);
 }
 
 /* Runs `$FASTLORA_BIN ARGS` (a shell command line: ENV=... prefixes go in `env`), stdout + stderr

@@ -36,22 +36,6 @@ static void expect_resume(const char *dir, const char *model, const char *data, 
     if (needle) CHECK_STR_CONTAINS(out, needle);
 }
 
-/* The documents of cr_token_data(dir, name, n_docs, 0) in reverse order: the same rows shuffled. */
-static char *reversed_token_data(const char *dir, const char *name, int n_docs) {
-    fl_dataset ds = {0};
-    for (int d = n_docs - 1; d >= 0; d--) {
-        int32_t ids[40];
-        int n = 3 + (d * 7) % 29;
-        for (int i = 0; i < n; i++) ids[i] = (int32_t)((d * 5 + i * i + 3) % 61 + 3);
-        fl_dataset_add(&ds, ids, NULL, n);
-    }
-    char *path = malloc(strlen(dir) + strlen(name) + 2);
-    sprintf(path, "%s/%s", dir, name);
-    if (fl_tokens_file_write(path, &ds)) printf("    %s\n", fl_last_error());
-    fl_dataset_free(&ds);
-    return path;
-}
-
 /* Every f32 value of a safetensors file's data section times 1.5 (the fixture is f32 throughout). */
 static void scale_weights(const char *path, float by) {
     FILE *f = fopen(path, "r+b");
@@ -88,7 +72,7 @@ TEST(resume_inputs_changed_data_weights_or_options_are_named) {
     expect_resume(dir, model, other, "", 2, "other data");
     expect_resume(dir, model, cut, "", 2, "other data");
     /* the same documents in another order */
-    char *shuffled = reversed_token_data(dir, "shuffled.tokens", 30);
+    char *shuffled = cr_token_data_ordered(dir, "shuffled.tokens", 30, 0, 1);
     expect_resume(dir, model, shuffled, "", 2, "other data");
     /* every weight x 1.5 */
     char w[800];
