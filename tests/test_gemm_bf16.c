@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "common/dtype.h"
 #include "test.h"
@@ -184,10 +185,10 @@ TEST(gemm_bf16_k_zero_and_thread_counts) {
 }
 
 TEST(gemm_bf16_fallback) {
-    fl_gemm_bf16_force_fallback(1);
+    fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE);
     CHECK(!fl_gemm_bf16_uses_avx512());
     run_rounding();
     run_small_grid();
     run_large_shapes(0);
-    fl_gemm_bf16_force_fallback(0);
+    fl_cpu_isa_set_cap(-1);
 }

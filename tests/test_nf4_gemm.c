@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_nf4.h"
 #include "common/dtype.h"
 #include "common/rng.h"
@@ -34,14 +35,14 @@ TEST(nf4_dequantize_rows_bf16_exact) {
         uint16_t *ref = malloc(2 * (size_t)(rows * cols)), *got = malloc(2 * (size_t)(rows * cols));
         fl_nf4_dequantize(&W, ref, FL_BF16);
         for (int portable = 0; portable < 2; portable++) {
-            fl_nf4_force_portable(portable);
+            fl_cpu_isa_set_cap(portable ? FL_CPU_ISA_PORTABLE : -1);
             int64_t r0 = rows > 2 ? 1 : 0, r1 = rows;
             memset(got, 0xff, 2 * (size_t)(rows * cols));
             fl_nf4_dequantize_rows_bf16(&W, r0, r1, got);
             CHECK_MSG(!memcmp(got, ref + r0 * cols, 2 * (size_t)((r1 - r0) * cols)), "%lldx%lld rows %lld.. (portable %d)",
                       (long long)rows, (long long)cols, (long long)r0, portable);
         }
-        fl_nf4_force_portable(0);
+        fl_cpu_isa_set_cap(-1);
         free(ref);
         free(got);
         fl_nf4_free(&W);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_bf16.h"
 #include "common/dtype.h"
 
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             filter = argv[++i];
         } else if (!strcmp(argv[i], "--fallback")) {
-            fl_gemm_bf16_force_fallback(1);
+            fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE);
         } else if (!strcmp(argv[i], "--no-blas")) {
             no_blas = 1;
         } else if (!strcmp(argv[i], "--cputime")) {

@@ -16,13 +16,9 @@
 #include "backend/cpu/cpu_isa.h"
 #include "common/dtype.h"
 
-static int force_fallback;
+int fl_gemm_bf16_uses_avx512(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AVX512_BF16; }
 
-void fl_gemm_bf16_force_fallback(int on) { force_fallback = on; }
-
-int fl_gemm_bf16_uses_avx512(void) { return !force_fallback && fl_cpu_isa_active() >= FL_CPU_ISA_AVX512_BF16; }
-
-static int uses_avx2(void) { return !force_fallback && fl_cpu_isa_active() >= FL_CPU_ISA_AVX2; }
+static int uses_avx2(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AVX2; }
 
 const char *fl_gemm_bf16_path(void) {
     return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : uses_avx2() ? "avx2" : "portable";

@@ -24,9 +24,8 @@ void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, 
 
 /* ---- internal: for tests and the kernel lab (dev/cpu/bench_gemm_bf16.c) ---- */
 
-/* 1 forces the portable path even where AVX512_BF16 is present; 0 restores the automatic choice.
- * Not thread-safe against concurrent GEMM calls: set it before, not during. */
-void fl_gemm_bf16_force_fallback(int on);
+/* The path follows the CPU kernel level (cpu_isa.h): fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE)
+ * forces the portable one. */
 /* 1 when calls currently run on the AVX512_BF16 kernel. */
 int fl_gemm_bf16_uses_avx512(void);
 /* The kernel calls currently run on: "avx512bf16", "avx2" or "portable". */

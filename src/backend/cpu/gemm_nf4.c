@@ -26,12 +26,8 @@
 #define HAVE_X86 0
 #endif
 
-static int force_portable;
-void fl_nf4_force_portable(int on) { force_portable = on; }
-
 static int use_avx2(void) {
 #if HAVE_X86
-    if (force_portable) return 0;
     return fl_cpu_isa_active() >= FL_CPU_ISA_AVX2;
 #else
     return 0;

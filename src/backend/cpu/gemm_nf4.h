@@ -35,7 +35,7 @@ size_t fl_gemm_nf4_scratch_bytes(int64_t rows, int64_t cols, int f32);
  * the matching slice of fl_nf4_dequantize(W, BF16). AVX2 where the CPU has it, else portable C. */
 void fl_nf4_dequantize_rows_bf16(const fl_nf4_weight *W, int64_t r0, int64_t r1, uint16_t *dst);
 
-/* 1 forces the portable dequantization (tests, bench); 0 restores the automatic choice. */
-void fl_nf4_force_portable(int on);
+/* The dequantization follows the CPU kernel level: fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE)
+ * (cpu_isa.h) forces the portable one. */
 
 #endif
