@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "bench/records.h"
+#include "engine/flops.h"
 #include "engine/model.h"
 #include "test.h"
 

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "engine/activations.h"
+#include "engine/flops.h"
 #include "engine/model.h"
 #include "plan/plan.h"
 #include "plan/plan_report.h"

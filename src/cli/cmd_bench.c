@@ -40,6 +40,7 @@
 #include "common/error.h"
 #include "common/rng.h"
 #include "dist/dist.h"
+#include "engine/flops.h"
 #include "engine/model.h"
 #include "plan/gpu_catalog.h"
 #include "plan/plan.h"
@@ -444,13 +445,11 @@ static void print_result(const bench_context *c, const bench_point *p) {
            c->device);
     printf("  train tok/s %.1f (median of %d timed step%s; min %.1f, max %.1f), %.1f ms/step\n", p->tok_s, p->n_timed,
            p->n_timed == 1 ? "" : "s", p->tok_s_min, p->tok_s_max, p->median * 1e3);
-    double dense = 4.0 * (double)fl_config_matmul_params(cfg) * (double)N;
-    double attention = 6.0 * p->T * (double)cfg->n_heads * cfg->head_dim * cfg->n_layers * (double)N;
-    double lora = p->flops - dense - attention;
+    fl_flop_terms f = fl_model_flop_terms(cfg, &c->m->lora_cfg, p->B, p->T);
     double achieved = p->flops / p->median / 1e12;
     printf("  FLOPs/step %.4g = 4 x %.2fM matmul params x %zu tokens (%.4g) + causal attention 6·T·NH·HS·L per token "
            "(%.4g) + LoRA 6·R·(IC+OC) per adapted projection per token (%.4g)\n",
-           p->flops, fl_config_matmul_params(cfg) / 1e6, N, dense, attention, lora);
+           p->flops, fl_config_matmul_params(cfg) / 1e6, N, f.dense, f.attention, f.lora);
     if (c->peak_tflops > 0)
         printf("  achieved %.3f TFLOP/s; MFU %.1f%% %s\n", achieved, 100.0 * achieved / c->peak_tflops, c->peak_source);
     else

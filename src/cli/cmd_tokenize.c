@@ -47,7 +47,8 @@ static const char usage_text[] =
     "                 {\"ids\": [...], \"skip_special_tokens\": bool}  -> {\"text\": str}   (decode)\n"
     "                 {\"messages\": [{\"role\", \"content\", ...}, ...], \"add_generation_prompt\": bool,\n"
     "                  \"tools\": [...], \"documents\": [...], \"chat_template_kwargs\": {...}}   (all but messages optional)\n"
-    "                   -> {\"text\": str, \"ids\": [...], \"assistant_bytes\": [[s, e], ...], \"assistant_tokens\": [...]}\n"
+    "                   -> {\"text\": str, \"ids\": [...], \"assistant_bytes\": [[s, e], ...], \"assistant_tokens\": [...],\n"
+    "                       \"assistant_masks\": [0|1, ...]}   (transformers' return_assistant_tokens_mask)\n"
     "               --no-special, --split-special, --chat-format/--chat-template apply to every line. A bad line gives\n"
     "               {\"error\": \"line N: ...\"}, the others go on; the exit status is then 2.\n";
 
@@ -85,7 +86,8 @@ static int chat_template_of(fl_tokenizer *tok, chat_opts *o, fl_chat_template **
 }
 
 /* Renders one conversation (messages + optional tools, documents, chat_template_kwargs; contents
- * may hold U+0000) into a JSON object {text, ids, assistant_bytes, assistant_tokens}. Errors name
+ * may hold U+0000) into a JSON object {text, ids, assistant_bytes, assistant_tokens,
+ * assistant_masks}. Errors name
  * the field, not the file. */
 static int render_chat(fl_tokenizer *tok, json_t *conv, json_t *msgs, chat_opts *o, int gen, json_t **out) {
     *out = NULL;
@@ -110,6 +112,9 @@ static int render_chat(fl_tokenizer *tok, json_t *conv, json_t *msgs, chat_opts 
     }
     json_object_set_new(obj, "assistant_bytes", sb);
     json_object_set_new(obj, "assistant_tokens", st);
+    json_t *mask = json_array();
+    for (size_t i = 0; i < r.ids.n; i++) json_array_append_new(mask, json_integer(r.assistant_mask[i]));
+    json_object_set_new(obj, "assistant_masks", mask);
     fl_chat_rendered_free(&r);
     *out = obj;
     return 0;

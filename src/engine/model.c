@@ -1036,25 +1036,3 @@ void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out) {
                  "AdamW m+v %.1f MiB, activations %.1f MiB for %d x %d\n",
             m->base.bytes / MiB, lora / MiB, lora_w / MiB, lora / MiB, 2 * lora / MiB, act / MiB, B, T);
 }
-
-/* ---- FLOPs --------------------------------------------------------------------------------- */
-
-double fl_model_flops_per_step(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T) {
-    double tokens = (double)B * T;
-    /* frozen matmuls: forward 2N + input gradient 2N per token (no weight gradients) */
-    double dense = 4.0 * (double)fl_config_matmul_params(cfg) * tokens;
-    /* causal attention: QKᵀ and PV forward (2 matmuls x 2 FLOPs x T/2 average keys) and 2x that
-     * backward: 6·T·NH·HS per token per layer (the brief's formula, causal halving included) */
-    double attention = 6.0 * T * (double)cfg->n_heads * cfg->head_dim * cfg->n_layers * tokens;
-    /* LoRA: per adapted projection, forward x·Aᵀ and xa·Bᵀ (2R(IC+OC)), backward the input
-     * gradient through both and both weight gradients (4R(IC+OC)): 6R(IC+OC) per token */
-    double lora = 0.0;
-    for (int p = 0; p < FL_N_PROJ; p++) {
-        if (!(lc->target_mask & (1u << p))) continue;
-        int in, out;
-        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
-        lora += 6.0 * lc->rank * (double)(in + out);
-    }
-    lora *= (double)cfg->n_layers * tokens;
-    return dense + attention + lora;
-}

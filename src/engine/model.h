@@ -153,8 +153,4 @@ void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out);
 /* RoPE inverse frequencies as transformers computes them (f32), llama3 scaling applied. */
 void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (HS/2) */);
 
-/* Training FLOPs per step for B*T tokens: 4·N_matmul per token (forward 2N, input gradients 2N) +
- * causal attention + the LoRA terms. See docs/BENCHMARKS.md for the formula. */
-double fl_model_flops_per_step(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);
-
 #endif

@@ -19,6 +19,7 @@
 #include "bench/records.h"
 #include "common/error.h"
 #include "engine/activations.h"
+#include "engine/flops.h"
 #include "engine/model.h"
 #include "io/file_util.h"
 

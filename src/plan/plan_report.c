@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "engine/flops.h"
 #include "engine/model.h"
 #include "io/file_util.h"
 

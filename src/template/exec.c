@@ -1,8 +1,8 @@
 /* exec.c — statements and the render entry points: output, if, for (jinja2's loop object, the
  * `if` filter, else, break/continue, a new scope per iteration as jinja2 has), set (names,
  * namespace attributes, tuple unpacking, block set with filters), macros and call blocks, filter
- * blocks, with, and transformers' {% generation %} (the span of its output in the top-level text,
- * as transformers' AssistantTracker records it). Every statement, iteration and call counts one
+ * blocks, with, and transformers' {% generation %} (its span as transformers' AssistantTracker
+ * records it: template.h). Every statement, iteration and call counts one
  * step against the render's limit, and calls nest at most MAX_CALL_DEPTH deep.
  * Not here: expressions (eval.c), the parser.
  */
@@ -205,8 +205,24 @@ static void exec_generation(tpl_ctx *c, tpl_frame *f, const tpl_node *n) {
         c->gen = g;
         c->cap_gen = cap;
     }
-    c->gen[c->n_gen++] = (fl_tpl_span){c->out.n, c->out.n + text.s.n};
+    size_t chars = 0; // Python's len(): code points (bytes that do not continue a UTF-8 sequence)
+    for (size_t i = 0; i < text.s.n; i++) chars += ((unsigned char)text.s.p[i] & 0xC0) != 0x80;
+    c->gen[c->n_gen++] = (fl_tpl_span){c->out.n, chars}; // end: a count of characters until the render ends
     tpl_buf_put(c->cur, text.s.p, text.s.n);
+}
+
+/* The characters counted in each span's end to a byte offset of the final text (template.h). */
+static void resolve_generation_ends(tpl_ctx *c) {
+    const unsigned char *s = (const unsigned char *)c->out.p;
+    for (size_t g = 0; g < c->n_gen; g++) {
+        size_t at = c->gen[g].start, chars = c->gen[g].end;
+        while (chars && at < c->out.n) {
+            at++;
+            while (at < c->out.n && (s[at] & 0xC0) == 0x80) at++;
+            chars--;
+        }
+        c->gen[g].end = at;
+    }
 }
 
 static void exec_stmt(tpl_ctx *c, tpl_frame *f, const tpl_node *n) {
@@ -300,6 +316,7 @@ int fl_tpl_render(const fl_tpl *t, json_t *vars, const fl_tpl_limits *limits, fl
         tpl_buf_init(&c->out, &c->arena, c->max_output, &c->jb);
         c->cur = &c->out;
         tpl_exec_body(c, tpl_frame_new(c, NULL), t->root);
+        resolve_generation_ends(c);
         out->text = malloc(c->out.n + 1);
         out->gen = malloc((c->n_gen ? c->n_gen : 1) * sizeof *out->gen);
         if (!out->text || !out->gen) fl_die("out of memory");

@@ -49,9 +49,17 @@ typedef struct { size_t start, end; } fl_tpl_span; // half-open, bytes of text
 typedef struct {
     char *text;            // NUL-terminated (the text may itself hold NUL bytes: use len)
     size_t len;
-    fl_tpl_span *gen;      // (n_gen,) the output of each {% generation %} block, in order
+    fl_tpl_span *gen;      // (n_gen,) each {% generation %} block, in the order they finished (below)
     size_t n_gen;
 } fl_tpl_output;
+
+/* A {% generation %} span is what transformers' AssistantTracker records: it starts where the
+ * top-level text ends when the block finishes, and spans as many characters (code points) as the
+ * block rendered. For a block at the top level (every real template) that is exactly its text.
+ * For one inside a captured body (a macro, a set/filter/call block, another generation block) the
+ * span need not cover its text, spans may overlap, and one may reach past the end: starts never
+ * decrease, start <= end <= len (an end past the text is cut at len, which marks the same tokens).
+ * Consumers apply transformers' mask rule to the spans in this order (tokenizer/chat_template.c). */
 
 /* Renders with the top-level variables of the JSON object `vars` (messages, tools,
  * add_generation_prompt, bos_token, ... as the caller passes them; the caller applies

@@ -150,5 +150,6 @@ void fl_chat_rendered_free(fl_chat_rendered *r) {
     fl_token_ids_free(&r->ids);
     free(r->assistant_bytes);
     free(r->assistant_tokens);
+    free(r->assistant_mask);
     memset(r, 0, sizeof *r);
 }

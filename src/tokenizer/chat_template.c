@@ -284,6 +284,14 @@ int fl_chat_encode(fl_tokenizer *tok, const fl_chat_template *ct, const fl_chat_
         }
         out->assistant_tokens[s] = first == out->ids.n ? (fl_span){0, 0} : (fl_span){first, last};
     }
+    out->assistant_mask = fl_calloc(out->ids.n + 1, 1);
+    size_t s = 0; // transformers' assistant_masks: one pass over the tokens, the spans in their order
+    for (size_t i = 0; i < out->ids.n; i++) {
+        uint32_t a = out->ids.offsets[2 * i], e = out->ids.offsets[2 * i + 1];
+        while (s < n_spans && a >= spans[s].end) s++;
+        if (s == n_spans) break;
+        if (e > spans[s].start) out->assistant_mask[i] = 1;
+    }
     return 0;
 }
 

@@ -10,8 +10,9 @@
  * enable_thinking, date_string, ...) override them.
  *
  * Assistant spans for loss masking (fl_chat_encode): from the template's {% generation %} blocks
- * when it has them (transformers' return_assistant_tokens_mask: a token is in the mask when its
- * bytes overlap a block's output), otherwise turn by turn: for each assistant message i the
+ * when it has them (transformers' return_assistant_tokens_mask: one pass over the tokens and the
+ * spans in order, a token in the mask when its bytes overlap the current span; template.h says
+ * what a span is), otherwise turn by turn: for each assistant message i the
  * conversation is rendered up to message i with the generation prompt and up to message i
  * inclusive; the bytes between the two (trailing whitespace excluded: it formats the next turn)
  * are the span, provided both renders are prefixes of the whole conversation's text. A template

@@ -81,7 +81,9 @@ typedef struct { size_t start, end; } fl_span; // half-open
  * (encode(text) without post-processor, as apply_chat_template(tokenize=True)), and the assistant
  * spans: the content of each assistant message plus the end-of-turn marker after it (`<|im_end|>`,
  * `</s>`, `<|eot_id|>`): what the model should learn to write. Token span i covers the ids whose
- * bytes overlap byte span i. */
+ * bytes overlap byte span i; assistant_mask is the loss mask, transformers' assistant_masks (the
+ * same as the union of the token spans when spans are ordered and apart, as every real template's
+ * are; chat_template.c applies transformers' one-pass rule for the rest). */
 typedef struct {
     char *text;
     size_t len;
@@ -89,6 +91,7 @@ typedef struct {
     fl_span *assistant_bytes;  // (n_spans,)
     fl_span *assistant_tokens; // (n_spans,)
     size_t n_spans;
+    uint8_t *assistant_mask;   // (ids.n,) 1 for a token the loss counts
 } fl_chat_rendered;
 
 /* The chat format of the folder's template (recognized by content), or an error listing the

@@ -103,8 +103,7 @@ static void rendered_doc(const fl_chat_rendered *r, fl_doc *doc) {
     doc->ids = fl_malloc(sizeof(int32_t) * (r->ids.n + 1));
     doc->mask = fl_calloc(r->ids.n + 1, 1);
     memcpy(doc->ids, r->ids.ids, sizeof(int32_t) * r->ids.n);
-    for (size_t s = 0; s < r->n_spans; s++)
-        for (size_t t = r->assistant_tokens[s].start; t < r->assistant_tokens[s].end && t < r->ids.n; t++) doc->mask[t] = 1;
+    memcpy(doc->mask, r->assistant_mask, r->ids.n);
 }
 
 int fl_data_encode_messages(json_t *root, fl_tokenizer *tok, const fl_data_options *opt, fl_doc *doc) {

@@ -1,0 +1,24 @@
+/* flops.h — the training FLOPs of one step, by term: what bench's MFU, plan's predictions and the
+ * board divide by. The formula is docs/BENCHMARKS.md's; it counts the work the model needs, not
+ * what a kernel happens to do (recomputed activations and padding are not counted).
+ * Not here: timing (bench/), peaks (plan/gpu_catalog.h, the backend's description). */
+#ifndef FL_ENGINE_FLOPS_H
+#define FL_ENGINE_FLOPS_H
+
+#include "lora/lora.h"
+#include "model/config.h"
+
+typedef struct {
+    double dense;     // frozen matmuls: 4·N_matmul per token (forward 2N, input gradients 2N)
+    double attention; // causal attention: 6·T·NH·HS per token per layer
+    double lora;      // 6·R·(IC + OC) per adapted projection per token
+    double total;     // the sum
+} fl_flop_terms;
+
+/* The terms for a step of B sequences of T tokens. */
+fl_flop_terms fl_model_flop_terms(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);
+
+/* fl_model_flop_terms(...).total */
+double fl_model_flops_per_step(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);
+
+#endif
