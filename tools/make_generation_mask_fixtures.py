@@ -26,7 +26,7 @@ TEMPLATES = [
                      + LOOP.replace("BODY", "<a>{{ say(m.content) }}</a>")),
     ("in_set_block_unused", LOOP.replace("BODY", "{% set unused %}{% generation %}{{ m.content * 3 }}{% endgeneration %}{% endset %}<a>{{ m.content }}</a>")),
     ("in_set_block_used", LOOP.replace("BODY", "{% set s %}{% generation %}{{ m.content }}{% endgeneration %}{% endset %}<a>{{ s }}</a>")),
-    ("in_filter_block", LOOP.replace("BODY", "<a>{% filter lower %}{% generation %}{{ m.content }}{% endgeneration %}{% endfilter %}</a>")),
+    ("in_filter_block", LOOP.replace("BODY", "<a>{% filter upper %}{% generation %}{{ m.content }}{% endgeneration %}{% endfilter %}</a>")),
     ("in_call_block", "{% macro wrap() %}({{ caller() }}){% endmacro %}"
                       + LOOP.replace("BODY", "<a>{% call wrap() %}{% generation %}{{ m.content }}{% endgeneration %}{% endcall %}</a>")),
     ("nested", LOOP.replace("BODY", "<a>{% generation %}{{ m.content }}{% generation %}é!{% endgeneration %}{% endgeneration %}</a>")),

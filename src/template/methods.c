@@ -15,7 +15,7 @@
 static const char *const STR_METHODS[] = {
     "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace", "upper", "lower",
     "title", "capitalize", "format", "join", "find", "rfind", "index", "count", "removeprefix", "removesuffix",
-    "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "__mod__", NULL};
+    "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "istitle", "isdecimal", "isnumeric", "__mod__", NULL};
 static const char *const DICT_METHODS[] = {"get", "items", "keys", "values", "pop", "update", "setdefault", "clear", "copy", NULL};
 static const char *const LIST_METHODS[] = {"index", "count", "append", "pop", "extend", "insert", "remove", "sort", "reverse", "copy", NULL};
 static const char *const MUTATING[] = {"pop", "update", "setdefault", "clear", "append", "extend", "insert", "remove", "sort", "reverse", NULL};
@@ -169,24 +169,6 @@ static tv str_find(tpl_ctx *c, const tpl_node *n, tv s, tv w, int from_right, in
     return tv_int(found < 0 ? -1 : (int64_t)tpl_u8_count(s.s.p, (size_t)found));
 }
 
-static int str_is(tv s, int kind) {
-    if (!s.s.n) return 0;
-    int cased = 0;
-    for (size_t pos = 0; pos < s.s.n;) {
-        uint32_t ch = tpl_u8_get(s.s.p, s.s.n, &pos);
-        int digit = ch >= '0' && ch <= '9', alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch >= 0xC0;
-        switch (kind) {
-        case 'd': if (!digit) return 0; break;
-        case 'a': if (!alpha) return 0; break;
-        case 'n': if (!alpha && !digit) return 0; break;
-        case 's': if (!tpl_py_space(ch)) return 0; break;
-        case 'u': if (ch >= 'a' && ch <= 'z') return 0; cased |= ch >= 'A' && ch <= 'Z'; break;
-        default: if (ch >= 'A' && ch <= 'Z') return 0; cased |= ch >= 'a' && ch <= 'z'; break;
-        }
-    }
-    return kind == 'u' || kind == 'l' ? cased : 1;
-}
-
 #define IS(s) (!strcmp(name, s))
 
 static tv str_method(tpl_ctx *c, const tpl_node *n, tv s, const char *name, const tpl_args *a) {
@@ -240,12 +222,12 @@ static tv str_method(tpl_ctx *c, const tpl_node *n, tv s, const char *name, cons
         if (!affix(c, n, s, w, end)) return s;
         return tv_str(s.s.p + (end ? 0 : w.s.n), s.s.n - w.s.n);
     }
-    if (IS("isdigit")) return tv_bool(str_is(s, 'd'));
-    if (IS("isalpha")) return tv_bool(str_is(s, 'a'));
-    if (IS("isalnum")) return tv_bool(str_is(s, 'n'));
-    if (IS("isspace")) return tv_bool(str_is(s, 's'));
-    if (IS("isupper")) return tv_bool(str_is(s, 'u'));
-    return tv_bool(str_is(s, 'l'));
+    static const char *const is_names[] = {"isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "istitle",
+                                           "isdecimal", "isnumeric"};
+    static const char is_kinds[] = "dansultem"; // tpl_py_is kinds, in is_names order
+    for (size_t k = 0; k < sizeof is_names / sizeof *is_names; k++)
+        if (IS(is_names[k])) return tv_bool(tpl_py_is(s.s.p, s.s.n, is_kinds[k]));
+    tpl_error(c, n, "str has no method %s", name);
 }
 
 static tv dict_method(tpl_ctx *c, tv d, const char *name, const tpl_args *a) {

@@ -2,14 +2,17 @@
  * indexing, str.isspace(), strip with and without a character set, upper/lower/title/capitalize,
  * and str.splitlines()'s line breaks.
  *
- * Case mapping covers ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (simple one-to-one
- * mappings); other scripts keep their case, and the few one-to-many mappings (ß -> SS) are not
- * applied. Templates case-map roles and tool names, not user text, so this is documented rather
- * than a Unicode table.
+ * Case mapping and the str tests are Python's own, from tables generated out of Python's str
+ * (tools/make_template_unicode.py): full mappings (ß -> SS, İ -> i̇), title case, the final-sigma
+ * rule of lower(), the Unicode version of that Python (unicode_case.h says which).
  */
 #include "template/tpl_internal.h"
 
+#include "template/unicode_case.h"
+#include "template/unicode_props.h"
 #include "tokenizer/tokenizer_internal.h"
+
+#include <string.h>
 
 uint32_t tpl_u8_get(const char *s, size_t n, size_t *pos) {
     const unsigned char *u = (const unsigned char *)s;
@@ -65,59 +68,129 @@ void tpl_strip(const char *s, size_t n, const char *chars, size_t nchars, int le
     *e = y;
 }
 
-static uint32_t to_upper(uint32_t c) {
-    if (c >= 'a' && c <= 'z') return c - 32;
-    if (c < 0x80) return c;
-    if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
-    if (c == 0xFF) return 0x178;
-    if (c == 0xB5) return 0x39C;
-    if (((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) && (c & 1)) return c - 1;
-    if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) && !(c & 1)) return c - 1;
-    if (c == 0x3C2) return 0x3A3;
-    if (c >= 0x3B1 && c <= 0x3C9) return c - 32;
-    if (c >= 0x430 && c <= 0x44F) return c - 32;
-    if (c >= 0x450 && c <= 0x45F) return c - 80;
-    return c;
+/* ===== Python's case mapping (unicode_case.h, unicode_props.h: generated from Python's str) ===== */
+static unsigned props(uint32_t c) {
+    if (c >= 0x110000) return 0;
+    size_t lo = 0, hi = sizeof tpl_prop_start / sizeof *tpl_prop_start; // last run starting at or before c
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (tpl_prop_start[mid] <= c) lo = mid;
+        else hi = mid;
+    }
+    return tpl_prop_flags[lo];
 }
 
-static uint32_t to_lower(uint32_t c) {
-    if (c >= 'A' && c <= 'Z') return c + 32;
-    if (c < 0x80) return c;
-    if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
-    if (c == 0x178) return 0xFF;
-    if (((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) && !(c & 1)) return c + 1;
-    if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) && (c & 1)) return c + 1;
-    if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
-    if (c >= 0x410 && c <= 0x42F) return c + 32;
-    if (c >= 0x400 && c <= 0x40F) return c + 80;
-    return c;
+/* Python's str.isX() over s[0, n): 'u' isupper, 'l' islower, 't' istitle, 'a' isalpha, 'd' isdigit,
+ * 'e' isdecimal, 'm' isnumeric, 'n' isalnum, 's' isspace (as CPython's unicodeobject.c). */
+int tpl_py_is(const char *s, size_t n, int kind) {
+    if (!n) return 0;
+    int cased = 0, prev_cased = 0;
+    for (size_t pos = 0; pos < n;) {
+        uint32_t c = tpl_u8_get(s, n, &pos);
+        unsigned f = props(c), upper = f & TPL_U_UPPER, lower = f & TPL_U_LOWER, title = f & TPL_U_TITLE;
+        switch (kind) {
+        case 'u': if (lower || title) return 0; cased |= upper != 0; break;
+        case 'l': if (upper || title) return 0; cased |= lower != 0; break;
+        case 't': // cased letters: upper/title only after uncased, lower only after cased
+            if (upper || title) { if (prev_cased) return 0; prev_cased = cased = 1; }
+            else if (lower) { if (!prev_cased) return 0; prev_cased = cased = 1; }
+            else prev_cased = 0;
+            break;
+        case 'a': if (!(f & TPL_U_ALPHA)) return 0; break;
+        case 'd': if (!(f & TPL_U_DIGIT)) return 0; break;
+        case 'e': if (!(f & TPL_U_DECIMAL)) return 0; break;
+        case 'm': if (!(f & TPL_U_NUMERIC)) return 0; break;
+        case 'n': if (!(f & (TPL_U_ALPHA | TPL_U_DECIMAL | TPL_U_DIGIT | TPL_U_NUMERIC))) return 0; break;
+        default: if (!tpl_py_space(c)) return 0;
+        }
+    }
+    return kind == 'u' || kind == 'l' || kind == 't' ? cased : 1;
 }
 
-static int is_cased(uint32_t c) { return to_upper(c) != c || to_lower(c) != c; }
-
-static int jinja_title_sep(uint32_t c) {
-    return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || tpl_py_space(c);
+/* The full mapping of c (which 1: upper, 2: lower, 3: title) into out (up to 3 code points). */
+static int map_case(uint32_t c, int which, uint32_t out[3]) {
+    size_t lo = 0, hi = sizeof tpl_case_map / sizeof *tpl_case_map;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tpl_case_map[mid][0] < c) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == sizeof tpl_case_map / sizeof *tpl_case_map || tpl_case_map[lo][0] != c) { out[0] = c; return 1; }
+    uint32_t m = tpl_case_map[lo][which];
+    if (!(m & 0x80000000u)) { out[0] = m; return 1; }
+    const uint32_t *sp = tpl_case_special + (m & 0x7FFFFFFFu);
+    for (uint32_t k = 0; k < sp[0]; k++) out[k] = sp[1 + k];
+    return (int)sp[0];
 }
 
-/* mode 'u' upper, 'l' lower, 't' str.title(), 'c' str.capitalize(), 'j' jinja's title filter
- * (each run after `-`, whitespace or an opening bracket: first character upper, rest lower). */
+/* Python's final-sigma rule for U+03A3 at byte `at` of s[lo, hi): ς when a cased letter precedes it
+ * (case-ignorable ones skipped) and none follows (likewise), else σ. */
+static uint32_t lower_sigma(const char *s, size_t lo, size_t hi, size_t at, size_t after) {
+    size_t k = at;
+    unsigned f = 0;
+    int found = 0;
+    while (k > lo) {
+        do k--; while (k > lo && ((unsigned char)s[k] & 0xC0) == 0x80);
+        size_t p = k;
+        f = props(tpl_u8_get(s, hi, &p));
+        if (!(f & TPL_U_IGNORABLE)) { found = 1; break; }
+    }
+    if (!found || !(f & TPL_U_CASED)) return 0x3C3;
+    for (size_t p = after; p < hi;) {
+        f = props(tpl_u8_get(s, hi, &p));
+        if (!(f & TPL_U_IGNORABLE)) return f & TPL_U_CASED ? 0x3C3 : 0x3C2;
+    }
+    return 0x3C2;
+}
+
+static int is_jinja_title_sep(uint32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || tpl_py_space(c); }
+
+/* Where the piece of jinja's title filter that holds byte `pos` ends: at the next separator. */
+static size_t piece_end(const char *p, size_t n, size_t pos) {
+    while (pos < n) {
+        size_t q = pos;
+        if (is_jinja_title_sep(tpl_u8_get(p, n, &q))) break;
+        pos = q;
+    }
+    return pos;
+}
+
+/* mode 'u' str.upper, 'l' str.lower, 't' str.title, 'c' str.capitalize, 'j' jinja's title filter
+ * (the text split at runs of `-`, whitespace and opening brackets; each piece p becomes
+ * p[0].upper() + p[1:].lower(), so the sigma rule sees p[1:] alone). Full mappings: ß -> SS. */
 tv tpl_case(tpl_arena *a, tv s, int mode) {
-    char *out = tpl_alloc(a, s.s.n * 2 + 1);
-    size_t o = 0, pos = 0;
-    int prev_cased = 0, first = 1, at_start = 1;
-    while (pos < s.s.n) {
-        uint32_t c = tpl_u8_get(s.s.p, s.s.n, &pos), r = c;
+    const char *p = s.s.p;
+    size_t n = s.s.n, cap = 3 * n + 16, o = 0, pos = 0, rest = 0;
+    char *out = tpl_alloc(a, cap);
+    int prev_cased = 0, first = 1, prev_sep = -1;
+    while (pos < n) {
+        size_t at = pos;
+        uint32_t c = tpl_u8_get(p, n, &pos), m[3];
+        int which; // 1 upper, 2 lower, 3 title
         switch (mode) {
-        case 'u': r = to_upper(c); break;
-        case 'l': r = to_lower(c); break;
-        case 't': r = prev_cased ? to_lower(c) : to_upper(c); prev_cased = is_cased(c); break;
-        case 'c': r = first ? to_upper(c) : to_lower(c); break;
-        default:
-            if (jinja_title_sep(c)) { at_start = 1; r = c; }
-            else { r = at_start ? to_upper(c) : to_lower(c); at_start = 0; }
+        case 'u': which = 1; break;
+        case 'l': which = 2; break;
+        case 't': which = prev_cased ? 2 : 3; prev_cased = (props(c) & TPL_U_CASED) != 0; break;
+        case 'c': which = first ? 3 : 2; break;
+        default: {
+            int sep = is_jinja_title_sep(c);
+            which = sep == prev_sep ? 2 : 1; // a piece is a run of separators or of the others
+            if (sep != prev_sep) rest = pos;
+            prev_sep = sep;
+        }
         }
         first = 0;
-        o += (size_t)fl_utf8_encode(r, out + o);
+        int k = 1;
+        if (which == 2 && c == 0x3A3) m[0] = mode == 'j' ? lower_sigma(p, rest, piece_end(p, n, pos), at, pos)
+                                                          : lower_sigma(p, 0, n, at, pos);
+        else k = map_case(c, which, m);
+        if (o + 12 > cap) { // a code point maps to at most 3 of up to 4 bytes each
+            char *grown = tpl_alloc(a, 2 * cap);
+            memcpy(grown, out, o);
+            out = grown;
+            cap *= 2;
+        }
+        for (int i = 0; i < k; i++) o += (size_t)fl_utf8_encode(m[i], out + o);
     }
     return tv_str(out, o);
 }

@@ -43,16 +43,8 @@ static int cmp_test(tpl_ctx *c, const tpl_node *n, const char *name, tv v, tv ot
     return 0;
 }
 
-static int has_case(tv v, int upper) {
-    if (v.kind != V_STR) return 0;
-    int cased = 0;
-    for (size_t i = 0; i < v.s.n; i++) {
-        unsigned char ch = (unsigned char)v.s.p[i];
-        if (ch >= 'a' && ch <= 'z') { if (upper) return 0; cased = 1; }
-        if (ch >= 'A' && ch <= 'Z') { if (!upper) return 0; cased = 1; }
-    }
-    return cased;
-}
+/* jinja2's lower/upper tests: str(value).islower() / isupper(), non-strings false as here before */
+static int has_case(tv v, int upper) { return v.kind == V_STR && tpl_py_is(v.s.p, v.s.n, upper ? 'u' : 'l'); }
 
 int tpl_test(tpl_ctx *c, const tpl_node *n, const char *name, tv v, const tpl_args *a) {
     tpl_step(c, n);

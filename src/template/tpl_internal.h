@@ -107,6 +107,7 @@ size_t tpl_u8_count(const char *s, size_t n);                        // code poi
 size_t tpl_u8_offset(const char *s, size_t n, size_t index);        // byte offset of code point `index` (n if past)
 uint32_t tpl_u8_get(const char *s, size_t n, size_t *pos);            // decode at *pos, advance
 int tpl_py_space(uint32_t c);                                         // str.isspace()
+int tpl_py_is(const char *s, size_t n, int kind); // str.isupper/islower/istitle/isalpha/isdigit/isdecimal/isnumeric/isalnum/isspace (pystr.c)
 void tpl_strip(const char *s, size_t n, const char *chars, size_t nchars, int left, int right, size_t *a, size_t *e);
 tv tpl_case(tpl_arena *a, tv s, int mode); // 'u' upper, 'l' lower, 't' title (str.title), 'c' capitalize, 'j' jinja title
 int tpl_is_linebreak(const char *s, size_t n, size_t pos, size_t *len); // str.splitlines() separators
