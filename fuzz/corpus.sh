@@ -146,6 +146,25 @@ EOF
             prefixed alpaca-array-strict 0c "$tmp/alpaca"
         fi
         ;;
+    preference)
+        # one row per seed, the first byte picking tokenizer and max_length (fuzz_preference.c)
+        i=0
+        while IFS= read -r line; do
+            printf "\\x$(printf %02x $(( (i % 5) | ((i * 7) % 32) << 3 )))%s" "$line" > "$out/row-$i"
+            i=$((i + 1))
+        done <<'EOF'
+{"prompt": "The sky is", "chosen": " blue.", "rejected": " green."}
+{"prompt": "Say hi", "chosen": "hi<|im_end|>", "rejected": "no"}
+{"chosen": "Q: why? A: because", "rejected": "Q: why? A: no"}
+{"chosen": "same start", "rejected": "same start and more"}
+{"chosen": "x ", "rejected": "y "}
+{"prompt": [{"role": "user", "content": "What color is the sky?"}], "chosen": [{"role": "assistant", "content": "Blue."}], "rejected": [{"role": "assistant", "content": "Green."}]}
+{"chosen": [{"role": "user", "content": "Where?"}, {"role": "assistant", "content": "Here."}], "rejected": [{"role": "user", "content": "Where?"}, {"role": "assistant", "content": "There."}]}
+{"prompt": [{"role": "user", "content": "w"}], "chosen": [{"role": "assistant", "content": "a"}], "rejected": [{"role": "assistant", "content": "b"}], "tools": "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]", "chat_template_kwargs": {"enable_thinking": false}}
+{"prompt": "Grüße", "chosen": " 🙂", "rejected": " x"}
+{"prompt": "a", "chosen": "b"}
+EOF
+        ;;
     gpu_catalog)
         cp data/gpus.csv "$out/gpus.csv"
         for f in tests/fixtures/plan/*.csv; do cp "$f" "$out/fixture-$(basename "$f")"; done

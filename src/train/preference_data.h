@@ -1,0 +1,54 @@
+/* preference_data.h — preference rows (TRL's formats) to the two token sequences of a pair, as
+ * TRL 1.16's DPOTrainer builds them (dpo_trainer.py: _prepare_dataset, DataCollatorForPreference):
+ *
+ *   standard        {"prompt": str, "chosen": str, "rejected": str}
+ *   conversational  {"prompt": [messages], "chosen": [messages], "rejected": [messages]}
+ *                   (+ optional "tools" (a list, or a JSON string of one) and "chat_template_kwargs")
+ *   implicit prompt either form without "prompt": the prompt is the longest common prefix of chosen
+ *                   and rejected (characters, or whole messages), as trl.extract_prompt takes it.
+ *
+ * Standard rows: the tokenizer's EOS string is appended to each completion that does not already
+ * end with it; prompt and prompt+completion are each tokenized as one string with the tokenizer's
+ * special tokens (HF add_special_tokens=True: BOS where the post-processor adds it).
+ * Conversational rows: the prompt rendered with add_generation_prompt=True, prompt+completion
+ * without, both tokenized without special tokens; no EOS added (the template's end of turn is
+ * part of the completion). Either way the prompt is the shorter common prefix of its ids with
+ * prompt+chosen's and with prompt+rejected's (a token merging across the boundary moves into both
+ * completions). A pair whose prompt alone fills max_length is dropped (FL_PREF_DROPPED); otherwise
+ * each sequence keeps its first max_length tokens (TRL's keep_start).
+ *
+ * ORPO and CPO/SimPO tokenize differently in TRL (their own tokenize_row: BOS id prepended, EOS id
+ * appended): not this file.
+ * Not here: the losses, batching, the trainer.
+ */
+#ifndef FL_TRAIN_PREFERENCE_DATA_H
+#define FL_TRAIN_PREFERENCE_DATA_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+enum { FL_PREF_DROPPED = 1 }; // a return value of fl_pref_encode_row: not an error, a counted skip
+
+typedef struct {
+    int32_t *ids[2];   // [0] prompt + chosen, [1] prompt + rejected (truncated to max_length)
+    int n[2];          // tokens in each
+    int prompt_len;    // the shared prompt: ids[s][0, prompt_len) (fewer when truncation cut into it: never, rows
+                       // whose prompt fills max_length are dropped)
+} fl_pref_pair;        // completion mask of sequence s: positions t with prompt_len <= t < n[s]
+
+typedef struct {
+    const fl_chat_template *chat_template; // conversational rows; NULL: the tokenizer folder's own
+    int64_t chat_now;                      // strftime_now's time (0: the clock)
+    int max_length;                        // 0: no limit
+} fl_pref_options;
+
+/* One row (a JSON object) to a pair. 0: *out filled (free with fl_pref_pair_free);
+ * FL_PREF_DROPPED: the prompt fills max_length (nothing allocated); FL_ERR_INPUT: the reason, naming
+ * the field, in fl_last_error(). */
+int fl_pref_encode_row(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, fl_pref_pair *out);
+void fl_pref_pair_free(fl_pref_pair *p);
+
+#endif
