@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "template/template.h"
 
 static const char *const SIDE[2] = {"chosen", "rejected"};
 
@@ -151,6 +152,31 @@ static int standard_ids(fl_tokenizer *tok, json_t *prompt, json_t *comp[2], fl_t
     return rc;
 }
 
+/* The row's tools (a list, or TRL's JSON string of one; *parsed owns a parsed one) and
+ * chat_template_kwargs into *in, and the template (*own when the folder's own is loaded here). */
+static int chat_setup(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, fl_chat_input *in, json_t **parsed,
+                      const fl_chat_template **ct, fl_chat_template **own) {
+    memset(in, 0, sizeof *in);
+    in->now = opt->chat_now;
+    *parsed = NULL;
+    *own = NULL;
+    json_t *tools = json_object_get(row, "tools"), *kwargs = json_object_get(row, "chat_template_kwargs");
+    if (json_is_string(tools)) { // TRL json.loads a tools string
+        *parsed = json_loadb(json_string_value(tools), json_string_length(tools), JSON_DECODE_ANY, NULL);
+        if (!json_is_array(*parsed)) { json_decref(*parsed); *parsed = NULL; return fl_input_error("field 'tools': a string that is not a JSON list of tool schemas"); }
+        tools = *parsed;
+    }
+    if (tools && !json_is_null(tools) && !json_is_array(tools)) return fl_input_error("field 'tools': expected a list");
+    if (kwargs && !json_is_null(kwargs) && !json_is_object(kwargs)) return fl_input_error("field 'chat_template_kwargs': expected an object");
+    in->tools = json_is_array(tools) ? tools : NULL;
+    in->kwargs = json_is_object(kwargs) ? kwargs : NULL;
+    *ct = opt->chat_template;
+    if (*ct) return 0;
+    FL_TRY(fl_chat_template_for(own, tok, NULL, 0));
+    *ct = *own;
+    return 0;
+}
+
 static int chat_ids(fl_tokenizer *tok, const fl_chat_template *ct, const fl_chat_input *base, json_t *messages, int gen, fl_token_ids *ids) {
     fl_chat_input in = *base;
     in.messages = messages;
@@ -167,21 +193,11 @@ static int chat_ids(fl_tokenizer *tok, const fl_chat_template *ct, const fl_chat
 }
 
 static int conversational_ids(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, json_t *prompt, json_t *comp[2], fl_token_ids ids[3]) {
-    fl_chat_input in = {.now = opt->chat_now};
-    json_t *tools = json_object_get(row, "tools"), *parsed = NULL, *kwargs = json_object_get(row, "chat_template_kwargs");
-    if (json_is_string(tools)) { // TRL json.loads a tools string
-        parsed = json_loadb(json_string_value(tools), json_string_length(tools), JSON_DECODE_ANY, NULL);
-        if (!json_is_array(parsed)) { json_decref(parsed); return fl_input_error("field 'tools': a string that is not a JSON list of tool schemas"); }
-        tools = parsed;
-    }
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) return fl_input_error("field 'tools': expected a list");
-    if (kwargs && !json_is_null(kwargs) && !json_is_object(kwargs)) { json_decref(parsed); return fl_input_error("field 'chat_template_kwargs': expected an object"); }
-    in.tools = json_is_array(tools) ? tools : NULL;
-    in.kwargs = json_is_object(kwargs) ? kwargs : NULL;
-    fl_chat_template *own = NULL;
-    const fl_chat_template *ct = opt->chat_template;
-    int rc = ct ? 0 : fl_chat_template_for(&own, tok, NULL, 0);
-    if (!ct) ct = own;
+    fl_chat_input in;
+    json_t *parsed;
+    const fl_chat_template *ct = NULL;
+    fl_chat_template *own;
+    int rc = chat_setup(row, tok, opt, &in, &parsed, &ct, &own);
     if (!rc) rc = chat_ids(tok, ct, &in, prompt, 1, &ids[0]);
     for (int s = 0; s < 2 && !rc; s++) {
         json_t *all = json_copy(prompt);
@@ -200,6 +216,112 @@ static int common_prefix(const fl_token_ids *a, const fl_token_ids *b) {
     return (int)n;
 }
 
+/* ---- ORPO's and CPO's tokenize_row ---- */
+
+/* The common prefix of a and b in whole characters (Python's takewhile over code points). */
+static size_t common_chars(const char *a, size_t na, const char *b, size_t nb) {
+    size_t n = 0;
+    while (n < na && n < nb && a[n] == b[n]) n++;
+    while (n > 0 && ((n < na && ((unsigned char)a[n] & 0xC0) == 0x80) || (n < nb && ((unsigned char)b[n] & 0xC0) == 0x80))) n--;
+    return n;
+}
+
+/* trl.maybe_apply_chat_template on a conversational row: texts[0] the prompt, [1], [2] the completions. */
+static int render_texts(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, json_t *prompt, json_t *comp[2], fl_tpl_output texts[3]) {
+    json_t *last = json_array_get(prompt, json_array_size(prompt) ? json_array_size(prompt) - 1 : 0);
+    const char *role = json_string_value(json_object_get(last, "role"));
+    if (!role) return fl_input_error("field 'prompt': empty or its last message has no role (the prompt ends with a user or tool message)");
+    if (!strcmp(role, "assistant"))
+        return fl_input_error("field 'prompt': ends with an assistant message (TRL continues it: continue_final_message), which is not supported; end the prompt with a user or tool message");
+    if (strcmp(role, "user") && strcmp(role, "tool"))
+        return fl_input_error("field 'prompt': the last message's role is '%s' (expected user, tool or assistant)", role);
+    fl_chat_input in;
+    json_t *parsed;
+    const fl_chat_template *ct = NULL;
+    fl_chat_template *own;
+    int rc = chat_setup(row, tok, opt, &in, &parsed, &ct, &own);
+    in.messages = prompt;
+    in.add_generation_prompt = 1;
+    if (!rc) rc = fl_chat_template_render(ct, &in, &texts[0]);
+    for (int s = 0; s < 2 && !rc; s++) {
+        json_t *all = json_copy(prompt);
+        json_array_extend(all, comp[s]);
+        in.messages = all;
+        in.add_generation_prompt = 0;
+        rc = fl_chat_template_render(ct, &in, &texts[1 + s]);
+        json_decref(all);
+        if (!rc) texts[0].len = common_chars(texts[0].text, texts[0].len, texts[1 + s].text, texts[1 + s].len);
+    }
+    for (int s = 0; s < 2 && !rc; s++) { // each completion: the rest of its text after the prompt
+        memmove(texts[1 + s].text, texts[1 + s].text + texts[0].len, texts[1 + s].len - texts[0].len);
+        texts[1 + s].len -= texts[0].len;
+    }
+    fl_chat_template_free(own);
+    json_decref(parsed);
+    return rc;
+}
+
+static int orpo_encode(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, int conversational, json_t *prompt,
+                       json_t *comp[2], fl_pref_pair *out) {
+    int32_t bos = fl_tokenizer_bos_id(tok), eos = fl_tokenizer_eos_id(tok);
+    if (eos < 0) return fl_input_error("ORPO/SimPO rows end each completion with the tokenizer's eos_token, and this tokenizer has none (tokenizer_config.json)");
+    fl_tpl_output texts[3];
+    memset(texts, 0, sizeof texts);
+    const char *t[3];
+    size_t nt[3];
+    int rc = 0;
+    if (conversational) {
+        rc = render_texts(row, tok, opt, prompt, comp, texts);
+        for (int k = 0; k < 3; k++) { t[k] = texts[k].text; nt[k] = texts[k].len; }
+    } else {
+        t[0] = json_string_value(prompt);
+        nt[0] = json_string_length(prompt);
+        for (int s = 0; s < 2; s++) { t[1 + s] = json_string_value(comp[s]); nt[1 + s] = json_string_length(comp[s]); }
+    }
+    fl_token_ids p = {0}, full[2];
+    memset(full, 0, sizeof full);
+    if (!rc) rc = fl_tokenizer_encode(tok, t[0], nt[0], 0, &p);
+    int start[2] = {0, 0};
+    for (int s = 0; s < 2 && !rc; s++) { // build_tokenized_answer
+        char *both = fl_malloc(nt[0] + nt[1 + s] + 1);
+        if (nt[0]) memcpy(both, t[0], nt[0]);
+        if (nt[1 + s]) memcpy(both + nt[0], t[1 + s], nt[1 + s]);
+        rc = fl_tokenizer_encode(tok, both, nt[0] + nt[1 + s], 0, &full[s]);
+        free(both);
+        if (rc) break;
+        if (full[s].n < p.n) { rc = fl_input_error("field '%s': prompt + completion tokenizes to fewer ids than the prompt alone (TRL refuses such a row)", SIDE[s]); break; }
+        start[s] = (int)p.n;
+        if (p.n && memcmp(p.ids, full[s].ids, sizeof(int32_t) * p.n)) start[s]--; // the prompt's last token merged
+    }
+    if (!rc) {
+        int differ = abs(start[0] - start[1]);
+        for (int k = 0; k < start[0] && k < start[1]; k++) differ += full[0].ids[k] != full[1].ids[k];
+        if (differ > 1) rc = fl_input_error("fields 'chosen' and 'rejected': their prompt ids differ in more than the last token (TRL refuses such a row)");
+    }
+    for (int s = 0; s < 2 && !rc; s++) {
+        int add_bos = bos >= 0 && (start[s] == 0 || full[s].ids[0] != bos);
+        int n_answer = (int)full[s].n - start[s];
+        int add_eos = n_answer == 0 || full[s].ids[full[s].n - 1] != eos;
+        int n_prompt = start[s] + add_bos;
+        n_answer += add_eos;
+        if (opt->max_length > 0 && n_prompt + n_answer > opt->max_length) n_answer = opt->max_length > n_prompt ? opt->max_length - n_prompt : 0;
+        if (n_answer == 0) { rc = FL_PREF_DROPPED; break; }
+        int32_t *ids = out->ids[s] = fl_malloc(sizeof(int32_t) * (size_t)(n_prompt + n_answer + 1));
+        int k = 0;
+        if (add_bos) ids[k++] = bos;
+        for (size_t i = 0; i < full[s].n && k < n_prompt + n_answer; i++) ids[k++] = full[s].ids[i];
+        if (add_eos && k < n_prompt + n_answer) ids[k++] = eos;
+        out->n[s] = k;
+        out->prompt_len[s] = n_prompt;
+    }
+    if (rc) fl_pref_pair_free(out);
+    fl_token_ids_free(&p);
+    fl_token_ids_free(&full[0]);
+    fl_token_ids_free(&full[1]);
+    for (int k = 0; k < 3; k++) fl_tpl_output_free(&texts[k]);
+    return rc;
+}
+
 int fl_pref_encode_row(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, fl_pref_pair *out) {
     memset(out, 0, sizeof *out);
     int conversational = 0;
@@ -208,11 +330,18 @@ int fl_pref_encode_row(json_t *row, fl_tokenizer *tok, const fl_pref_options *op
     fl_token_ids ids[3];
     memset(ids, 0, sizeof ids);
     int rc = row_parts(row, conversational, &prompt, comp);
+    if (!rc && opt->rules == FL_PREF_TOKENIZE_ORPO) {
+        rc = orpo_encode(row, tok, opt, conversational, prompt, comp, out);
+        json_decref(prompt);
+        json_decref(comp[0]);
+        json_decref(comp[1]);
+        return rc;
+    }
     if (!rc) rc = conversational ? conversational_ids(row, tok, opt, prompt, comp, ids) : standard_ids(tok, prompt, comp, ids);
     if (!rc) {
         int a = common_prefix(&ids[0], &ids[1]), b = common_prefix(&ids[0], &ids[2]);
-        out->prompt_len = a < b ? a : b;
-        if (opt->max_length > 0 && out->prompt_len >= opt->max_length) rc = FL_PREF_DROPPED;
+        out->prompt_len[0] = out->prompt_len[1] = a < b ? a : b;
+        if (opt->max_length > 0 && out->prompt_len[0] >= opt->max_length) rc = FL_PREF_DROPPED;
         for (int s = 0; s < 2 && !rc; s++) {
             out->n[s] = (int)ids[1 + s].n;
             if (opt->max_length > 0 && out->n[s] > opt->max_length) out->n[s] = opt->max_length;

@@ -17,8 +17,17 @@
  * completions). A pair whose prompt alone fills max_length is dropped (FL_PREF_DROPPED); otherwise
  * each sequence keeps its first max_length tokens (TRL's keep_start).
  *
- * ORPO and CPO/SimPO tokenize differently in TRL (their own tokenize_row: BOS id prepended, EOS id
- * appended): not this file.
+ * ORPO and CPO (SimPO) tokenize as their trainers' tokenize_row does (FL_PREF_TOKENIZE_ORPO):
+ * conversational rows are first rendered to text (trl.maybe_apply_chat_template: the prompt with the
+ * generation prompt, cut to its common characters with prompt+chosen and prompt+rejected, each
+ * completion the rest of its text); then the prompt and prompt+completion are tokenized without
+ * special tokens, the completion starting where the prompt's ids end in prompt+completion's (one
+ * token earlier when the prompt's last token merged: more than one differing prompt token between
+ * the two sides is an error, as in TRL); the BOS id is put before each prompt that does not start
+ * with it, the EOS id after each completion that does not end with it; a completion past max_length
+ * is cut to max_length minus its prompt. TRL keeps a prompt that fills max_length and then averages
+ * over an empty completion (NaN); such pairs are dropped here (FL_PREF_DROPPED) instead. A prompt
+ * ending with an assistant message (TRL: continue_final_message) is refused.
  * Not here: the losses, batching, the trainer.
  */
 #ifndef FL_TRAIN_PREFERENCE_DATA_H
@@ -35,14 +44,20 @@ enum { FL_PREF_DROPPED = 1 }; // a return value of fl_pref_encode_row: not an er
 typedef struct {
     int32_t *ids[2];   // [0] prompt + chosen, [1] prompt + rejected (truncated to max_length)
     int n[2];          // tokens in each
-    int prompt_len;    // the shared prompt: ids[s][0, prompt_len) (fewer when truncation cut into it: never, rows
-                       // whose prompt fills max_length are dropped)
-} fl_pref_pair;        // completion mask of sequence s: positions t with prompt_len <= t < n[s]
+    int prompt_len[2]; // the prompt's tokens at the start of each: equal under DPO's rules; under ORPO's each
+                       // side keeps the prompt ids of its own prompt + completion tokenization
+} fl_pref_pair;        // completion mask of sequence s: positions t with prompt_len[s] <= t < n[s]
+
+typedef enum {
+    FL_PREF_TOKENIZE_DPO,  // DPOTrainer's rules (above): dpo, ipo
+    FL_PREF_TOKENIZE_ORPO, // ORPOTrainer's and CPOTrainer's tokenize_row (below): orpo, simpo
+} fl_pref_tokenization;
 
 typedef struct {
     const fl_chat_template *chat_template; // conversational rows; NULL: the tokenizer folder's own
     int64_t chat_now;                      // strftime_now's time (0: the clock)
     int max_length;                        // 0: no limit
+    fl_pref_tokenization rules;
 } fl_pref_options;
 
 /* One row (a JSON object) to a pair. 0: *out filled (free with fl_pref_pair_free);
