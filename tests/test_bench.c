@@ -1,9 +1,11 @@
 /* test_bench.c — `fastlora bench` pieces: the FLOP formula against a hand count for two presets,
  * result records round-tripping through JSON, the weights names, and one real (tiny) bench run
- * whose record the board reader accepts. */
+ * whose record the board reader accepts; the CPU backends' description of their device. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "bench/records.h"
 #include "engine/flops.h"
 #include "engine/model.h"
@@ -171,6 +173,20 @@ TEST(bench_weights_names) {
 }
 
 /* A real run, as small as it gets: the record it appends is one the board reads. */
+/* describe without measuring is cheap and names the peak it could measure; the CPU counts nothing */
+TEST(bench_cpu_backends_describe_their_device) {
+    const fl_backend *backends[2] = {fl_backend_cpu(), fl_backend_cpu_bf16()};
+    for (int i = 0; i < 2; i++) {
+        fl_device_info dev;
+        backends[i]->describe(&dev, 0);
+        CHECK(dev.name[0] && dev.compute_capability == 0 && dev.mem_total == 0);
+        CHECK(strstr(dev.peak_method, "sgemm") != NULL && dev.peak_tflops == 0 && !dev.peak_source[0]);
+        fl_device_counters counters = {.peak_bytes = 1, .ops = 1};
+        backends[i]->read_counters(&counters, 1);
+        CHECK(counters.peak_bytes == 0 && counters.ops == 0);
+    }
+}
+
 TEST(bench_cli_tiny_run_writes_a_record) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");

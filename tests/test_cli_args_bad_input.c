@@ -1,6 +1,6 @@
 /* test_cli_args_bad_input.c — every numeric option of every command: inf, nan, overflow, trailing
  * junk, empty strings, hex and out-of-range values are refused with exit status 2 and one line
- * naming the option and what it expects (cli/args.h); good spellings give exactly the number typed.
+ * naming the option and what it expects (common/args.h); good spellings give exactly the number typed.
  * (The same ranges in a train --config file: test_train.c, train_bad_input_config_files.) Seeds take
  * any 64-bit unsigned value and survive train_config.json and a checkpoint's trainer_state.json.
  * These run again under ASan/UBSan (`make asan-test`). */
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "test.h"

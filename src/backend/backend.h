@@ -58,6 +58,30 @@ typedef struct {
     int ld;
 } fl_cast_block;
 
+/* What a backend says about the device it runs on (describe below): for the bench's header, memory
+ * limit and MFU, and for records. */
+typedef struct {
+    char name[192];          /* as the driver reports it: "NVIDIA H200"; the CPU's model name ("cpu" when unknown) */
+    int compute_capability;  /* CUDA: major*10+minor (90 for Hopper); 0 on the CPU */
+    size_t mem_free;         /* device memory free and total (CUDA: cudaMemGetInfo, other processes included); */
+    size_t mem_total;        /* 0 on the CPU: host memory is the bench's business */
+    /* A peak the backend measures itself (the CPU: no vendor figure to quote). peak_method is
+     * non-empty when it can ("sgemm rate (OpenBLAS, 1536^3, 8 threads)"); peak_tflops and
+     * peak_source are filled only when describe is asked to measure. A GPU's peak is its catalog
+     * figure (plan/gpu_catalog.h), looked up by the caller from name: here 0 and "". */
+    char peak_method[128];
+    double peak_tflops;      /* TFLOP/s; 0 when not measured */
+    char peak_source[256];   /* what peak_tflops is, as the bench prints it after "MFU x%" */
+} fl_device_info;
+
+/* Counters over a run of steps (read_counters below); 0 where a backend does not count. */
+typedef struct {
+    size_t peak_bytes;       /* the most bytes the backend's allocations held since the last reset
+                              * (CUDA); 0 on the CPU, whose figure is the process's resident peak */
+    unsigned long long ops;  /* operations enqueued so far, outside recordings (CUDA: kernels, GEMMs,
+                              * copies, graph launches); 0 on the CPU */
+} fl_device_counters;
+
 typedef struct fl_backend {
     const char *name;
     size_t act_size;      /* bytes per element of act buffers */
@@ -193,6 +217,15 @@ typedef struct fl_backend {
      * seg_start 0, without the lse. */
     void (*attention_decode)(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
                              int NH, int NKV, int HS, int ld_q);
+
+    /* ---- describing the device (bench) ----
+     * describe fills *info (fl_device_info above); measure_peak != 0 also runs the backend's own
+     * peak measurement when it has one (the CPU: a timed sgemm, about a second), else it is cheap.
+     * read_counters fills *out; reset_peak != 0 then restarts the peak at the bytes held now.
+     *     fl_device_info dev;
+     *     be->describe(&dev, 0);   printf("device: %s\n", dev.name); */
+    void (*describe)(fl_device_info *info, int measure_peak);
+    void (*read_counters)(fl_device_counters *out, int reset_peak);
 } fl_backend;
 
 /* The CPU reference backend (OpenMP + BLAS, f32 everywhere). */

@@ -13,8 +13,8 @@
 #include "bench/board.h"
 #include "bench/records.h"
 #include "bench/reference.h"
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "io/file_util.h"
 

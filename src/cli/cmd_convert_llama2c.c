@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "train/llama2c.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "export/export.h"
 #include "io/file_util.h"

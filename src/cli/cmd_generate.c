@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "engine/model.h"
 #include "infer/chat_session.h"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "plan/gpu_catalog.h"
 

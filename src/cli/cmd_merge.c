@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "infer/merge.h"
 #include "io/file_util.h"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "bench/reference.h"
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "io/file_util.h"
 #include "plan/plan.h"

@@ -22,7 +22,7 @@
  */
 #include "cli/commands.h"
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "io/file_util.h"
 #include "tokenizer/chat_template.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/error.h"
 #include "io/file_util.h"
 #include "lora/lora.h"

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_decode.h"
+#include "backend/cpu/cpu_device.h"
 
 #define CPU_SHARED_OPS                                   \
     .act_size = sizeof(float),                           \
@@ -33,12 +34,14 @@
     .add_inplace = add_inplace_cpu,                      \
     .sum_squares = sum_squares_cpu,                      \
     .grad_clip_scale = grad_clip_scale_cpu,              \
-    .attention_decode = attention_decode_cpu
+    .attention_decode = attention_decode_cpu,           \
+    .read_counters = fl_cpu_read_counters
 
 static const fl_backend cpu_backend = {
     CPU_SHARED_OPS,
     .name = "cpu",
     .weight_size = sizeof(float),
+    .describe = fl_cpu_describe_f32,
     .upload_weight = cpu_upload_act,
     .cast_to_weight = cpu_cast_to_weight,
     .cast_to_weight_2d = cpu_cast_to_weight_2d,
@@ -55,6 +58,7 @@ static const fl_backend cpu_bf16_backend = {
     CPU_SHARED_OPS,
     .name = "cpu-bf16",
     .weight_size = sizeof(uint16_t),
+    .describe = fl_cpu_describe_bf16,
     .upload_weight = cpu_upload_weight_bf16,
     .cast_to_weight = cpu_cast_to_weight_bf16,
     .cast_to_weight_2d = cpu_cast_to_weight_2d_bf16,

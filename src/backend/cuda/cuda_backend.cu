@@ -85,6 +85,21 @@ static void sum_squares_cuda(double *out, const float *x, size_t n) { sum_square
 
 static void grad_clip_scale_cuda(fl_step_scalars *sc, float max_norm) { grad_clip_scale(sc, max_norm, fl_cuda.stream); }
 
+/* The card as the driver reports it (cuda_info.h); its peak is a catalog figure the caller looks up. */
+static void describe_cuda(fl_device_info *info, int measure_peak) {
+    (void)measure_peak;
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", fl_cuda_device_name());
+    info->compute_capability = fl_cuda_compute_capability();
+    fl_cuda_mem_info(&info->mem_free, &info->mem_total);
+}
+
+static void read_counters_cuda(fl_device_counters *out, int reset_peak) {
+    out->peak_bytes = fl_cuda_peak_bytes();
+    out->ops = fl_cuda_ops_enqueued();
+    if (reset_peak) fl_cuda_reset_peak();
+}
+
 static const fl_backend cuda_backend = {
     .name = "cuda",
     .act_size = 2,
@@ -128,6 +143,8 @@ static const fl_backend cuda_backend = {
     .capture_replay = cuda_capture_replay,
     .capture_free = cuda_capture_free,
     .attention_decode = NULL, /* KV-cache decoding has no CUDA kernel yet: generate runs on the CPU */
+    .describe = describe_cuda,
+    .read_counters = read_counters_cuda,
 };
 
 extern "C" const fl_backend *fl_backend_cuda(void) {

@@ -1,5 +1,5 @@
 /* args.c — the option parser and the number parser of every command (see args.h). */
-#include "cli/args.h"
+#include "common/args.h"
 
 #include <errno.h>
 #include <float.h>
