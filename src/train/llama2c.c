@@ -485,7 +485,7 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
             for (int i = 0; i < 3; i++) {
                 json_t *a = added_token(i, sp_names[i]);
                 json_object_del(a, "id");
-                char key[4];
+                char key[12];
                 snprintf(key, sizeof key, "%d", i);
                 json_object_set_new(dec_map, key, a);
             }
