@@ -133,7 +133,7 @@ fl_step_stats fl_model_train_step(fl_model *m, const fl_batch *micro, int n_micr
 /* Steps replayed from a recording so far (0 on a backend that does not record). */
 int fl_model_replayed_steps(const fl_model *m);
 void fl_model_zero_grads(fl_model *m);
-/* One projection group of layer l (lora/lora.h), forward only and without dropout, for decoding:
+/* One projection group of layer l (model/projections.h), forward only and without dropout, for decoding:
  * out (N, OC; ld_out) = beta·out + x·Wᵀ + bias (+ LoRA when use_lora). q/k/v and gate/up: x (N,
  * ld_x) holds the norm output in its first C columns and, with LoRA, receives x·lora_aᵀ after them
  * (ld_x >= C + the group's LoRA columns); o and down: x (N, IC; ld_x), xa (N, R) scratch. */
