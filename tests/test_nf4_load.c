@@ -18,7 +18,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "quant/nf4_load.h"
-#include "quant/nf4_merge.h"
+#include "quant/nf4_dequantize.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"
