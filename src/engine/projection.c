@@ -36,16 +36,6 @@ static const uint64_t *dropout_stream(const fl_model *m, int l, fl_proj p) {
     return m->dropout_streams + (size_t)l * FL_N_PROJ + p;
 }
 
-/* Output column of member p inside its group's stacked output. */
-static int member_offset(const fl_model_config *c, fl_proj p) {
-    switch (p) {
-    case FL_PROJ_K: return fl_config_q_dim(c);
-    case FL_PROJ_V: return fl_config_q_dim(c) + fl_config_kv_dim(c);
-    case FL_PROJ_UP: return c->intermediate_size;
-    default: return 0;
-    }
-}
-
 group_view group_at(const fl_model *m, int l, fl_group g, int use_lora) {
     const fl_model_config *c = &m->cfg;
     const fl_layer_weights *w = &m->base.layers[l];
@@ -101,7 +91,7 @@ void group_lora_xa(fl_model *m, int l, const group_view *v, const void *x, int l
  * the stacked weight, or its NF4 weight. out_p is the member's first output column. */
 static void member_base_forward(fl_model *m, const group_view *v, fl_proj p, void *out_p, int ld_out, float beta,
                                 const void *x, int ld_x, size_t N) {
-    int in, oc, off = member_offset(&m->cfg, p);
+    int in, oc, off = fl_proj_group_offset(&m->cfg, p);
     fl_proj_dims(&m->cfg, p, &in, &oc);
     const void *bias = v->bias ? act_at(m, v->bias, (size_t)off) : NULL;
     if (v->nf4)
@@ -120,8 +110,20 @@ static void member_base_backward(fl_model *m, const group_view *v, fl_proj p, vo
     if (v->nf4)
         m->be->matmul_nf4_backward_input(dx, dout_p, &v->nf4[p], 1.0f, beta, N, ld_dx, ld_dout);
     else
-        m->be->matmul_backward_input(dx, dout_p, weight_at(m, v->w, (size_t)member_offset(&m->cfg, p) * v->ld_w), 1.0f,
-                                     beta, N, v->IC, oc, ld_dx, ld_dout, v->ld_w);
+        m->be->matmul_backward_input(dx, dout_p, weight_at(m, v->w, (size_t)fl_proj_group_offset(&m->cfg, p) * v->ld_w),
+                                     1.0f, beta, N, v->IC, oc, ld_dx, ld_dout, v->ld_w);
+}
+
+/* Member p's columns of dout (N, OC; ld_dout), and *oc its width; when need_dx its frozen input
+ * gradient is added to dx first — assigned by the first member (*first, then cleared). */
+static const void *member_dout(fl_model *m, const group_view *v, fl_proj p, void *dx, int ld_dx, int need_dx, int *first,
+                               const void *dout, int ld_dout, size_t N, int *oc) {
+    int in;
+    fl_proj_dims(&m->cfg, p, &in, oc);
+    const void *dout_p = act_at(m, dout, (size_t)fl_proj_group_offset(&m->cfg, p));
+    if (need_dx) member_base_backward(m, v, p, dx, ld_dx, *first ? 0.0f : 1.0f, dout_p, ld_dout, N);
+    *first = 0;
+    return dout_p;
 }
 
 /* out (N, OC; ld_out) = beta·out + x·Wᵀ + bias + LoRA of every adapted member.
@@ -130,7 +132,7 @@ static void member_base_backward(fl_model *m, const group_view *v, fl_proj p, vo
  * An NF4 group cannot hold s·B in its 4-bit weight: its members' frozen products run alone and
  * each LoRA B product accumulates into its output (beta = 1), xa still one stacked GEMM. */
 void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_out, float beta, void *x, int ld_x,
-                          void *xa, size_t N) {
+                   void *xa, size_t N) {
     const fl_backend *be = m->be;
     const fl_lora_layer *lora = &m->lora.layers[l];
     int R = m->lora_cfg.rank;
@@ -157,7 +159,7 @@ void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_ou
         for (fl_proj p = v->first; p < v->end; p++) {
             int in, oc;
             fl_proj_dims(&m->cfg, p, &in, &oc);
-            void *out_p = act_at(m, out, (size_t)member_offset(&m->cfg, p));
+            void *out_p = act_at(m, out, (size_t)fl_proj_group_offset(&m->cfg, p));
             member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
             if (v->R_g && lora->a[p])
                 be->matmul_forward(out_p, act_at(m, x, (size_t)v->IC + (size_t)j++ * R), lora_compute(m, lora->b[p]),
@@ -169,7 +171,7 @@ void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_ou
     for (fl_proj p = v->first; p < v->end; p++) {
         int in, oc;
         fl_proj_dims(&m->cfg, p, &in, &oc);
-        void *out_p = act_at(m, out, (size_t)member_offset(&m->cfg, p));
+        void *out_p = act_at(m, out, (size_t)fl_proj_group_offset(&m->cfg, p));
         member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
         if (!v->R_g || !lora->a[p]) continue;
         int ld_xa = v->concat ? ld_x : R;
@@ -211,11 +213,8 @@ static void concat_backward_input(fl_model *m, int l, const group_view *v, void 
     }
     int j = 0, first = 1;
     for (fl_proj p = v->first; p < v->end; p++) {
-        int in, oc;
-        fl_proj_dims(&m->cfg, p, &in, &oc);
-        const void *dout_p = act_at(m, dout, (size_t)member_offset(&m->cfg, p));
-        if (need_dx) member_base_backward(m, v, p, dx, ld_dx, first ? 0.0f : 1.0f, dout_p, ld_dout, N);
-        first = 0;
+        int oc;
+        const void *dout_p = member_dout(m, v, p, dx, ld_dx, need_dx, &first, dout, ld_dout, N, &oc);
         if (v->R_g && lora->a[p])
             be->matmul_backward_input(act_at(m, dx, (size_t)v->IC + (size_t)j++ * R), dout_p, lora_compute(m, lora->b[p]),
                                       fl_lora_scale(&m->lora_cfg), 0.0f, N, R, oc, ld_dx, ld_dout, R);
@@ -226,7 +225,7 @@ static void concat_backward_input(fl_model *m, int l, const group_view *v, void 
  * gradient. concat groups: dx must have room for the R_g columns after IC (they receive dxa),
  * xa is in x's columns after IC; o, down: xa (N, R). */
 void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx, int need_dx, const void *dout,
-                           int ld_dout, const void *x, int ld_x, const void *xa, size_t N) {
+                    int ld_dout, const void *x, int ld_x, const void *xa, size_t N) {
     const fl_backend *be = m->be;
     const fl_lora_layer *lora = &m->lora.layers[l];
     const fl_lora_layer *grad = &m->grads.layers[l];
@@ -246,7 +245,7 @@ void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx
             int in, oc;
             fl_proj_dims(&m->cfg, p, &in, &oc);
             /* dB_p (OC_p, R) += s · dout_pᵀ · xa_p */
-            be->matmul_backward_weight(grad->b[p], act_at(m, dout, (size_t)member_offset(&m->cfg, p)),
+            be->matmul_backward_weight(grad->b[p], act_at(m, dout, (size_t)fl_proj_group_offset(&m->cfg, p)),
                                        act_at(m, x, (size_t)v->IC + (size_t)j * R), s, N, R, oc, ld_dout, ld_x);
             if (v->dropout) { /* dA_p += dxa_pᵀ · drop_p(x) */
                 const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
@@ -267,11 +266,8 @@ void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx
     }
     int j = 0, first = 1;
     for (fl_proj p = v->first; p < v->end; p++) {
-        int in, oc;
-        fl_proj_dims(&m->cfg, p, &in, &oc);
-        const void *dout_p = act_at(m, dout, (size_t)member_offset(&m->cfg, p));
-        if (need_dx) member_base_backward(m, v, p, dx, ld_dx, first ? 0.0f : 1.0f, dout_p, ld_dout, N);
-        first = 0;
+        int oc;
+        const void *dout_p = member_dout(m, v, p, dx, ld_dx, need_dx, &first, dout, ld_dout, N, &oc);
         if (!v->R_g || !lora->a[p]) continue;
         int ld_xa = v->concat ? ld_x : R;
         const void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
@@ -286,7 +282,7 @@ void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx
 }
 
 /* The s·B compute copies of the fused groups' members, one block each: member p's lora_b (OC_p, R)
- * into rows [member_offset, +OC_p) of its group's weight, columns IC + j·R for the j-th adapted
+ * into rows [fl_proj_group_offset, +OC_p) of its group's weight, columns IC + j·R for the j-th adapted
  * member (block-diagonal). Only pointers: built once, refreshed by one cast_to_weight_2d call. */
 void build_cast_blocks(fl_model *m) {
     int n = 0, R = m->lora_cfg.rank;
@@ -300,8 +296,9 @@ void build_cast_blocks(fl_model *m) {
                 if (!m->lora.layers[l].b[p]) continue;
                 int in, oc;
                 fl_proj_dims(&m->cfg, p, &in, &oc);
+                size_t row = (size_t)fl_proj_group_offset(&m->cfg, p);
                 m->cast_blocks[n++] = (fl_cast_block){
-                    .dst = weight_at(m, v.w, (size_t)member_offset(&m->cfg, p) * v.ld_w + (size_t)v.IC + (size_t)j++ * R),
+                    .dst = weight_at(m, v.w, row * v.ld_w + (size_t)v.IC + (size_t)j++ * R),
                     .src = m->lora.layers[l].b[p], .rows = (size_t)oc, .ld = v.ld_w};
             }
         }

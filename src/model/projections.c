@@ -22,3 +22,12 @@ void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out) {
     default: *in = FF; *out = C; break;
     }
 }
+
+int fl_proj_group_offset(const fl_model_config *cfg, fl_proj p) {
+    switch (p) {
+    case FL_PROJ_K: return fl_config_q_dim(cfg);
+    case FL_PROJ_V: return fl_config_q_dim(cfg) + fl_config_kv_dim(cfg);
+    case FL_PROJ_UP: return cfg->intermediate_size;
+    default: return 0;
+    }
+}

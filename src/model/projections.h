@@ -27,4 +27,9 @@ extern const char *const fl_proj_modules[FL_N_PROJ]; /* "self_attn.q_proj", ...,
  * gate, up (C -> FF), down (FF -> C). */
 void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out);
 
+/* The first row of projection p in its group's stacked weight, which is also its first column in
+ * the group's stacked output: k at QD and v at QD + KVD (of q | k | v), up at FF (of gate | up);
+ * 0 for the first member of a group. */
+int fl_proj_group_offset(const fl_model_config *cfg, fl_proj p);
+
 #endif
