@@ -114,6 +114,17 @@ static void member_base_backward(fl_model *m, const group_view *v, fl_proj p, vo
                                      1.0f, beta, N, v->IC, oc, ld_dx, ld_dout, v->ld_w);
 }
 
+/* Member p's columns of out (N, OC; ld_out), and *oc its width, holding beta·out + its frozen
+ * product x·W_pᵀ + bias_p. */
+static void *member_out(fl_model *m, const group_view *v, fl_proj p, void *out, int ld_out, float beta, const void *x,
+                        int ld_x, size_t N, int *oc) {
+    int in;
+    fl_proj_dims(&m->cfg, p, &in, oc);
+    void *out_p = act_at(m, out, (size_t)fl_proj_group_offset(&m->cfg, p));
+    member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
+    return out_p;
+}
+
 /* Member p's columns of dout (N, OC; ld_dout), and *oc its width; when need_dx its frozen input
  * gradient is added to dx first — assigned by the first member (*first, then cleared). */
 static const void *member_dout(fl_model *m, const group_view *v, fl_proj p, void *dx, int ld_dx, int need_dx, int *first,
@@ -157,10 +168,8 @@ void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_ou
         }
         int j = 0;
         for (fl_proj p = v->first; p < v->end; p++) {
-            int in, oc;
-            fl_proj_dims(&m->cfg, p, &in, &oc);
-            void *out_p = act_at(m, out, (size_t)fl_proj_group_offset(&m->cfg, p));
-            member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
+            int oc;
+            void *out_p = member_out(m, v, p, out, ld_out, beta, x, ld_x, N, &oc);
             if (v->R_g && lora->a[p])
                 be->matmul_forward(out_p, act_at(m, x, (size_t)v->IC + (size_t)j++ * R), lora_compute(m, lora->b[p]),
                                    NULL, s, 1.0f, N, R, oc, ld_out, ld_x, R);
@@ -169,10 +178,8 @@ void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_ou
     }
     int j = 0;
     for (fl_proj p = v->first; p < v->end; p++) {
-        int in, oc;
-        fl_proj_dims(&m->cfg, p, &in, &oc);
-        void *out_p = act_at(m, out, (size_t)fl_proj_group_offset(&m->cfg, p));
-        member_base_forward(m, v, p, out_p, ld_out, beta, x, ld_x, N);
+        int oc;
+        void *out_p = member_out(m, v, p, out, ld_out, beta, x, ld_x, N, &oc);
         if (!v->R_g || !lora->a[p]) continue;
         int ld_xa = v->concat ? ld_x : R;
         void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
