@@ -61,11 +61,7 @@ static int dequantize_shard(const fl_safetensors *files, int n_files, const fl_s
         const fl_st_tensor *t = &file->tensors[i];
         if (is_companion(files, n_files, t->name)) continue;
         fl_st_write_tensor *o = &out[n];
-        o->name = t->name;
-        o->dtype = t->dtype;
-        o->ndim = t->ndim;
-        memcpy(o->shape, t->shape, sizeof t->shape);
-        o->data = t->data;
+        *o = fl_st_write_tensor_of(t);
         int64_t rows, cols;
         if (nf4_shape(files, n_files, t->name, &rows, &cols)) {
             fl_nf4_weight w;
