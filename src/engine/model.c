@@ -18,6 +18,8 @@
 #include "common/error.h"
 #include "engine/model_internal.h"
 
+/* ---- forward ------------------------------------------------------------------------------- */
+
 /* Per-layer views of the saved activations (activations.h) and their row strides. */
 typedef struct {
     void *h, *h_mid, *h_next;   /* (N, C) residual stream: layer input, after attention, layer output */

@@ -57,7 +57,7 @@ typedef struct {
     fl_activations act;
     int training;             /* dropout active */
     int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
-                                 (model.c); 0: every projection alone — the reference for the tests */
+                                 (projection.c); 0: every projection alone — the reference for the tests */
     int recompute;            /* 1: activation recompute — the forward keeps each layer's input only and
                                  the backward reruns the layer's forward (same ops: same gradients, bit
                                  for bit); activations then hold one layer (activations.h). Set before
@@ -73,7 +73,7 @@ typedef struct {
     uint64_t *dropout_streams;   /* (L, FL_N_PROJ) backend memory: this micro-batch's dropout streams */
     fl_cast_block *cast_blocks;  /* host: the s·B compute copies in the fused weights (refresh_lora_copies) */
     int n_cast_blocks;
-    struct fl_step_runner *runner;   /* host: staged step inputs and recorded steps (model.c) */
+    struct fl_step_runner *runner;   /* host: staged step inputs and recorded steps (staging.c, step.c) */
 } fl_model;
 
 /* Build a model from a HF folder, or from a preset with seeded random base weights. LoRA params
