@@ -1,11 +1,12 @@
 /* test_cuda_plan.c — the CUDA backend's host-side arithmetic (backend/cuda/cuda_plan.c), which
  * compiles and runs in every build, GPU or not: launch grids, the LM-head chunk sizing, the
- * attention tiling and the memory plan of the benchmark presets. */
+ * attention tiling, and the planned memory (plan/plan.h) of the benchmark presets on an 80 GB card. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/cuda/cuda_compare.h"
 #include "backend/cuda/cuda_plan.h"
+#include "plan/plan.h"
 #include "test.h"
 
 TEST(cuda_plan_grid_1d) {
@@ -118,27 +119,29 @@ TEST(cuda_plan_attention_backward) {
 
 TEST(cuda_plan_memory_presets) {
     /* Every benchmark preset at 4 x 2048, rank 16, all seven projections, fits an 80 GB card
-     * without recompute (the issue's bar for Qwen2.5-7B), and the categories add up. */
+     * without recompute (the issue's bar for Qwen2.5-7B), and the categories add up. The memory
+     * model is plan/plan.c's, built on this file's sizes (LM-head chunk, workspace, staging). */
     const char *presets[] = {"qwen2.5-1.5b", "smollm2-1.7b", "tinyllama-1.1b", "qwen2.5-7b"};
     fl_lora_config lc = fl_lora_config_default();
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         fl_model_config cfg;
         CHECK(fl_config_preset(&cfg, presets[i]) == 0);
-        fl_cuda_memory_plan p = fl_cuda_plan_memory(&cfg, &lc, 4, 2048);
-        CHECK_EQ_INT(p.total, p.weights + p.lora + p.grads + p.optimizer + p.activations + p.scratch);
-        CHECK_EQ_INT(p.weights, (size_t)fl_config_total_params(&cfg) * 2);
-        CHECK(p.lora == p.grads / 4 * 6);                 /* f32 master + bf16 copy vs f32 grads */
-        CHECK_MSG(p.total < (size_t)80e9 * 0.95, "%s: plan %.1f GB does not fit 80 GB", presets[i], p.total / 1e9);
-        /* the whole batch's bf16 logits (8192 x V x 2: 2.5 GB for Qwen2.5's vocabulary), cuBLASLt
-         * workspace, staging, and the attention backward's f32 GQA partials (2 x B·T·NH·HS·4:
-         * 224 MiB for Qwen2.5-7B) */
-        size_t logits = (size_t)8192 * cfg.vocab_size * 2;
-        CHECK(p.scratch > logits && p.scratch < logits + ((size_t)1 << 30));
+        fl_plan_memory p = fl_plan_memory_compute(&cfg, &lc, 4, 2048, FL_TARGET_CUDA, 0);
+        double sum = 0;
+#define X(field, label) sum += p.field;
+        FL_PLAN_MEM_CATEGORIES(X)
+#undef X
+        CHECK(p.total == sum);
+        CHECK(p.lora_params == p.lora_grads / 4 * 6);     /* f32 master + bf16 copy vs f32 grads */
+        CHECK_MSG(p.total < 80e9 * 0.95, "%s: plan %.1f GB does not fit 80 GB", presets[i], p.total / 1e9);
+        /* the whole batch's bf16 logits (8192 x V x 2: 2.5 GB for Qwen2.5's vocabulary) */
+        double logits = 8192.0 * cfg.vocab_size * 2;
+        CHECK(p.logits > logits && p.logits < logits + (double)((size_t)1 << 30));
     }
     fl_model_config q7;
     fl_config_preset(&q7, "qwen2.5-7b");
-    fl_cuda_memory_plan p = fl_cuda_plan_memory(&q7, &lc, 4, 2048);
-    CHECK_MSG(p.weights > (size_t)15e9 && p.weights < (size_t)16e9, "qwen2.5-7b weights %.2f GB", p.weights / 1e9);
+    fl_plan_memory p = fl_plan_memory_compute(&q7, &lc, 4, 2048, FL_TARGET_CUDA, 0);
+    CHECK_MSG(p.weights > 15e9 && p.weights < 16e9, "qwen2.5-7b weights %.2f GB", p.weights / 1e9);
 }
 
 /* The per-row error (cuda_compare.h): one wrong row among 8,192 passes a 2e-2 relative L2 over the

@@ -1,5 +1,5 @@
 /* test_fused.c — the fused projections (one GEMM for q/k/v and one for gate/up, LoRA
- * K-concatenated into them, engine/model.c) against every projection run alone (m->fused = 0, the
+ * K-concatenated into them, engine/projection.c) against every projection run alone (m->fused = 0, the
  * sequence the HF fixtures and finite differences check), on both CPU backends.
  *
  * Two models with the same seed take the same steps: the loss and every LoRA gradient must agree

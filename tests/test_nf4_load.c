@@ -18,7 +18,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "quant/nf4_load.h"
-#include "quant/nf4_merge.h"
+#include "quant/nf4_dequantize.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"
@@ -124,11 +124,7 @@ static int write_corrupt(const char *dir, const corruption *c) {
     for (int i = 0; i < st.n_tensors; i++) {
         const fl_st_tensor *t = &st.tensors[i];
         fl_st_write_tensor *o = &out[n];
-        o->name = t->name;
-        o->dtype = t->dtype;
-        o->ndim = t->ndim;
-        memcpy(o->shape, t->shape, sizeof t->shape);
-        o->data = t->data;
+        *o = fl_st_write_tensor_of(t);
         if (c->name && !strcmp(t->name, c->name)) {
             if (c->drop) continue;
             if (c->json) {

@@ -1,5 +1,5 @@
 /* test_step.c — a whole training step with nothing read back inside it (fl_model_train_step,
- * engine/model.c): the loss, Σg² and the clip factor stay in the step's scalars on the backend,
+ * engine/step.c): the loss, Σg² and the clip factor stay in the step's scalars on the backend,
  * AdamW reads its factors from there, and the step is the same computation as the op-by-op calls it
  * replaces (fl_train_accumulate + fl_model_grad_norm + fl_model_optimizer_step), bit for bit.
  * Recording and replaying the step (CUDA graphs) is checked on a GPU by test_cuda_ops.c. */

@@ -34,7 +34,7 @@
  * with `alloc`): ops read their per-step inputs from it and write their results into it, so nothing
  * inside a step needs a value on the host, and a step recorded once (capture_begin below) replays
  * with new values. The host fills the inputs with one upload before the step and reads the results
- * back once after it (engine/model.c). */
+ * back once after it (engine/step.c). */
 typedef struct {
     /* inputs, uploaded by the host before the ops that read them */
     float grad_scale;       /* lm_head_loss: the factor on d(loss_sum)/d(logits), 1 / counted tokens */
@@ -103,7 +103,7 @@ typedef struct fl_backend {
     void (*cast_to_weight)(void *dst, const float *src, size_t n);
 
     /* For each of n blocks (host array): dst (rows, cols; ld) = scale · src (rows, cols), weight-typed
-     * from f32 — the LoRA B compute copies inside the fused projections' weights (engine/model.c),
+     * from f32 — the LoRA B compute copies inside the fused projections' weights (engine/projection.c),
      * all of them in one call. */
     void (*cast_to_weight_2d)(const fl_cast_block *blocks, int n, float scale, int cols);
 

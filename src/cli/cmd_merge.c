@@ -1,7 +1,7 @@
 /* cmd_merge.c — `fastlora merge --model DIR --adapter DIR --out DIR [--force]`: the base with the LoRA
  * folded in (W' = W + s·B·A, each tensor in its original dtype), as a full HF folder written whole or
  * not at all; a non-empty --out needs --force (infer/merge.c). A bitsandbytes 4-bit (NF4) base is
- * merged into its dequantized weights and written as a float model (quant/nf4_merge.h, docs/QUANT.md). */
+ * merged into its dequantized weights and written as a float model (infer/merge_nf4.h, docs/QUANT.md). */
 #include "cli/commands.h"
 
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include "common/args.h"
 #include "common/error.h"
 #include "infer/merge.h"
+#include "infer/merge_nf4.h"
 #include "io/file_util.h"
 #include "quant/nf4_load.h"
-#include "quant/nf4_merge.h"
 
 int cmd_merge(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *out = NULL;

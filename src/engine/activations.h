@@ -20,7 +20,7 @@
 /* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope;
  * LS = layers whose tensors are kept (L, or 1 with recompute).
  * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
- * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/model.c): the norm's output in
+ * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/projection.c): the norm's output in
  * the first C columns, then x·lora_aᵀ of each adapted member (room for all of them: 3R and 2R). */
 #define ACTIVATION_TABLE(X)                                                                        \
     X(residual,     ACT,     (size_t)(L + 1) * N * C)   /* (L+1, N, C) input of each layer, last = final */ \

@@ -57,7 +57,7 @@ typedef struct {
     fl_activations act;
     int training;             /* dropout active */
     int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
-                                 (model.c); 0: every projection alone — the reference for the tests */
+                                 (projection.c); 0: every projection alone — the reference for the tests */
     int recompute;            /* 1: activation recompute — the forward keeps each layer's input only and
                                  the backward reruns the layer's forward (same ops: same gradients, bit
                                  for bit); activations then hold one layer (activations.h). Set before
@@ -73,7 +73,7 @@ typedef struct {
     uint64_t *dropout_streams;   /* (L, FL_N_PROJ) backend memory: this micro-batch's dropout streams */
     fl_cast_block *cast_blocks;  /* host: the s·B compute copies in the fused weights (refresh_lora_copies) */
     int n_cast_blocks;
-    struct fl_step_runner *runner;   /* host: staged step inputs and recorded steps (model.c) */
+    struct fl_step_runner *runner;   /* host: staged step inputs and recorded steps (staging.c, step.c) */
 } fl_model;
 
 /* Build a model from a HF folder, or from a preset with seeded random base weights. LoRA params
@@ -133,7 +133,7 @@ fl_step_stats fl_model_train_step(fl_model *m, const fl_batch *micro, int n_micr
 /* Steps replayed from a recording so far (0 on a backend that does not record). */
 int fl_model_replayed_steps(const fl_model *m);
 void fl_model_zero_grads(fl_model *m);
-/* One projection group of layer l (lora/lora.h), forward only and without dropout, for decoding:
+/* One projection group of layer l (model/projections.h), forward only and without dropout, for decoding:
  * out (N, OC; ld_out) = beta·out + x·Wᵀ + bias (+ LoRA when use_lora). q/k/v and gate/up: x (N,
  * ld_x) holds the norm output in its first C columns and, with LoRA, receives x·lora_aᵀ after them
  * (ld_x >= C + the group's LoRA columns); o and down: x (N, IC; ld_x), xa (N, R) scratch. */

@@ -114,11 +114,7 @@ static int merge_shard(const char *in_path, const char *out_path, const fl_model
     int status = 0;
     for (int i = 0; i < st.n_tensors && !status; i++) {
         const fl_st_tensor *t = &st.tensors[i];
-        out[i].name = t->name;
-        out[i].dtype = t->dtype;
-        out[i].ndim = t->ndim;
-        memcpy(out[i].shape, t->shape, sizeof t->shape);
-        out[i].data = t->data;
+        out[i] = fl_st_write_tensor_of(t);
         if ((status = fl_st_check_finite(t, in_path))) break; /* copied or merged, a NaN would pass on */
         int l;
         fl_proj p;

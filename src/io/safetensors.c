@@ -240,3 +240,9 @@ int fl_safetensors_write(const char *path, const fl_st_write_tensor *tensors, in
     }
     return fl_atomic_file_commit(&out);
 }
+
+fl_st_write_tensor fl_st_write_tensor_of(const fl_st_tensor *t) {
+    fl_st_write_tensor o = {.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
+    memcpy(o.shape, t->shape, sizeof o.shape);
+    return o;
+}

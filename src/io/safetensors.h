@@ -60,6 +60,10 @@ typedef struct {
     const void *data;
 } fl_st_write_tensor;
 
+/* The write descriptor of t as read (name, dtype, shape, data: the file's mapped bytes): a tensor
+ * copied unchanged, or the start of one whose data the caller replaces. */
+fl_st_write_tensor fl_st_write_tensor_of(const fl_st_tensor *t);
+
 /* Writes a safetensors file (tensors in the given order, header padded to 8 bytes, metadata as
  * string pairs, may be NULL/0) to `path` via a temporary file and rename. */
 int fl_safetensors_write(const char *path, const fl_st_write_tensor *tensors, int n_tensors,

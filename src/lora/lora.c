@@ -8,11 +8,6 @@
 #include "common/error.h"
 #include "common/rng.h"
 
-const char *const fl_proj_names[FL_N_PROJ] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-const char *const fl_proj_modules[FL_N_PROJ] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                                "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
-                                                "mlp.down_proj"};
-
 fl_lora_config fl_lora_config_default(void) {
     fl_lora_config lc = {.rank = 16, .alpha = 32.0f, .use_rslora = 0, .dropout = 0.0f,
                          .target_mask = (1u << FL_N_PROJ) - 1, .seed = 1234};
@@ -42,29 +37,12 @@ int fl_lora_parse_targets(const char *list, unsigned *mask) {
     return status;
 }
 
-void fl_group_members(fl_group g, fl_proj *first, fl_proj *end) {
-    static const fl_proj bounds[FL_N_GROUPS + 1] = {FL_PROJ_Q, FL_PROJ_O, FL_PROJ_GATE, FL_PROJ_DOWN, FL_N_PROJ};
-    *first = bounds[g];
-    *end = bounds[g + 1];
-}
-
 int fl_lora_group_rank(const fl_lora_config *lc, fl_group g) {
     fl_proj first, end;
     fl_group_members(g, &first, &end);
     int n = 0;
     for (fl_proj p = first; p < end; p++) n += (lc->target_mask >> p) & 1u;
     return n * lc->rank;
-}
-
-void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out) {
-    int C = cfg->hidden_size, QD = fl_config_q_dim(cfg), KVD = fl_config_kv_dim(cfg), FF = cfg->intermediate_size;
-    switch (p) {
-    case FL_PROJ_Q: *in = C; *out = QD; break;
-    case FL_PROJ_K: case FL_PROJ_V: *in = C; *out = KVD; break;
-    case FL_PROJ_O: *in = QD; *out = C; break;
-    case FL_PROJ_GATE: case FL_PROJ_UP: *in = C; *out = FF; break;
-    default: *in = FF; *out = C; break;
-    }
 }
 
 size_t fl_lora_param_count(const fl_model_config *cfg, const fl_lora_config *lc) {

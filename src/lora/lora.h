@@ -7,7 +7,8 @@
  * then the lora_a of each adapted member of the group, then their lora_b — so the gradients, both
  * AdamW moments and the optimizer's single launch share that layout, and the lora_a matrices of a
  * group are one stacked (members·R, IC) matrix (one GEMM for q, k and v, which share their input).
- * Not the adapter file format (lora/adapter_io.h).
+ * Not the projections themselves (model/projections.h: fl_proj, fl_group, their widths) and not the
+ * adapter file format (lora/adapter_io.h).
  */
 #ifndef FL_LORA_H
 #define FL_LORA_H
@@ -17,21 +18,10 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
-
-typedef enum { FL_PROJ_Q = 0, FL_PROJ_K, FL_PROJ_V, FL_PROJ_O, FL_PROJ_GATE, FL_PROJ_UP, FL_PROJ_DOWN, FL_N_PROJ } fl_proj;
-
-/* Projections that read the same input form a group, computed as one (fused) projection:
- * q,k,v (the attention norm's output), o, gate,up (the MLP norm's output), down. A group's members
- * are consecutive in fl_proj order. */
-typedef enum { FL_GROUP_QKV = 0, FL_GROUP_O, FL_GROUP_GATE_UP, FL_GROUP_DOWN, FL_N_GROUPS } fl_group;
-/* Members of group g: projections first .. end-1. */
-void fl_group_members(fl_group g, fl_proj *first, fl_proj *end);
+#include "model/projections.h"
 
 /* The flat parameter order, as stored in checkpoints' optimizer moments (train/checkpoint.c). */
 #define FL_LORA_PARAM_ORDER "layer-group-a-then-b"
-
-extern const char *const fl_proj_names[FL_N_PROJ];   /* "q_proj", ..., "down_proj" */
-extern const char *const fl_proj_modules[FL_N_PROJ]; /* "self_attn.q_proj", ..., "mlp.down_proj" */
 
 typedef struct {
     int rank;              /* R */
@@ -47,8 +37,6 @@ fl_lora_config fl_lora_config_default(void);
 float fl_lora_scale(const fl_lora_config *lc);
 /* Parses "q,k,v,o,gate,up,down" (also the *_proj spellings, or "all"). */
 int fl_lora_parse_targets(const char *list, unsigned *mask);
-/* Input and output widths of projection p. */
-void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out);
 /* Columns of the group's stacked x·lora_aᵀ: R times its adapted members (0: none adapted). */
 int fl_lora_group_rank(const fl_lora_config *lc, fl_group g);
 

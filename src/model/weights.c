@@ -19,7 +19,7 @@
 #include "common/rng.h"
 #include "io/file_util.h"
 #include "io/safetensors.h"
-#include "lora/lora.h"
+#include "model/projections.h"
 #include "quant/nf4_load.h"
 
 int fl_quant_parse(const char *s, fl_quant *out) {

@@ -5,7 +5,7 @@
  * All tensors live in one allocation of the backend's memory — the matrices in its weight type,
  * the norm weights and biases in its act type (backend.h) — in HF's layout: nn.Linear weights are
  * (out, in), row-major, y = x·Wᵀ. Projections that read the same input are stored fused, one
- * matrix per group (lora/lora.h): q, k, v as the rows of one (QD + 2·KVD, C) matrix, gate and up as
+ * matrix per group (model/projections.h): q, k, v as the rows of one (QD + 2·KVD, C) matrix, gate and up as
  * one (2·FF, C); their rows may be wider than C (row stride ld_qkv / ld_gate_up) by columns that
  * the caller reserves — the engine keeps the LoRA B compute copy there, so that base and LoRA are
  * one K-concatenated GEMM (docs/ARCHITECTURE.md).

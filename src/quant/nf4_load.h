@@ -20,7 +20,7 @@
 #define FL_QUANT_NF4_LOAD_H
 
 #include "io/safetensors.h"
-#include "lora/lora.h"
+#include "model/projections.h"
 #include "model/config.h"
 #include "quant/nf4.h"
 

@@ -1,7 +1,7 @@
 /* cuda_graph.cu — recording a training step as one CUDA graph and replaying it (backend.h,
  * capture_*): stream capture of everything the engine enqueues between capture_begin and
  * capture_end, instantiated once, launched with one call per step. Not the policy of when to record
- * (engine/model.c: a step's first run is op by op, then recorded; later steps of the same shape
+ * (engine/step.c: a step's first run is op by op, then recorded; later steps of the same shape
  * replay it) and not the staging of inputs (the engine uploads from alloc_host memory, whose
  * addresses the graph's copy nodes keep).
  *

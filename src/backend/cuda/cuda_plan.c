@@ -1,8 +1,8 @@
-/* cuda_plan.c — launch shapes, LM-head chunking and the GPU memory plan (see cuda_plan.h).
+/* cuda_plan.c — launch shapes, LM-head chunking, attention tiling and NF4 tiles (see cuda_plan.h).
  * Plain C with no CUDA dependency: compiled into every build and tested on the CPU. */
 #include "backend/cuda/cuda_plan.h"
 
-#include "engine/activations.h"
+#include "model/projections.h"
 
 unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blocks) {
     if (n == 0) return 0;
@@ -128,22 +128,4 @@ size_t fl_cuda_nf4_scratch_bytes(const fl_model_config *cfg) {
         most = bytes > most ? bytes : most;
     }
     return most;
-}
-
-size_t fl_cuda_base_elements(const fl_model_config *cfg) { return (size_t)fl_config_total_params(cfg); }
-
-fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T) {
-    fl_cuda_memory_plan p;
-    size_t n_lora = fl_lora_param_count(cfg, lc), N = (size_t)B * T;
-    p.weights = fl_cuda_base_elements(cfg) * 2;
-    p.lora = n_lora * (sizeof(float) + 2);
-    p.grads = n_lora * sizeof(float);
-    p.optimizer = 2 * n_lora * sizeof(float);
-    p.activations = fl_activations_bytes(cfg, lc->rank, B, T, 2, 0);
-    p.scratch = fl_cuda_lm_head_scratch_bytes(N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET) + FL_CUDA_WORKSPACE_BYTES +
-                FL_CUDA_STAGING_FLOATS * sizeof(float) + ((size_t)1 << 20) /* reductions, RoPE table */;
-    if (fl_cuda_attn_mma_supported(cfg->head_dim))
-        p.scratch += fl_cuda_attn_bwd_make_plan(B, T, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim).scratch_bytes;
-    p.total = p.weights + p.lora + p.grads + p.optimizer + p.activations + p.scratch;
-    return p;
 }

@@ -1,6 +1,7 @@
 /* cuda_plan.h — the host-side arithmetic of the CUDA backend, in plain C so it compiles and is
  * tested in every build (tests/test_cuda_plan.c), GPU or not: launch configurations, the LM-head
- * chunk size, the attention tiling, and the memory plan (bytes per category) of a training run.
+ * chunk size, the attention tiling, the NF4 tiles and the fixed scratch sizes. The memory a training
+ * run needs is planned in one place, plan/plan.h (fl_plan_memory_compute), from these sizes.
  *
  * Nothing here touches the GPU or includes a CUDA header; the .cu files call these functions so
  * the numbers the tests check are the numbers the kernels launch with. Shapes use the glossary of
@@ -12,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lora/lora.h"
 #include "model/config.h"
 
 #ifdef __cplusplus
@@ -28,7 +28,7 @@ unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blo
 /* ---- LM head ---- */
 
 /* Bytes for one chunk of bf16 logits (the only (rows, V) buffer that exists): FL_CUDA_LM_HEAD_BUDGET,
- * what the memory plans (fl_cuda_plan_memory, `fastlora plan`) assume, so the chunking depends on
+ * what the memory plan (plan/plan.h, `fastlora plan`) assumes, so the chunking depends on
  * the shapes (N, V) alone — never on the memory free at the first call, which would let two
  * processes (or two runs) split the same batch differently and differ bitwise. A GPU too small for
  * it is told so by the plan and the OOM message. FL_CUDA_LM_HEAD_MIN_BUDGET: the smallest budget
@@ -97,25 +97,10 @@ int64_t fl_cuda_nf4_tile_rows(int64_t rows, int64_t cols);
 /* Bytes of the NF4 tile scratch for a model: the largest tile of its seven projections. */
 size_t fl_cuda_nf4_scratch_bytes(const fl_model_config *cfg);
 
-/* ---- memory plan ---- */
-
-typedef struct {
-    size_t weights;       /* frozen base, bf16 */
-    size_t lora;          /* f32 masters + bf16 compute copy */
-    size_t grads;         /* f32 */
-    size_t optimizer;     /* AdamW m and v, f32 */
-    size_t activations;   /* engine/activations.h table at act_size 2 */
-    size_t scratch;       /* LM-head chunk, cuBLASLt workspace, reductions, staging */
-    size_t total;
-} fl_cuda_memory_plan;
+/* ---- fixed scratch (cuda_context.cu, cuda_memory.cu; plan/plan.c counts them) ---- */
 
 #define FL_CUDA_WORKSPACE_BYTES ((size_t)32 << 20)   /* cuBLASLt workspace (Hopper wants 32 MiB) */
 #define FL_CUDA_STAGING_FLOATS ((size_t)16 << 20)    /* f32 host<->bf16 conversion staging, 64 MiB */
-
-/* The bytes a training run of `cfg` with LoRA `lc` at B x T allocates on the GPU. */
-fl_cuda_memory_plan fl_cuda_plan_memory(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);
-/* Frozen base elements (embedding, untied LM head, layers, norms, biases), as weights.c lays them out. */
-size_t fl_cuda_base_elements(const fl_model_config *cfg);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,150 @@
+/* model_init.c — building an fl_model (from a HF folder, a preset or a config with random weights),
+ * loading a PEFT adapter's weights into it, freeing it, and the defaults and tables construction
+ * needs: AdamW's defaults, the RoPE frequencies, the columns reserved for LoRA in the fused weights,
+ * the memory line. Not the forward or backward (model.c) and not the adapter file format
+ * (lora/adapter_io.h). */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engine/model_internal.h"
+#include "lora/adapter_io.h"
+
+fl_adamw_config fl_adamw_config_default(void) {
+    fl_adamw_config c = {.lr = 2e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f,
+                         .max_grad_norm = 1.0f};
+    return c;
+}
+
+void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) {
+    int HS = cfg->head_dim;
+    for (int j = 0; j < HS / 2; j++) {
+        /* transformers: 1 / theta ** (arange(0, HS, 2).float() / HS), in f32 */
+        float exponent = (float)(2 * j) / (float)HS;
+        float f = 1.0f / powf((float)cfg->rope_theta, exponent);
+        if (cfg->rope_llama3) {
+            double factor = cfg->rope_factor, lo = cfg->rope_low_freq_factor, hi = cfg->rope_high_freq_factor;
+            double orig = cfg->rope_original_max_position;
+            double low_wavelen = orig / lo, high_wavelen = orig / hi;
+            double wavelen = 2.0 * M_PI / f;
+            if (wavelen > low_wavelen) {
+                f = (float)(f / factor);
+            } else if (wavelen >= high_wavelen) {
+                double smooth = (orig / wavelen - lo) / (hi - lo);
+                f = (float)((1.0 - smooth) * f / factor + smooth * f);
+            }
+        }
+        inv_freq[j] = f;
+    }
+}
+
+/* ---- construction --------------------------------------------------------------------------- */
+
+/* Columns reserved after C in the fused q/k/v and gate/up weights: the LoRA B compute copy of
+ * every member (weights.h), so the size does not depend on which members are adapted. */
+fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc) {
+    fl_weights_reserve r = {0, 0};
+    if (lc->rank > 0) {
+        r.qkv = 3 * lc->rank;
+        r.gate_up = 2 * lc->rank;
+    }
+    return r;
+}
+
+static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
+    const fl_backend *be = m->be;
+    m->lora_cfg = *lc;
+    m->sc = be->alloc(sizeof *m->sc);
+    m->dropout_streams = be->alloc(sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    m->runner = new_runner();
+    m->graphs = 1;
+    fl_lora_buffer_init(&m->lora, &m->cfg, lc, be);
+    fl_lora_buffer_init(&m->grads, &m->cfg, lc, be);
+    fl_lora_buffer_init(&m->adam_m, &m->cfg, lc, be);
+    fl_lora_buffer_init(&m->adam_v, &m->cfg, lc, be);
+    fl_lora_init_peft(&m->lora, &m->cfg, lc);
+    m->lora_w = be->weight_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->weight_size);
+    build_cast_blocks(m);
+    fl_model_sync_lora(m);
+    int half = m->cfg.head_dim / 2;
+    float *host = fl_malloc(sizeof(float) * (size_t)half);
+    fl_rope_inv_freq(&m->cfg, host);
+    m->inv_freq = be->alloc(sizeof(float) * (size_t)half);
+    be->upload(m->inv_freq, host, sizeof(float) * (size_t)half);
+    free(host);
+    m->training = 1;
+    m->fused = 1;
+}
+
+int fl_model_init_dir(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc) {
+    return fl_model_init_dir_quant(m, dir, be, lc, FL_QUANT_NONE);
+}
+
+int fl_model_init_dir_quant(fl_model *m, const char *dir, const fl_backend *be, const fl_lora_config *lc, fl_quant quant) {
+    memset(m, 0, sizeof *m);
+    m->be = be;
+    FL_TRY(fl_weights_load_quant(&m->base, &m->cfg, dir, be, fl_model_weights_reserve(lc), quant));
+    model_finish_init(m, lc);
+    return 0;
+}
+
+void fl_model_init_random(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                          const fl_lora_config *lc) {
+    fl_model_init_random_quant(m, cfg, seed, be, lc, FL_QUANT_NONE);
+}
+
+void fl_model_init_random_quant(fl_model *m, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
+                                const fl_lora_config *lc, fl_quant quant) {
+    memset(m, 0, sizeof *m);
+    m->be = be;
+    m->cfg = *cfg;
+    fl_weights_init_random_quant(&m->base, &m->cfg, seed, be, fl_model_weights_reserve(lc), quant);
+    model_finish_init(m, lc);
+}
+
+int fl_model_init_preset(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be, const fl_lora_config *lc) {
+    return fl_model_init_preset_quant(m, preset, seed, be, lc, FL_QUANT_NONE);
+}
+
+int fl_model_init_preset_quant(fl_model *m, const char *preset, uint64_t seed, const fl_backend *be,
+                               const fl_lora_config *lc, fl_quant quant) {
+    fl_model_config cfg;
+    FL_TRY(fl_config_preset(&cfg, preset));
+    fl_model_init_random_quant(m, &cfg, seed, be, lc, quant);
+    return 0;
+}
+
+int fl_model_load_adapter(fl_model *m, const char *adapter_dir) {
+    FL_TRY(fl_adapter_load_weights(adapter_dir, &m->lora, &m->cfg, &m->lora_cfg));
+    fl_model_sync_lora(m);
+    return 0;
+}
+
+void fl_model_free(fl_model *m) {
+    if (m->runner) free_runner(m);
+    if (m->sc) m->be->free(m->sc);
+    if (m->dropout_streams) m->be->free(m->dropout_streams);
+    free(m->cast_blocks);
+    if (m->lora_w && m->lora_w != (void *)m->lora.data) m->be->free(m->lora_w);
+    fl_weights_free(&m->base);
+    fl_lora_buffer_free(&m->lora);
+    fl_lora_buffer_free(&m->grads);
+    fl_lora_buffer_free(&m->adam_m);
+    fl_lora_buffer_free(&m->adam_v);
+    fl_activations_free(&m->act);
+    if (m->inv_freq) m->be->free(m->inv_freq);
+    memset(m, 0, sizeof *m);
+}
+
+void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out) {
+    const double MiB = 1048576.0;
+    size_t lora = m->lora.n * sizeof(float);
+    size_t lora_w = m->lora_w == (void *)m->lora.data ? 0 : m->lora.n * m->be->weight_size;
+    size_t act = fl_activations_bytes(&m->cfg, m->lora_cfg.rank, B, T, m->be->act_size, !!m->recompute);
+    fprintf(out, "  memory plan: base weights %.1f MiB, LoRA %.1f MiB (+%.1f compute copy), grads %.1f MiB, "
+                 "AdamW m+v %.1f MiB, activations %.1f MiB for %d x %d\n",
+            m->base.bytes / MiB, lora / MiB, lora_w / MiB, lora / MiB, 2 * lora / MiB, act / MiB, B, T);
+}
