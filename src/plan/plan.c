@@ -50,7 +50,7 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
     double P = (double)fl_lora_param_count(cfg, lc), N = (double)B * T;
     /* the engine's own tables: the base as weights.c lays it out, activations.h */
     m.weights = (double)fl_weights_bytes(cfg, act, act, fl_model_weights_reserve(lc), nf4 ? FL_QUANT_NF4 : FL_QUANT_NONE);
-    m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* model.c: the compute copy aliases on CPU */
+    m.lora_params = P * sizeof(float) + (cuda ? P * act : 0);            /* engine/model_init.c: the compute copy aliases on CPU */
     m.lora_grads = P * sizeof(float);
     m.adamw = 2 * P * sizeof(float);
     m.activations_full = (double)fl_activations_bytes(cfg, lc->rank, B, T, act, 0);

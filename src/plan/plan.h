@@ -9,7 +9,7 @@
  *   printf("%s: %.0f tok/s, %s\n", gpu->short_name, r.tok_s, r.fits ? "fits" : "does not fit");
  *
  * Memory is computed from the engine's own tables (engine/activations.h with and without recompute,
- * model/weights.h's layout of the base, float or NF4, the LoRA buffer layout of model.c, the CPU
+ * model/weights.h's layout of the base, float or NF4, the LoRA buffer layout of engine/model_init.c, the CPU
  * LM-head chunk of cpu_loss.c and NF4 tile of gemm_nf4.c, the CUDA backend's constants in
  * backend/cuda/cuda_plan.h) so it cannot drift from what the engine allocates. Recompute (train/bench
  * --recompute) keeps the residual stream of every layer plus one layer's activations and reruns the

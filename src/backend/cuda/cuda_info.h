@@ -1,9 +1,9 @@
-/* cuda_info.h — what plain C (the CLI's bench, the tests) may ask the CUDA backend beyond the
- * interface of backend.h: device name, memory counters, a measured matmul rate. Declared in every
- * build; defined only when the build has CUDA (FL_HAVE_CUDA), so callers guard their use with
- * #ifdef FL_HAVE_CUDA.
+/* cuda_info.h — what plain C (the CUDA backend's describe/read_counters hooks, the tests) may ask
+ * the CUDA backend beyond the interface of backend.h: device name, memory counters, a measured
+ * matmul rate. Declared in every build; defined only when the build has CUDA (FL_HAVE_CUDA), so
+ * callers guard their use with #ifdef FL_HAVE_CUDA. The bench asks backend.h's describe instead.
  *
- * Usage (bench):
+ * Usage (tests):
  *   #ifdef FL_HAVE_CUDA
  *   if (be == fl_backend_cuda()) printf("%s, peak %.1f GiB\n", fl_cuda_device_name(), fl_cuda_peak_bytes() / 1073741824.0);
  *   #endif
