@@ -5,7 +5,12 @@
  * kernel sweeping a packed A block (MC rows, L2) against one B micro-panel, as in the driver. */
 #include "../../src/backend/cpu/gemm_bf16_avx512.c"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+static void *xaligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
 static double cpu_now(void) {
     struct timespec t;
