@@ -34,7 +34,7 @@ int main(void) {
             double t = cpu_now();
             for (int i = 0; i < calls; i++) {
                 int ir = mode ? (i % (MC / MR)) : 0, jr = mode == 2 ? (i / (MC / MR)) % npanels : 0;
-                kernel(kcp, ap + ir * astride, bp + (size_t)jr * kcp * NR, C + (size_t)ir * MR * NR * npanels + jr * NR,
+                kernel(kc, ap + ir * astride, bp + (size_t)jr * kcp * NR, C + (size_t)ir * MR * NR * npanels + jr * NR,
                        NR * npanels, MR, NR, 1.0f, 1.0f);
             }
             t = cpu_now() - t;

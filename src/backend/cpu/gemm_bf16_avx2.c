@@ -82,7 +82,8 @@ TGT static inline __m256 widen8(__m128i h) { return _mm256_castsi256_ps(_mm256_s
 
 /* A rows [0, mr) (mr <= MR), k [0, kc) -> dst [kc][MR] f32 rounded to bf16; rows past mr are zero.
  * dst has room for 2 floats past its end (the last 8-wide store overlaps). */
-TGT static void pack_a(float *restrict dst, const float *A, int lda, int mr, int kc) {
+TGT static void pack_a(void *restrict dst_, const float *A, int lda, int mr, int kc) {
+    float *dst = dst_;
     int k = 0;
     __m256 r[8];
     for (; k + 8 <= kc; k += 8) {
@@ -99,7 +100,8 @@ TGT static void pack_a(float *restrict dst, const float *A, int lda, int mr, int
 }
 
 /* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B; k [0, kc) -> dst [kc][NR] f32. */
-TGT static void pack_b_nt(float *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nt(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    float *dst = dst_;
     for (int g = 0; g < NR; g += 8) {
         int k = 0;
         for (; k + 8 <= kc; k += 8) {
@@ -119,7 +121,8 @@ TGT static void pack_b_nt(float *restrict dst, const uint16_t *B, int ldb, int n
 }
 
 /* B panel for nn (B is (K, N)): row k, columns [0, nr) widened -> dst [kc][NR] f32. */
-TGT static void pack_b_nn(float *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nn(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    float *dst = dst_;
     for (int k = 0; k < kc; k++) {
         const uint16_t *b = B + (size_t)k * ldb;
         float *d = dst + (size_t)k * NR;
@@ -139,8 +142,9 @@ TGT static void pack_b_nn(float *restrict dst, const uint16_t *B, int ldb, int n
 
 /* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kc k. beta == 0: C = alpha·acc (C not read);
  * beta == 1: C += alpha·acc; else C = alpha·acc + beta·C. */
-TGT static void kernel(int kc, const float *restrict pa, const float *restrict pb, float *C, int ldc, int mr, int nr,
+TGT static void kernel(int kc, const void *restrict pa_, const void *restrict pb_, float *C, int ldc, int mr, int nr,
                        float alpha, float beta) {
+    const float *pa = pa_, *pb = pb_;
     for (int r = 0; r < mr; r++) _mm_prefetch((const char *)(C + (size_t)r * ldc), _MM_HINT_T0);
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -205,24 +209,12 @@ TGT static void kernel(int kc, const float *restrict pa, const float *restrict p
 static size_t a_panel_bytes(int kc) { return sizeof(float) * ((size_t)kc * MR + 8); }   /* + the overlapping store */
 static size_t b_panel_bytes(int kc) { return sizeof(float) * (size_t)kc * NR; }
 
-TGT static void pack_a_any(void *dst, const float *A, int lda, int mr, int kc) { pack_a(dst, A, lda, mr, kc); }
-
-TGT static void pack_b_any(void *dst, int trans_b, const uint16_t *B, int ldb, int nr, int kc) {
-    if (trans_b) pack_b_nt(dst, B, ldb, nr, kc);
-    else pack_b_nn(dst, B, ldb, nr, kc);
-}
-
-TGT static void kernel_any(int kc, const void *pa, const void *pb, float *C, int ldc, int mr, int nr, float alpha,
-                           float beta) {
-    kernel(kc, pa, pb, C, ldc, mr, nr, alpha, beta);
-}
-
 const fl_gemm_bf16_kernels fl_gemm_bf16_avx2_kernels = {
     .mr = MR, .nr = NR, .kc = KC, .k_align = 1, .mc = MC, .nc = NC,
     .serial_flops = 4e6,
     .private_b_bytes = (size_t)4 << 20,
     .a_panel_bytes = a_panel_bytes, .b_panel_bytes = b_panel_bytes,
-    .pack_a = pack_a_any, .pack_b = pack_b_any, .kernel = kernel_any,
+    .pack_a = pack_a, .pack_b_nt = pack_b_nt, .pack_b_nn = pack_b_nn, .kernel = kernel,
 };
 
 #endif

@@ -58,7 +58,8 @@ static inline __mmask16 tail_mask16(int n) { return n >= 16 ? (__mmask16)0xffff 
 
 /* A rows [0, mr) (mr <= MR), k [0, kc) -> dst, [ceil(kc/32)][MR][16] words. Rows past mr and k
  * past kc are zero. */
-TGT static void pack_a(uint32_t *restrict dst, const float *A, int lda, int mr, int kc) {
+TGT static void pack_a(void *restrict dst_, const float *A, int lda, int mr, int kc) {
+    uint32_t *dst = dst_;
     int nblk = (kc + 31) / 32, nfull = kc / 32;
     /* row by row, so each row is one sequential stream for the hardware prefetcher */
     for (int r = 0; r < mr; r++) {
@@ -108,7 +109,8 @@ TGT static inline void transpose16x16(__m512i r[16]) {
 
 /* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B, whose (k, k+1) pairs are already
  * words; k [0, kc) -> dst [kcp][NR] words, by 16 × 16 word transposes. */
-TGT static void pack_b_nt(uint32_t *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nt(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    uint32_t *dst = dst_;
     int kcp = (kc + 1) / 2;
     for (int g = 0; g < NV; g++) {
         int rows = nr - 16 * g;
@@ -127,7 +129,8 @@ TGT static void pack_b_nt(uint32_t *restrict dst, const uint16_t *B, int ldb, in
 }
 
 /* B panel for nn (B is (K, N)): rows 2kp and 2kp+1, columns [0, nr) interleaved into words. */
-TGT static void pack_b_nn(uint32_t *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nn(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    uint32_t *dst = dst_;
     int kcp = (kc + 1) / 2;
     for (int kp = 0; kp < kcp; kp++) {
         const uint16_t *b0 = B + (size_t)(2 * kp) * ldb;
@@ -144,10 +147,12 @@ TGT static void pack_b_nn(uint32_t *restrict dst, const uint16_t *B, int ldb, in
 
 /* ---------------------------------------------------------------- micro-kernel */
 
-/* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kcp k-pairs. beta == 0: C = alpha·acc (C not read);
+/* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kc k ((kc + 1) / 2 k-pairs). beta == 0: C = alpha·acc (C not read);
  * beta == 1: C += alpha·acc; else C = alpha·acc + beta·C. */
-TGT static void kernel(int kcp, const uint32_t *restrict pa, const uint32_t *restrict pb, float *C, int ldc,
-                       int mr, int nr, float alpha, float beta) {
+TGT static void kernel(int kc, const void *restrict pa_, const void *restrict pb_, float *C, int ldc, int mr, int nr,
+                       float alpha, float beta) {
+    const uint32_t *pa = pa_, *pb = pb_;
+    int kcp = (kc + 1) / 2;
     /* Ask for the C tile now (for writing), so its misses overlap the k loop instead of stalling
      * the stores at the end — with C bigger than the caches (the LM head's logits) that matters. */
     for (int r = 0; r < mr; r++) {
@@ -215,24 +220,12 @@ TGT static void kernel(int kcp, const uint32_t *restrict pa, const uint32_t *res
 static size_t a_panel_bytes(int kc) { return sizeof(uint32_t) * (size_t)((kc + 31) / 32) * MR * 16; }
 static size_t b_panel_bytes(int kc) { return sizeof(uint32_t) * (size_t)((kc + 1) / 2) * NR; }
 
-TGT static void pack_a_any(void *dst, const float *A, int lda, int mr, int kc) { pack_a(dst, A, lda, mr, kc); }
-
-TGT static void pack_b_any(void *dst, int trans_b, const uint16_t *B, int ldb, int nr, int kc) {
-    if (trans_b) pack_b_nt(dst, B, ldb, nr, kc);
-    else pack_b_nn(dst, B, ldb, nr, kc);
-}
-
-TGT static void kernel_any(int kc, const void *pa, const void *pb, float *C, int ldc, int mr, int nr, float alpha,
-                           float beta) {
-    kernel((kc + 1) / 2, pa, pb, C, ldc, mr, nr, alpha, beta);
-}
-
 const fl_gemm_bf16_kernels fl_gemm_bf16_avx512_kernels = {
     .mr = MR, .nr = NR, .kc = KC, .k_align = 32, .mc = MC, .nc = NC,
     .serial_flops = 8e6,
     .private_b_bytes = (size_t)64 << 10,
     .a_panel_bytes = a_panel_bytes, .b_panel_bytes = b_panel_bytes,
-    .pack_a = pack_a_any, .pack_b = pack_b_any, .kernel = kernel_any,
+    .pack_a = pack_a, .pack_b_nt = pack_b_nt, .pack_b_nn = pack_b_nn, .kernel = kernel,
 };
 
 #endif

@@ -76,8 +76,9 @@ static void pack_b_item(const fl_gemm_bf16_kernels *k, const blocking *b, unsign
     int q = bi / npanels, j = bi % npanels;
     int pc = (p0 + q) * b->kc_blk, kc = K - pc < b->kc_blk ? K - pc : b->kc_blk;
     int jr = j * k->nr, nr = nc - jr < k->nr ? nc - jr : k->nr;
-    const uint16_t *src = trans_b ? B + (size_t)(jc + jr) * ldb + pc : B + (size_t)pc * ldb + jc + jr;
-    k->pack_b(bp + (size_t)bi * b->bpanel, trans_b, src, ldb, nr, kc);
+    unsigned char *dst = bp + (size_t)bi * b->bpanel;
+    if (trans_b) k->pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
+    else k->pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
 }
 
 void fl_gemm_bf16_blocked(const fl_gemm_bf16_kernels *k, int nthreads, int trans_b, int M, int N, int K,

@@ -30,8 +30,9 @@ typedef struct fl_gemm_bf16_kernels {
     size_t (*b_panel_bytes)(int kc);
     /* A rows [0, mr) (mr <= .mr), k [0, kc) -> dst, rounded to bf16; rows past mr are zero. */
     void (*pack_a)(void *dst, const float *A, int lda, int mr, int kc);
-    /* B columns [0, nr) of C (nr <= .nr), k [0, kc) -> dst; trans_b: B is (N, K), else (K, N). */
-    void (*pack_b)(void *dst, int trans_b, const uint16_t *B, int ldb, int nr, int kc);
+    /* B columns [0, nr) of C (nr <= .nr), k [0, kc) -> dst; nt: B is (N, K), nn: B is (K, N). */
+    void (*pack_b_nt)(void *dst, const uint16_t *B, int ldb, int nr, int kc);
+    void (*pack_b_nn)(void *dst, const uint16_t *B, int ldb, int nr, int kc);
     /* C[0..mr)[0..nr) = alpha · Ap · Bp (+ beta · C) over kc k; beta == 0: C is not read. */
     void (*kernel)(int kc, const void *pa, const void *pb, float *C, int ldc, int mr, int nr, float alpha,
                    float beta);
