@@ -5,7 +5,12 @@
  * kernel sweeping a packed A block (MC rows, L2) against one B micro-panel, as in the driver. */
 #include "../../src/backend/cpu/gemm_bf16_avx512.c"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+static void *xaligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
 static double cpu_now(void) {
     struct timespec t;
@@ -29,7 +34,7 @@ int main(void) {
             double t = cpu_now();
             for (int i = 0; i < calls; i++) {
                 int ir = mode ? (i % (MC / MR)) : 0, jr = mode == 2 ? (i / (MC / MR)) % npanels : 0;
-                kernel(kcp, ap + ir * astride, bp + (size_t)jr * kcp * NR, C + (size_t)ir * MR * NR * npanels + jr * NR,
+                kernel(kc, ap + ir * astride, bp + (size_t)jr * kcp * NR, C + (size_t)ir * MR * NR * npanels + jr * NR,
                        NR * npanels, MR, NR, 1.0f, 1.0f);
             }
             t = cpu_now() - t;

@@ -3,7 +3,8 @@
  * Engine and loader functions return an int status (0 = ok) and, on failure, leave a one-line
  * message in a per-thread buffer, prefixed by the place it was raised (file:line). The command
  * layer prints that line and exits with code 2 (bad input) or 1 (internal failure). This header
- * is not for CUDA: cuda/check.h wraps CUDA and cuBLAS statuses on top of it.
+ * is not for CUDA: backend/cuda/cuda_check.h checks CUDA and cuBLAS statuses (a failure there
+ * prints the statement, file:line and device, then aborts).
  */
 #ifndef FL_ERROR_H
 #define FL_ERROR_H

@@ -9,6 +9,7 @@
  */
 #include "common/strbuf.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/byte_level.h"
 
 #include "common/error.h"
 

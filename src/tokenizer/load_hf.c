@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer_internal.h"
 
 #include "common/error.h"
+#include "tokenizer/byte_level.h"
 #include "io/file_util.h"
 
 #include <errno.h>
@@ -42,15 +43,6 @@ static char *str_dup(const char *s) {
     char *d = fl_malloc(n + 1);
     memcpy(d, s, n + 1);
     return d;
-}
-
-static char *path_join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = fl_malloc(a + b + 2);
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
 }
 
 /* Whether the folder has an entry of that name, of any kind: the reader then refuses a FIFO, a
@@ -82,39 +74,7 @@ static int get_bool(json_t *obj, const char *key, bool dflt, bool *out, const ch
     return 0;
 }
 
-/* ============================== byte-level mapping ============================== */
-
-void fl_byte_level_tables(uint32_t byte_to_cp[256]) {
-    uint32_t extra = 0;
-    for (int b = 0; b < 256; b++) {
-        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-        byte_to_cp[b] = printable ? (uint32_t)b : 256 + extra++;
-    }
-}
-
-int fl_byte_level_to_bytes(const char *s, size_t len, char *out, size_t *out_len) {
-    static int16_t cp_to_byte[324];
-    static int ready;
-    if (!ready) { // idempotent; concurrent first calls write the same values
-        uint32_t t[256];
-        fl_byte_level_tables(t);
-        for (int i = 0; i < 324; i++) cp_to_byte[i] = -1;
-        for (int b = 0; b < 256; b++) cp_to_byte[t[b]] = (int16_t)b;
-        ready = 1;
-    }
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = 0;
-    for (size_t i = 0; i < len;) {
-        int cl = fl_utf8_len(u + i, len - i);
-        if (!cl) return 0;
-        uint32_t cp = fl_utf8_decode(u + i, cl);
-        if (cp >= 324 || cp_to_byte[cp] < 0) return 0;
-        out[n++] = (char)cp_to_byte[cp];
-        i += (size_t)cl;
-    }
-    *out_len = n;
-    return 1;
-}
+/* ============================== byte-level strings ============================== */
 
 /* A vocab/merge string as stored: raw bytes for byte-level models, else as is. `tmp` holds
  * len + 1 bytes. Returns the stored bytes and their length in *out_len. */
@@ -733,10 +693,10 @@ static int apply_config(fl_tokenizer *tok, json_t *cfg, const char *path) {
 /* ============================== entry point ============================== */
 
 static int load_dir(fl_tokenizer *tok, const char *dir) {
-    char *cfg_path = path_join(dir, "tokenizer_config.json");
-    char *tj = path_join(dir, "tokenizer.json"), *vj = path_join(dir, "vocab.json"), *mt = path_join(dir, "merges.txt");
-    char *tm = path_join(dir, "tokenizer.model"), *otm = path_join(dir, "original/tokenizer.model");
-    char *jinja = path_join(dir, "chat_template.jinja");
+    char *cfg_path = fl_path_join(dir, "tokenizer_config.json");
+    char *tj = fl_path_join(dir, "tokenizer.json"), *vj = fl_path_join(dir, "vocab.json"), *mt = fl_path_join(dir, "merges.txt");
+    char *tm = fl_path_join(dir, "tokenizer.model"), *otm = fl_path_join(dir, "original/tokenizer.model");
+    char *jinja = fl_path_join(dir, "chat_template.jinja");
     json_t *cfg = NULL;
     int rc = 0;
     struct stat st;

@@ -7,6 +7,7 @@
  * chat rendering (chat.c).
  */
 #include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/byte_level.h"
 
 #include "common/error.h"
 

@@ -218,9 +218,4 @@ static inline int fl_in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp) {
     return 0;
 }
 
-/* byte_level.c-style helpers (load_hf.c): GPT-2 bytes_to_unicode and its inverse. */
-void fl_byte_level_tables(uint32_t byte_to_cp[256]);
-/* Converts a byte-level token string into raw bytes; returns 0 when a char is not in the map. */
-int fl_byte_level_to_bytes(const char *s, size_t len, char *out, size_t *out_len);
-
 #endif

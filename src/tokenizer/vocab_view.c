@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/byte_level.h"
 
 int fl_tokenizer_is_byte_level(const fl_tokenizer *tok) { return tok->pipe.byte_level; }
 

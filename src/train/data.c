@@ -378,31 +378,6 @@ static int load_json_array(fl_dataset *ds, const char *path, fl_tokenizer *tok, 
     return status;
 }
 
-/* The first non-blank line of path after byte-order marks (up to max bytes) into *buf; 0 when
- * there is none or the file cannot be read. */
-static int first_line(const char *path, char **buf, size_t *len, size_t max) {
-    FILE *f;
-    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0;
-    size_t cap = 0;
-    int too_long, ended, got = 0;
-    if (!fl_data_skip_bom(f, path))
-        while (fl_data_read_line(f, buf, &cap, len, max, &too_long, &ended))
-            if (too_long || !is_blank(*buf, *len)) { got = 1; break; }
-    fclose(f);
-    return got;
-}
-
-/* Whether the first character after a byte-order mark and JSON whitespace is '['. */
-static int starts_with_bracket(const char *path) {
-    FILE *f;
-    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0;
-    int c = 0;
-    if (!fl_data_skip_bom(f, path))
-        while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
-    fclose(f);
-    return c == '[';
-}
-
 /* ---- binary tokens ---------------------------------------------------------------------------- */
 
 static int load_tokens(fl_dataset *ds, const char *path, const fl_data_options *opt) {
@@ -470,19 +445,23 @@ int fl_tokens_file_write(const char *path, const fl_dataset *ds) {
     return fl_atomic_file_commit(&f);
 }
 
-static int has_tokens_magic(const char *path) {
-    FILE *f = NULL;
-    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) return 0; /* not readable: the loader says why */
+/* ---- format detection: one look at the file -------------------------------------------------- */
+
+/* Whether f (at its start) begins with the tokens magic. */
+static int has_tokens_magic(FILE *f) {
     char magic[8] = {0};
-    int yes = fread(magic, 1, 8, f) == 8 && !memcmp(magic, FL_TOKENS_MAGIC, 8);
-    fclose(f);
-    return yes;
+    return fread(magic, 1, 8, f) == 8 && !memcmp(magic, FL_TOKENS_MAGIC, 8);
 }
 
 int fl_data_is_tokens_file(const char *path, const char *format) {
     fl_data_format f = FL_DATA_AUTO;
     if (fl_data_format_parse(format, &f)) return 0;
-    return f == FL_DATA_TOKENS || (f == FL_DATA_AUTO && has_tokens_magic(path));
+    if (f != FL_DATA_AUTO) return f == FL_DATA_TOKENS;
+    FILE *fp = NULL;
+    if (fl_file_fopen_read(path, FL_FILE_DATASET, &fp)) return 0; /* not readable: the loader says why */
+    int yes = has_tokens_magic(fp);
+    fclose(fp);
+    return yes;
 }
 
 static int named_txt(const char *path) {
@@ -490,30 +469,73 @@ static int named_txt(const char *path) {
     return n >= 4 && !strcasecmp(path + n - 4, ".txt");
 }
 
-/* A .txt file whose first non-blank line is a JSON object is JSONL under another name. */
-static int first_line_is_json_object(const char *path) {
+/* Whether the first non-blank line of f after byte-order marks (up to 64 MiB of it) is a JSON
+ * object: a .txt file whose first line is one is JSONL under another name. */
+static int first_line_is_json_object(FILE *f, const char *path) {
     char *line = NULL;
-    size_t len = 0;
-    int yes = 0;
-    if (first_line(path, &line, &len, (size_t)64 << 20)) {
-        json_t *v = json_loadb(line, len, 0, NULL);
-        yes = json_is_object(v);
-        json_decref(v);
-    }
+    size_t cap = 0, len = 0;
+    int too_long, ended, yes = 0;
+    if (!fl_data_skip_bom(f, path))
+        while (fl_data_read_line(f, &line, &cap, &len, (size_t)64 << 20, &too_long, &ended))
+            if (too_long || !is_blank(line, len)) {
+                json_t *v = json_loadb(line, len, 0, NULL);
+                yes = json_is_object(v);
+                json_decref(v);
+                break;
+            }
     free(line);
     return yes;
 }
 
-fl_data_format fl_data_detect_format(const char *path, fl_data_format asked) {
-    if (asked != FL_DATA_AUTO) return asked;
-    if (has_tokens_magic(path)) return FL_DATA_TOKENS;
-    if (named_txt(path) && !first_line_is_json_object(path)) return FL_DATA_TEXT_FILE;
-    return FL_DATA_AUTO;
+/* Whether the first character of f after byte-order marks and JSON whitespace is '['. */
+static int starts_with_bracket(FILE *f, const char *path) {
+    int c = 0;
+    if (!fl_data_skip_bom(f, path))
+        while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {}
+    return c == '[';
 }
 
-static int load_file(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
-    FL_TRY(fl_file_check_read(path, FL_FILE_DATASET));   /* no FIFO, device or directory; the size limit */
-    fl_data_format f = fl_data_detect_format(path, opt->format);
+/* The format of path under `asked` (fl_data_detect_format's rule) from f, open at its start, or
+ * from nothing when f is NULL (an unreadable file); *json_array (when not NULL, for JSON formats)
+ * whether the file is one JSON array rather than JSON Lines. */
+static fl_data_format detect(FILE *f, const char *path, fl_data_format asked, int *json_array) {
+    fl_data_format format = asked;
+    if (asked == FL_DATA_AUTO) {
+        if (f && has_tokens_magic(f)) format = FL_DATA_TOKENS;
+        else if (named_txt(path) && !(f && !fseek(f, 0, SEEK_SET) && first_line_is_json_object(f, path)))
+            format = FL_DATA_TEXT_FILE;
+    }
+    if (json_array)
+        *json_array = format != FL_DATA_TOKENS && format < FL_DATA_TEXT_FILE && f && !fseek(f, 0, SEEK_SET) &&
+                      starts_with_bracket(f, path);
+    return format;
+}
+
+fl_data_format fl_data_detect_format(const char *path, fl_data_format asked) {
+    if (asked != FL_DATA_AUTO) return asked;
+    FILE *f = NULL;
+    if (fl_file_fopen_read(path, FL_FILE_DATASET, &f)) f = NULL;
+    fl_data_format format = detect(f, path, asked, NULL);
+    if (f) fclose(f);
+    return format;
+}
+
+static int tokens_in_many(const char *path, const char *many) {
+    return fl_input_error("%s: a tokens file in %s: give a tokens file alone as --data", path, many);
+}
+
+/* One file; `many` names the folder or glob it came from (NULL: given alone), where a tokens file
+ * is refused. The file is opened once to check it (no FIFO, device or directory; the size limit)
+ * and detect its format, then once by its reader. */
+static int load_file(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt,
+                     const char *many) {
+    if (many && opt->format == FL_DATA_TOKENS) return tokens_in_many(path, many);
+    FILE *fp;
+    FL_TRY(fl_file_fopen_read(path, FL_FILE_DATASET, &fp));
+    int json_array;
+    fl_data_format f = detect(fp, path, opt->format, &json_array);
+    fclose(fp);
+    if (f == FL_DATA_TOKENS && many) return tokens_in_many(path, many);
     if (f == FL_DATA_TOKENS) return load_tokens(ds, path, opt);
     int text = f >= FL_DATA_TEXT_FILE;
     if (!tok)
@@ -527,23 +549,19 @@ static int load_file(fl_dataset *ds, const char *path, fl_tokenizer *tok, const 
     fl_chat_template *own = NULL;
     if (!opt->chat_template) fl_data_chat_template(tok, NULL, &own);
     if (own) o.chat_template = own;
-    int status = starts_with_bracket(path) ? load_json_array(ds, path, tok, &o) : load_jsonl(ds, path, tok, &o);
+    int status = json_array ? load_json_array(ds, path, tok, &o) : load_jsonl(ds, path, tok, &o);
     fl_chat_template_free(own);
     return status;
 }
 
 /* A folder or a glob: its files one after another (data_files.c says which, in which order). */
 int fl_dataset_load(fl_dataset *ds, const char *path, fl_tokenizer *tok, const fl_data_options *opt) {
-    if (!fl_data_is_many(path)) return load_file(ds, path, tok, opt);
+    if (!fl_data_is_many(path)) return load_file(ds, path, tok, opt, NULL);
     char **paths;
     size_t n;
     FL_TRY(fl_data_paths(path, &paths, &n));
     int status = 0;
-    for (size_t i = 0; i < n && !status; i++) {
-        if (fl_data_is_tokens_file(paths[i], fl_data_format_name(opt->format)))
-            status = fl_input_error("%s: a tokens file in %s: give a tokens file alone as --data", paths[i], path);
-        else status = load_file(ds, paths[i], tok, opt);
-    }
+    for (size_t i = 0; i < n && !status; i++) status = load_file(ds, paths[i], tok, opt, path);
     fl_data_paths_free(paths, n);
     return status;
 }

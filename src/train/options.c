@@ -15,12 +15,6 @@
 #include "train/config_yaml.h"
 #include "train/data.h"
 
-#define FL_ARGS_STR FL_OPT_STRING
-#define FL_ARGS_INT FL_OPT_INT
-#define FL_ARGS_FLOAT FL_OPT_DOUBLE
-#define FL_ARGS_FLAG FL_OPT_FLAG
-#define FL_ARGS_U64 FL_OPT_U64
-
 /* The most positions one optimizer step may hold (batch x seq x grad-accum): its token buffers
  * (16 bytes a position) stay within 4 GiB. */
 #define MAX_STEP_TOKENS (1 << 28)
@@ -75,7 +69,7 @@ void fl_train_options_free(fl_train_options *o) {
 static void option_rows(fl_train_options *o, fl_option *rows) {
     int i = 0;
 #define X(name_, kind_, field, def, help_) \
-    rows[i++] = (fl_option){.name = name_, .kind = FL_ARGS_##kind_, .dest = (void *)&o->field, .help = help_};
+    rows[i++] = (fl_option){.name = name_, .kind = FL_OPT_##kind_, .dest = (void *)&o->field, .help = help_};
     FL_TRAIN_OPTIONS(X)
 #undef X
     for (int k = 0; k < i; k++)

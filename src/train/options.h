@@ -16,36 +16,37 @@
 /* The most optimizer steps a run may have (checkpoints store the step counters within 2^30). */
 #define FL_TRAIN_MAX_STEPS (1 << 30)
 
-/* X(name on the command line, kind, field, default, help) — kinds: STR, INT, FLOAT, FLAG */
+/* X(name on the command line, kind, field, default, help) — kind: a fl_opt_kind (cli/args.h) without
+ * its FL_OPT_ prefix: STRING, INT, DOUBLE, FLAG, U64 */
 #define FL_TRAIN_OPTIONS(X)                                                                                   \
-    X("model", STR, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                   \
-    X("data", STR, data, NULL, "training data: JSONL (text, prompt/completion, messages, ShareGPT conversations, alpaca), plain text or tokens file; or a folder of .jsonl/.json files, or a glob") \
-    X("out", STR, out, NULL, "output folder: adapter, checkpoints/, metrics.jsonl, loss.svg, train_config.json") \
-    X("eval-data", STR, eval_data, NULL, "evaluation data, as --data (else --eval-frac of --data)")                      \
-    X("eval-frac", FLOAT, eval_frac, 0.0, "fraction of --data documents held out for eval (0: none)")         \
-    X("format", STR, format, "auto", "auto, text, prompt, messages, alpaca, tokens, or plain text: text-file (the file is one document; auto for *.txt), text-paragraphs (one per blank-line-separated block), text-lines") \
-    X("fields", STR, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
-    X("chat-template", STR, chat_template, NULL, "messages data: a Jinja chat template file to render with instead of the model folder's") \
+    X("model", STRING, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                \
+    X("data", STRING, data, NULL, "training data: JSONL (text, prompt/completion, messages, ShareGPT conversations, alpaca), plain text or tokens file; or a folder of .jsonl/.json files, or a glob") \
+    X("out", STRING, out, NULL, "output folder: adapter, checkpoints/, metrics.jsonl, loss.svg, train_config.json") \
+    X("eval-data", STRING, eval_data, NULL, "evaluation data, as --data (else --eval-frac of --data)")                   \
+    X("eval-frac", DOUBLE, eval_frac, 0.0, "fraction of --data documents held out for eval (0: none)")        \
+    X("format", STRING, format, "auto", "auto, text, prompt, messages, alpaca, tokens, or plain text: text-file (the file is one document; auto for *.txt), text-paragraphs (one per blank-line-separated block), text-lines") \
+    X("fields", STRING, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
+    X("chat-template", STRING, chat_template, NULL, "messages data: a Jinja chat template file to render with instead of the model folder's") \
     X("chat-date", U64, chat_date, 0, "messages data: the time strftime_now gives the template, seconds since 1970 (0: the start of the run, recorded)") \
     X("seq", INT, seq, 512, "positions per row (T)")                                                          \
     X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
     X("grad-accum", INT, grad_accum, 1, "micro-batches per optimizer step")                                    \
-    X("epochs", FLOAT, epochs, 1.0, "passes over the training rows (ignored when --max-steps > 0)")          \
+    X("epochs", DOUBLE, epochs, 1.0, "passes over the training rows (ignored when --max-steps > 0)")         \
     X("max-steps", INT, max_steps, 0, "optimizer steps (0: from --epochs)")                                   \
-    X("lr", FLOAT, lr, 2e-4, "peak learning rate")                                                          \
-    X("schedule", STR, schedule, "cosine", "after warmup: cosine, linear or constant")                        \
+    X("lr", DOUBLE, lr, 2e-4, "peak learning rate")                                                         \
+    X("schedule", STRING, schedule, "cosine", "after warmup: cosine, linear or constant")                     \
     X("warmup", INT, warmup, 0, "linear warmup steps: step s < N runs at lr·s/N")                                                        \
-    X("warmup-ratio", FLOAT, warmup_ratio, 0.0, "warmup as a fraction of the steps, rounded up (when --warmup is 0)")     \
-    X("min-lr-ratio", FLOAT, min_lr_ratio, 0.0, "floor of cosine and linear as a fraction of --lr")                  \
-    X("weight-decay", FLOAT, weight_decay, 0.0, "AdamW decoupled weight decay")                             \
-    X("beta1", FLOAT, beta1, 0.9, "AdamW beta1")                                                            \
-    X("beta2", FLOAT, beta2, 0.999, "AdamW beta2")                                                          \
-    X("adam-eps", FLOAT, adam_eps, 1e-8, "AdamW epsilon")                                                   \
-    X("clip", FLOAT, clip, 1.0, "max global gradient norm (0: no clipping)")                                \
+    X("warmup-ratio", DOUBLE, warmup_ratio, 0.0, "warmup as a fraction of the steps, rounded up (when --warmup is 0)")    \
+    X("min-lr-ratio", DOUBLE, min_lr_ratio, 0.0, "floor of cosine and linear as a fraction of --lr")                 \
+    X("weight-decay", DOUBLE, weight_decay, 0.0, "AdamW decoupled weight decay")                            \
+    X("beta1", DOUBLE, beta1, 0.9, "AdamW beta1")                                                           \
+    X("beta2", DOUBLE, beta2, 0.999, "AdamW beta2")                                                         \
+    X("adam-eps", DOUBLE, adam_eps, 1e-8, "AdamW epsilon")                                                  \
+    X("clip", DOUBLE, clip, 1.0, "max global gradient norm (0: no clipping)")                               \
     X("rank", INT, rank, 16, "LoRA rank r")                                                                  \
-    X("alpha", FLOAT, alpha, 32.0, "LoRA alpha (scale alpha/r)")                                            \
-    X("dropout", FLOAT, dropout, 0.0, "LoRA dropout")                                                       \
-    X("targets", STR, targets, "all", "adapted projections: q,k,v,o,gate,up,down or all")                     \
+    X("alpha", DOUBLE, alpha, 32.0, "LoRA alpha (scale alpha/r)")                                           \
+    X("dropout", DOUBLE, dropout, 0.0, "LoRA dropout")                                                      \
+    X("targets", STRING, targets, "all", "adapted projections: q,k,v,o,gate,up,down or all")                  \
     X("rslora", FLAG, rslora, 0, "scale alpha/sqrt(r)")                                                      \
     X("seed", U64, seed, 1234, "seed of the LoRA init, shuffle, eval split and dropout")                     \
     X("no-packing", FLAG, no_packing, 0, "one document per row (default: pack several)")                     \
@@ -57,19 +58,19 @@
     X("keep", INT, keep, 3, "checkpoints kept (the last K)")                                                 \
     X("log-every", INT, log_every, 10, "a log line every N steps when not on a terminal")                    \
     X("strict", FLAG, strict, 0, "stop at the first bad data line (default: report and skip)")                \
-    X("quant", STR, quant, NULL, "frozen projections in nf4 (QLoRA: 4-bit NormalFloat); a 4-bit checkpoint is nf4 anyway") \
+    X("quant", STRING, quant, NULL, "frozen projections in nf4 (QLoRA: 4-bit NormalFloat); a 4-bit checkpoint is nf4 anyway") \
     X("recompute", FLAG, recompute, 0, "activation recompute: keep each layer's input, rerun the layer in the backward") \
-    X("report-to", STR, report_to, "none", "also log to: tensorboard (OUT/runs/events.out.tfevents.*: the scalars of metrics.jsonl) or none") \
-    X("device", STR, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")                \
-    X("dtype", STR, dtype, NULL, "weight dtype: bf16 or f32 (the exact CPU reference); default bf16 on a GPU, on a CPU the faster of the two there (said when it runs)")   \
-    X("adapter", STR, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \
+    X("report-to", STRING, report_to, "none", "also log to: tensorboard (OUT/runs/events.out.tfevents.*: the scalars of metrics.jsonl) or none") \
+    X("device", STRING, device, "auto", "cpu, cuda or auto (default: the GPU when there is one)")             \
+    X("dtype", STRING, dtype, NULL, "weight dtype: bf16 or f32 (the exact CPU reference); default bf16 on a GPU, on a CPU the faster of the two there (said when it runs)")   \
+    X("adapter", STRING, adapter, NULL, "start from this PEFT adapter (its r, alpha, targets and rsLoRA; flags must agree)") \
     X("overwrite", FLAG, overwrite, 0, "--out holds an earlier run: delete its outputs and start anew")         \
-    X("resume", STR, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)") \
-    X("allow-changed", STR, allow_changed, NULL, "--resume: what may differ from the checkpoint's run, e.g. lr,max-steps (options), data, model")
+    X("resume", STRING, resume, NULL, "continue from a checkpoint folder (or an output folder: its latest)") \
+    X("allow-changed", STRING, allow_changed, NULL, "--resume: what may differ from the checkpoint's run, e.g. lr,max-steps (options), data, model")
 
-#define FL_OPT_FIELD_STR const char *
+#define FL_OPT_FIELD_STRING const char *
 #define FL_OPT_FIELD_INT int
-#define FL_OPT_FIELD_FLOAT double /* as typed: 0.01 is 0.01, not 0.00999999978 */
+#define FL_OPT_FIELD_DOUBLE double /* as typed: 0.01 is 0.01, not 0.00999999978 */
 #define FL_OPT_FIELD_FLAG int
 #define FL_OPT_FIELD_U64 uint64_t
 

@@ -40,10 +40,10 @@ static int is_math(const char *name) {
     return 0;
 }
 
-#define FMT_STR(v) snprintf(val, sizeof val, "%s", (v) ? (v) : "")
+#define FMT_STRING(v) snprintf(val, sizeof val, "%s", (v) ? (v) : "")
 #define FMT_INT(v) snprintf(val, sizeof val, "%d", (v))
 #define FMT_FLAG(v) snprintf(val, sizeof val, "%d", (v))
-#define FMT_FLOAT(v) snprintf(val, sizeof val, "%.16g", (v)) /* 0.1 reads 0.1 */
+#define FMT_DOUBLE(v) snprintf(val, sizeof val, "%.16g", (v)) /* 0.1 reads 0.1 */
 #define FMT_U64(v) snprintf(val, sizeof val, "%" PRIu64, (uint64_t)(v))
 
 void fl_run_inputs_options(const fl_train_options *o, char *out, size_t cap) {

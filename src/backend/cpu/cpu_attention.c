@@ -19,14 +19,16 @@
  * each score is exponentiated once. The backward takes one (batch row, query head) per task and
  * runs key blocks in the outer loop: the block's dK/dV rows stay in cache while the query blocks
  * that see it stream past, and dQ accumulates in place. Scratch is O(QB·KB) per thread, plus the
- * packed operands and the backward's per-head dK/dV partials (cpu_plan.h), summed per group in a
- * fixed order, so results do not depend on the thread count. */
+ * packed operands and the backward's per-head dK/dV partials (cpu_plan.h; a slot of the scratch
+ * arena, cpu_scratch.h), summed per group in a fixed order, so results do not depend on the
+ * thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_plan.h"
+#include "backend/cpu/cpu_scratch.h"
 #include "backend/cpu/tile_gemm.h"
 #include "common/error.h"
 #include "common/fastmath.h"
@@ -162,18 +164,6 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
     cpu_free(packs);
 }
 
-/* Per-head dK/dV partials (B, NH, T, HS) each, kept between calls (one step runs at a time). */
-static float *grow_partials(size_t n) {
-    static float *buf;
-    static size_t cap;
-    if (n > cap) {
-        free(buf);
-        cap = n;
-        buf = fl_malloc(sizeof(float) * cap);
-    }
-    return buf;
-}
-
 void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, const void *out_, const float *lse,
                             const void *q_, const void *k_, const void *v_, const int32_t *seg_start, int B, int T,
                             int NH, int NKV, int HS, int ld_qkv) {
@@ -187,7 +177,8 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
      * partial (T, HS) pair; the heads of a group are then summed in head order, so the result does
      * not depend on the thread count. */
     size_t part_elems = (size_t)T * HS;
-    float *parts = grow_partials(fl_cpu_attention_partial_bytes(B, T, NH, HS) / sizeof(float));
+    /* per-head dK/dV partials (B, NH, T, HS) each, kept between calls */
+    float *parts = fl_cpu_scratch(FL_CPU_SCRATCH_ATTN_PARTIALS, fl_cpu_attention_partial_bytes(B, T, NH, HS));
     /* per (batch row, kv head): Kᵀ and Vᵀ in key panels (t16, HS) each, K in column panels (T, hs16) */
     size_t kt_elems = (size_t)tg_round_up(T) * HS, kc_elems = (size_t)T * tg_round_up(HS);
     size_t pack_elems = 2 * kt_elems + kc_elems; /* fl_cpu_attention_pack_bytes (cpu_plan.h) in all */

@@ -7,17 +7,16 @@
  * for ignored rows) — then dinp (rows, C) = dlogits · weight (one GEMM). Chunks are as large as
  * the budgets of cpu_plan.h allow (128 MiB of logits, or up to 512 rows within 512 MiB): every
  * chunk packs the whole (V, C) weight for both GEMMs, so few large chunks run the head at the
- * GEMM's rate. The chunk buffer is the backend's own workspace, kept between calls (one step runs
- * at a time; not reentrant). */
+ * GEMM's rate. The chunk's logits and row losses are slots of the backend's scratch arena
+ * (cpu_scratch.h), kept between calls (one step runs at a time; not reentrant). */
 #include <cblas.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_plan.h"
+#include "backend/cpu/cpu_scratch.h"
 #include "common/fastmath.h"
 #include "backend/cpu/gemm_bf16.h"
-#include "common/error.h"
 
 size_t fl_cpu_lm_head_chunk_rows(size_t N, int V) {
     size_t row_bytes = sizeof(float) * (size_t)V;
@@ -78,19 +77,8 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *s
                               const int32_t *targets, const void *weight, size_t N, int C, int V, head_gemms gemm) {
     float grad_scale = dinp ? sc->grad_scale : 0.0f;
     size_t chunk = fl_cpu_lm_head_chunk_rows(N, V);
-    static float *logits;
-    static double *row_loss;
-    static size_t logits_cap, rows_cap;
-    if (chunk * (size_t)V > logits_cap) {
-        free(logits);
-        logits_cap = chunk * (size_t)V;
-        logits = fl_malloc(sizeof(float) * logits_cap);
-    }
-    if (chunk > rows_cap) {
-        free(row_loss);
-        rows_cap = chunk;
-        row_loss = fl_malloc(sizeof(double) * rows_cap);
-    }
+    float *logits = fl_cpu_scratch(FL_CPU_SCRATCH_LM_LOGITS, sizeof(float) * chunk * (size_t)V);
+    double *row_loss = fl_cpu_scratch(FL_CPU_SCRATCH_LM_ROW_LOSS, sizeof(double) * chunk);
     double loss_sum = 0.0;
     size_t counted = 0;
     for (size_t n0 = 0; n0 < N; n0 += chunk) {

@@ -1,27 +1,11 @@
 /* cpu_norm.c — RMSNorm forward and backward (frozen weight).
  *
  * y_i = w_i · x_i · r,  r = (mean(x²) + eps)^-1/2 (computed in f32 like transformers' LlamaRMSNorm).
- * Backward (docs/DERIVATIONS.md): dx_k = r · (w_k dy_k − x_k · r² · mean_i(w_i dy_i x_i)). */
+ * Backward (docs/DERIVATIONS.md): dx_k = r · (w_k dy_k − x_k · r² · mean_i(w_i dy_i x_i)).
+ * Not the embedding (cpu_embedding.c). */
 #include <math.h>
 
 #include "backend/cpu/cpu_ops.h"
-#include "common/dtype.h"
-
-void embedding_forward_cpu(void *out_, const int32_t *ids, const void *table_, size_t N, int C) {
-    float *out = out_;
-    const float *table = table_;
-    #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) out[n * C + c] = table[(size_t)ids[n] * C + c];
-}
-
-void embedding_forward_cpu_bf16(void *out_, const int32_t *ids, const void *table_, size_t N, int C) {
-    float *out = out_;
-    const uint16_t *table = table_;
-    #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) out[n * C + c] = fl_bf16_to_f32(table[(size_t)ids[n] * C + c]);
-}
 
 void rmsnorm_forward_cpu(void *out_, float *rstd, const void *inp_, const void *weight_, float eps, size_t N, int C,
                          int ld_out) {

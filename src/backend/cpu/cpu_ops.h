@@ -1,5 +1,5 @@
 /* cpu_ops.h — the CPU reference ops, one declaration per backend.h entry (see there for the
- * contracts). Grouped by file: cpu_memory.c, cpu_matmul.c, cpu_norm.c, cpu_rope.c,
+ * contracts). Grouped by file: cpu_memory.c, cpu_embedding.c, cpu_matmul.c, cpu_norm.c, cpu_rope.c,
  * cpu_attention.c, cpu_elementwise.c, cpu_loss.c, cpu_optim.c. On the CPU every act buffer
  * (backend.h) is f32, so each op casts its void pointers to float. */
 #ifndef FL_CPU_OPS_H

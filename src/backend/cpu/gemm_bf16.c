@@ -1,5 +1,6 @@
-/* gemm_bf16.c — the public bf16 GEMM entry points: run-time dispatch between the AVX512_BF16
- * kernel (gemm_bf16_avx512.c), the AVX2 + FMA kernel (gemm_bf16_avx2.c) and the portable C path
+/* gemm_bf16.c — the public bf16 GEMM entry points: the arguments' edge cases (M or N = 0, K = 0),
+ * the thread count, and the path — the blocked driver (gemm_bf16_blocked.c) over the AVX512_BF16
+ * kernel (gemm_bf16_avx512.c) or the AVX2 + FMA kernel (gemm_bf16_avx2.c), or the portable C path
  * below; the path is the one of the active instruction-set level (cpu_isa.h).
  *
  * The portable path computes the same function — bf16(A) · bf16 B, exact products, f32 sums — with
@@ -10,33 +11,51 @@
 #include "backend/cpu/gemm_bf16.h"
 
 #include <omp.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/gemm_bf16_kernels.h"
 #include "common/dtype.h"
+
+static void portable(int nthreads, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc);
+
+/* The micro-kernels of the active level, or NULL for the portable path. */
+static const fl_gemm_bf16_kernels *active_kernels(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    fl_cpu_isa isa = fl_cpu_isa_active();
+    if (isa >= FL_CPU_ISA_AVX512_BF16) return &fl_gemm_bf16_avx512_kernels;
+    if (isa >= FL_CPU_ISA_AVX2) return &fl_gemm_bf16_avx2_kernels;
+#endif
+    return NULL;
+}
 
 int fl_gemm_bf16_uses_avx512(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AVX512_BF16; }
 
-static int uses_avx2(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AVX2; }
-
 const char *fl_gemm_bf16_path(void) {
-    return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : uses_avx2() ? "avx2" : "portable";
+    return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : active_kernels() ? "avx2" : "portable";
+}
+
+/* C = beta · C over (M, N); beta == 0 writes zeros without reading C. */
+static void scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int m = 0; m < M; m++) {
+        float *c = C + (size_t)m * ldc;
+        for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
+    }
 }
 
 static void gemm_dispatch(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                           const uint16_t *B, int ldb, float beta, float *C, int ldc) {
-#if defined(__x86_64__) || defined(__i386__)
-    if (fl_gemm_bf16_uses_avx512()) {
-        fl_gemm_bf16_avx512(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        scale_c(M, N, beta, C, ldc);
         return;
     }
-    if (uses_avx2()) {
-        fl_gemm_bf16_avx2(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-#endif
-    fl_gemm_bf16_portable(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    const fl_gemm_bf16_kernels *k = active_kernels();
+    double flops = 2.0 * M * N * K;
+    int nthreads = flops < (k ? k->serial_flops : 4e6) ? 1 : omp_get_max_threads();
+    if (k) fl_gemm_bf16_blocked(k, nthreads, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else portable(nthreads, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void fl_gemm_bf16_nt(int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
@@ -53,29 +72,12 @@ void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, 
 
 enum { P_NC = 256, P_KC = 256, P_MR = 4 };
 
-static void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "fastlora: out of memory (%zu bytes) in bf16 GEMM\n", bytes);
-        abort();
-    }
-    return p;
-}
-
-/* C = beta · C over (M, N); beta == 0 writes zeros without reading C. */
-static void scale_c(int M, int N, float beta, float *C, int ldc) {
-    for (int m = 0; m < M; m++) {
-        float *c = C + (size_t)m * ldc;
-        for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
-    }
-}
-
 /* One thread's region: rows [m0, m1), columns [n0, n1). */
 static void portable_region(int trans_b, int m0, int m1, int n0, int n1, int K, float alpha, const float *A,
                             int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc) {
-    float *bt = xmalloc(sizeof(float) * P_KC * P_NC);      /* widened B block, [k][n] */
-    float *ar = xmalloc(sizeof(float) * P_MR * P_KC);      /* P_MR rounded A rows, [r][k] */
-    float *acc = xmalloc(sizeof(float) * P_MR * P_NC);     /* [r][n] */
+    float *bt = fl_gemm_bf16_alloc(sizeof(float) * P_KC * P_NC);      /* widened B block, [k][n] */
+    float *ar = fl_gemm_bf16_alloc(sizeof(float) * P_MR * P_KC);      /* P_MR rounded A rows, [r][k] */
+    float *acc = fl_gemm_bf16_alloc(sizeof(float) * P_MR * P_NC);     /* [r][n] */
     for (int jc = n0; jc < n1; jc += P_NC) {
         int nc = n1 - jc < P_NC ? n1 - jc : P_NC;
         for (int pc = 0; pc < K; pc += P_KC) {
@@ -128,15 +130,9 @@ static void portable_region(int trans_b, int m0, int m1, int n0, int n1, int K, 
     free(bt);
 }
 
-void fl_gemm_bf16_portable(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                           const uint16_t *B, int ldb, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    double flops = 2.0 * M * N * K;
-    int nthreads = flops < 4e6 ? 1 : omp_get_max_threads();
+/* M, N, K > 0; rows split between the threads, or columns when there are few rows. */
+static void portable(int nthreads, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc) {
     #pragma omp parallel num_threads(nthreads)
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();

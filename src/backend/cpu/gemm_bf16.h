@@ -4,8 +4,9 @@
  * (round-to-nearest-even, like fl_f32_to_bf16) while they are packed. Products of two bf16 are
  * exact in f32; the sums are f32. On a CPU with AVX512_BF16 the work runs on `vdpbf16ps`
  * (gemm_bf16_avx512.c); with AVX2 + FMA on 256-bit FMAs of widened values (gemm_bf16_avx2.c);
- * elsewhere a portable C path computes the same thing, slower.
- * Both parallelize with OpenMP inside (any thread count; nested calls run on one thread).
+ * elsewhere a portable C path computes the same thing, slower. The two ISA kernels share one
+ * blocking and threading driver (gemm_bf16_blocked.c, gemm_bf16_kernels.h).
+ * All paths parallelize with OpenMP inside (any thread count; nested calls run on one thread).
  * Design, blocking sizes and measured speed: docs/CPU-GEMM.md.
  */
 #ifndef FL_GEMM_BF16_H
@@ -30,14 +31,5 @@ void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, 
 int fl_gemm_bf16_uses_avx512(void);
 /* The kernel calls currently run on: "avx512bf16", "avx2" or "portable". */
 const char *fl_gemm_bf16_path(void);
-
-/* The two implementations, with the API's arguments (trans_b: 1 = nt, 0 = nn). Callers use the
- * public functions above; these are exposed so each file stays self-contained. */
-void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                         const uint16_t *B, int ldb, float beta, float *C, int ldc);
-void fl_gemm_bf16_avx2(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                       const uint16_t *B, int ldb, float beta, float *C, int ldc);
-void fl_gemm_bf16_portable(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                           const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
 #endif

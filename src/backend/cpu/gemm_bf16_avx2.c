@@ -1,6 +1,7 @@
-/* gemm_bf16_avx2.c — the bf16 GEMM on CPUs with AVX2 + FMA but no AVX512_BF16 (Zen 2/3, Intel
- * before Cooper Lake): the same function as gemm_bf16_avx512.c — A rounded to bf16 (RNE), B bf16,
- * exact products, f32 sums — on 256-bit FMA.
+/* gemm_bf16_avx2.c — the bf16 GEMM's leaf for CPUs with AVX2 + FMA but no AVX512_BF16 (Zen 2/3,
+ * Intel before Cooper Lake): micro-kernel, packing and block sizes for the same function as
+ * gemm_bf16_avx512.c — A rounded to bf16 (RNE), B bf16, exact products, f32 sums — on 256-bit FMA.
+ * Not the blocking and threading: gemm_bf16_blocked.c runs them.
  *
  * Without a bf16 dot-product instruction the products are f32 FMAs of widened values, so the B
  * block is widened to f32 once, when it is packed, and the micro-kernel is an sgemm kernel:
@@ -12,23 +13,19 @@
  *     — 8 × 8 transposes of rounded rows (two rows of zeros), six values kept per k.
  *
  * Micro-kernel: a 6 × 16 tile of C in 12 ymm accumulators (+ 2 for B, 1 broadcast); per k 2 B
- * loads, 6 broadcasts from memory, 12 FMAs — FMA-bound (2 per cycle). Around it the blocking,
- * threading and shared-B packing of the AVX-512 file (a B of at most 4 MB packed by each thread for
- * itself instead: no barrier), with its sizes scaled to 256-bit registers:
- * K in equal blocks of at most KC = 768 (K = 576 + LoRA columns is one, so C — the LM head's
- * logits — is written once; the B micro-panel, up to 48 KB, streams from L2 at 64 bytes per 12
- * FMAs, well within L2's 32 bytes per cycle, while the A micro-panel stays in L1), MC = 96 rows
- * per work item, NC = 2048 columns per B block.
+ * loads, 6 broadcasts from memory, 12 FMAs — FMA-bound (2 per cycle). Its blocks for the driver,
+ * the AVX-512 file's scaled to 256-bit registers: K in equal blocks of at most KC = 768 (K = 576 +
+ * LoRA columns is one, so C — the LM head's logits — is written once; the B micro-panel, up to
+ * 48 KB, streams from L2 at 64 bytes per 12 FMAs, well within L2's 32 bytes per cycle, while the A
+ * micro-panel stays in L1), MC = 96 rows per work item, NC = 2048 columns per B block; a B of at
+ * most 4 MB packed by each thread for itself; one thread below 4 MFLOP.
  * Details and measurements: docs/CPU-GEMM.md.
  */
-#include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16_kernels.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__) || defined(__i386__) /* the whole file: only x86 has these instructions */
 
 #include <immintrin.h>
-#include <omp.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define TGT __attribute__((target("avx2,fma")))
@@ -46,16 +43,6 @@
 enum { MR = 6, NR = 16, KC = FL_G2_KC, MC = FL_G2_MC, NC = FL_G2_NC };
 _Static_assert(MC % MR == 0, "MC must be a multiple of MR");
 _Static_assert(NC % NR == 0, "NC must be a multiple of NR");
-
-static void *xaligned(size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (!p) {
-        fprintf(stderr, "fastlora: out of memory (%zu bytes) in bf16 GEMM\n", bytes);
-        abort();
-    }
-    return p;
-}
 
 /* ---------------------------------------------------------------- rounding and transposes */
 
@@ -95,7 +82,8 @@ TGT static inline __m256 widen8(__m128i h) { return _mm256_castsi256_ps(_mm256_s
 
 /* A rows [0, mr) (mr <= MR), k [0, kc) -> dst [kc][MR] f32 rounded to bf16; rows past mr are zero.
  * dst has room for 2 floats past its end (the last 8-wide store overlaps). */
-TGT static void pack_a(float *restrict dst, const float *A, int lda, int mr, int kc) {
+TGT static void pack_a(void *restrict dst_, const float *A, int lda, int mr, int kc) {
+    float *dst = dst_;
     int k = 0;
     __m256 r[8];
     for (; k + 8 <= kc; k += 8) {
@@ -112,7 +100,8 @@ TGT static void pack_a(float *restrict dst, const float *A, int lda, int mr, int
 }
 
 /* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B; k [0, kc) -> dst [kc][NR] f32. */
-TGT static void pack_b_nt(float *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nt(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    float *dst = dst_;
     for (int g = 0; g < NR; g += 8) {
         int k = 0;
         for (; k + 8 <= kc; k += 8) {
@@ -132,7 +121,8 @@ TGT static void pack_b_nt(float *restrict dst, const uint16_t *B, int ldb, int n
 }
 
 /* B panel for nn (B is (K, N)): row k, columns [0, nr) widened -> dst [kc][NR] f32. */
-TGT static void pack_b_nn(float *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nn(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    float *dst = dst_;
     for (int k = 0; k < kc; k++) {
         const uint16_t *b = B + (size_t)k * ldb;
         float *d = dst + (size_t)k * NR;
@@ -152,8 +142,9 @@ TGT static void pack_b_nn(float *restrict dst, const uint16_t *B, int ldb, int n
 
 /* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kc k. beta == 0: C = alpha·acc (C not read);
  * beta == 1: C += alpha·acc; else C = alpha·acc + beta·C. */
-TGT static void kernel(int kc, const float *restrict pa, const float *restrict pb, float *C, int ldc, int mr, int nr,
+TGT static void kernel(int kc, const void *restrict pa_, const void *restrict pb_, float *C, int ldc, int mr, int nr,
                        float alpha, float beta) {
+    const float *pa = pa_, *pb = pb_;
     for (int r = 0; r < mr; r++) _mm_prefetch((const char *)(C + (size_t)r * ldc), _MM_HINT_T0);
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -213,125 +204,17 @@ TGT static void kernel(int kc, const float *restrict pa, const float *restrict p
     }
 }
 
-/* ---------------------------------------------------------------- driver */
+/* ---------------------------------------------------------------- for the driver */
 
-static void scale_c(int M, int N, float beta, float *C, int ldc) {
-    for (int m = 0; m < M; m++) {
-        float *c = C + (size_t)m * ldc;
-        for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
-    }
-}
+static size_t a_panel_bytes(int kc) { return sizeof(float) * ((size_t)kc * MR + 8); }   /* + the overlapping store */
+static size_t b_panel_bytes(int kc) { return sizeof(float) * (size_t)kc * NR; }
 
-#define KGROUP_BYTES ((size_t)8 << 20)
-#define PRIVATE_B_BYTES ((size_t)4 << 20)
-
-/* Packs B panel bi of a group: K block p0 + bi / npanels, panel bi % npanels of the jc block. */
-static void pack_b_item(float *bp, int bi, int npanels, int p0, int kc_blk, int K, int nc, int jc, int trans_b,
-                        const uint16_t *B, int ldb) {
-    int q = bi / npanels, j = bi % npanels;
-    int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-    int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-    float *dst = bp + (size_t)bi * kc_blk * NR;
-    if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
-    else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
-}
-
-void fl_gemm_bf16_avx2(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
-                       int ldb, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    double flops = 2.0 * M * N * K;
-    int nthreads = flops < 4e6 ? 1 : omp_get_max_threads();
-
-    int nkb = (K + KC - 1) / KC;
-    int kc_blk = (K + nkb - 1) / nkb;
-    size_t apanel = (size_t)kc_blk * MR + 8;   /* floats per A micro-panel (+ the overlapping store) */
-
-    int ncols = N < NC ? (N + NR - 1) / NR * NR : NC;
-    int npanels_max = ncols / NR;
-    /* K blocks are packed and run in groups of up to KGROUP_BYTES of packed B (L3-resident): two
-     * barriers per group, not per block (each may wait out another process's time slice). */
-    size_t bblock = sizeof(float) * (size_t)kc_blk * NR * npanels_max;   /* one K block */
-    int kgroup = (int)(KGROUP_BYTES / bblock);
-    if (kgroup < 1) kgroup = 1;
-    if (kgroup > nkb) kgroup = nkb;
-    /* When all of B packs into PRIVATE_B_BYTES (every projection of a small model, the LoRA ranks),
-     * every thread packs all of it for itself — a duplicate of a few percent of the GEMM's work —
-     * and the call has no barrier but its end: on a machine whose cores are shared, a barrier waits
-     * out the time slice of whichever thread was descheduled. */
-    int private_b = nthreads > 1 && kgroup == nkb && N <= NC && bblock * kgroup <= PRIVATE_B_BYTES;
-    float *bp = private_b ? NULL : xaligned(bblock * kgroup);
-
-    /* rows per work item: about 4 items per thread, at most MC; with few rows, items also split
-     * the columns of a B block into chunks of panels */
-    int mtiles = (M + MR - 1) / MR;
-    int want = 4 * nthreads;
-    int mc = (mtiles + want - 1) / want * MR;
-    if (mc > MC) mc = MC;
-    if (mc < MR) mc = MR;
-    int nic = (M + mc - 1) / mc;
-
-    #pragma omp parallel num_threads(nthreads)
-    {
-        float *ap = xaligned(sizeof(float) * apanel * (size_t)(mc / MR));
-        float *bmine = private_b ? xaligned(bblock * kgroup) : NULL;
-        float *bpt = private_b ? bmine : bp;
-        for (int jc = 0; jc < N; jc += NC) {
-            int nc = N - jc < NC ? N - jc : NC;
-            int npanels = (nc + NR - 1) / NR;
-            int nchunks = nic >= 2 * nthreads ? 1 : (want + nic - 1) / nic;
-            if (nchunks > npanels) nchunks = npanels;
-            int ppc = (npanels + nchunks - 1) / nchunks;
-            nchunks = (npanels + ppc - 1) / ppc;
-            for (int p0 = 0; p0 < nkb; p0 += kgroup) {
-                int np = nkb - p0 < kgroup ? nkb - p0 : kgroup;
-                if (private_b) {
-                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, K, nc, jc, trans_b, B, ldb);
-                } else {
-                    #pragma omp for schedule(dynamic, 1)
-                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, K, nc, jc, trans_b, B, ldb);
-                    /* implicit barrier: B packed */
-                }
-                #pragma omp for schedule(dynamic, 1)
-                for (int item = 0; item < nic * nchunks; item++) {
-                    int ic = item / nchunks * mc, chunk = item % nchunks;
-                    int mcur = M - ic < mc ? M - ic : mc;
-                    int j0 = chunk * ppc, j1 = j0 + ppc < npanels ? j0 + ppc : npanels;
-                    for (int q = 0; q < np; q++) {
-                        int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-                        float beta_k = pc == 0 ? beta : 1.0f;
-                        for (int ir = 0; ir < mcur; ir += MR) {
-                            int mr = mcur - ir < MR ? mcur - ir : MR;
-                            pack_a(ap + (size_t)(ir / MR) * apanel, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
-                        }
-                        for (int j = j0; j < j1; j++) {
-                            int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-                            const float *pb = bpt + ((size_t)q * npanels + j) * kc_blk * NR;
-                            for (int ir = 0; ir < mcur; ir += MR) {
-                                int mr = mcur - ir < MR ? mcur - ir : MR;
-                                kernel(kc, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                                       mr, nr, alpha, beta_k);
-                            }
-                        }
-                    }
-                }
-                /* implicit barrier: C tiles of these K blocks done, B may be overwritten */
-            }
-        }
-        free(bmine);
-        free(ap);
-    }
-    free(bp);
-}
-
-#else /* not x86: never selected */
-
-void fl_gemm_bf16_avx2(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
-                       int ldb, float beta, float *C, int ldc) {
-    fl_gemm_bf16_portable(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
+const fl_gemm_bf16_kernels fl_gemm_bf16_avx2_kernels = {
+    .mr = MR, .nr = NR, .kc = KC, .k_align = 1, .mc = MC, .nc = NC,
+    .serial_flops = 4e6,
+    .private_b_bytes = (size_t)4 << 20,
+    .a_panel_bytes = a_panel_bytes, .b_panel_bytes = b_panel_bytes,
+    .pack_a = pack_a, .pack_b_nt = pack_b_nt, .pack_b_nn = pack_b_nn, .kernel = kernel,
+};
 
 #endif

@@ -1,4 +1,5 @@
-/* gemm_bf16_avx512.c — the AVX512_BF16 GEMM: `vdpbf16ps` micro-kernel, packing, blocking, threads.
+/* gemm_bf16_avx512.c — the bf16 GEMM's AVX512_BF16 leaf: the `vdpbf16ps` micro-kernel, the packing
+ * it reads and its block sizes. Not the blocking and threading: gemm_bf16_blocked.c runs them.
  *
  * vdpbf16ps acc, a, b: for each of the 16 f32 lanes, acc += a.lo·b.lo + a.hi·b.hi, where a and b
  * hold bf16 pairs. A lane therefore consumes two consecutive k of one output element, so both
@@ -14,26 +15,18 @@
  *
  * Micro-kernel: an MR × NR = 14 × 32 tile of C in 28 zmm accumulators (+ 2 for B, 1 for the
  * broadcast A pair); per k-pair 2 B loads, 14 broadcasts, 28 vdpbf16ps. Measured alone it runs at
- * ~97% of the core's vdpbf16ps peak (dev/cpu/kernel_lab.c). Around it:
- *   - K is cut into equal blocks of at most KC = 768 (K = 576 is one block, so C is written once);
- *   - a B block (a group of K blocks, <= 8 MB, × up to NC = 2048 columns) is packed once, shared
- *     by all threads (work split in panels, dynamic), then a barrier;
- *   - work items are MC-row slices of C (at most MC = 224 rows, smaller so that there are about
- *     4 items per thread; with very few rows, also chunks of the B block's panels), taken
- *     dynamically — so a thread slowed by other load on the machine does less, not holds up all;
- *   - an item runs the group's K blocks in turn: pack its A rows for the block (L2-resident), then
- *     for each B micro-panel (L1: 36 KB at K = 576) sweep its row tiles; a barrier ends the group.
+ * ~97% of the core's vdpbf16ps peak (dev/cpu/kernel_lab.c). Its blocks for the driver: K in
+ * equal blocks of at most KC = 768, multiples of 32 (K = 576 is one block, so C is written once);
+ * MC = 224 rows per work item (the packed A, L2-resident; each B micro-panel, 36 KB at K = 576,
+ * reused from L1 over its row tiles); NC = 2048 columns per B block; a B of at most 64 KB packed
+ * by each thread for itself; one thread below 8 MFLOP.
  * Details and measurements: docs/CPU-GEMM.md.
  */
-#include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_bf16_kernels.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__) || defined(__i386__) /* the whole file: only x86 has these instructions */
 
 #include <immintrin.h>
-#include <omp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -59,23 +52,14 @@ _Static_assert(KC % 32 == 0, "KC must be a multiple of 32");
 _Static_assert(MC % MR == 0, "MC must be a multiple of MR");
 _Static_assert(NC % NR == 0, "NC must be a multiple of NR");
 
-static void *xaligned(size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (!p) {
-        fprintf(stderr, "fastlora: out of memory (%zu bytes) in bf16 GEMM\n", bytes);
-        abort();
-    }
-    return p;
-}
-
 static inline __mmask16 tail_mask16(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
 
 /* ---------------------------------------------------------------- packing */
 
 /* A rows [0, mr) (mr <= MR), k [0, kc) -> dst, [ceil(kc/32)][MR][16] words. Rows past mr and k
  * past kc are zero. */
-TGT static void pack_a(uint32_t *restrict dst, const float *A, int lda, int mr, int kc) {
+TGT static void pack_a(void *restrict dst_, const float *A, int lda, int mr, int kc) {
+    uint32_t *dst = dst_;
     int nblk = (kc + 31) / 32, nfull = kc / 32;
     /* row by row, so each row is one sequential stream for the hardware prefetcher */
     for (int r = 0; r < mr; r++) {
@@ -125,7 +109,8 @@ TGT static inline void transpose16x16(__m512i r[16]) {
 
 /* B panel for nt (B is (N, K)): columns n [0, nr) are rows of B, whose (k, k+1) pairs are already
  * words; k [0, kc) -> dst [kcp][NR] words, by 16 × 16 word transposes. */
-TGT static void pack_b_nt(uint32_t *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nt(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    uint32_t *dst = dst_;
     int kcp = (kc + 1) / 2;
     for (int g = 0; g < NV; g++) {
         int rows = nr - 16 * g;
@@ -144,7 +129,8 @@ TGT static void pack_b_nt(uint32_t *restrict dst, const uint16_t *B, int ldb, in
 }
 
 /* B panel for nn (B is (K, N)): rows 2kp and 2kp+1, columns [0, nr) interleaved into words. */
-TGT static void pack_b_nn(uint32_t *restrict dst, const uint16_t *B, int ldb, int nr, int kc) {
+TGT static void pack_b_nn(void *restrict dst_, const uint16_t *B, int ldb, int nr, int kc) {
+    uint32_t *dst = dst_;
     int kcp = (kc + 1) / 2;
     for (int kp = 0; kp < kcp; kp++) {
         const uint16_t *b0 = B + (size_t)(2 * kp) * ldb;
@@ -161,10 +147,12 @@ TGT static void pack_b_nn(uint32_t *restrict dst, const uint16_t *B, int ldb, in
 
 /* ---------------------------------------------------------------- micro-kernel */
 
-/* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kcp k-pairs. beta == 0: C = alpha·acc (C not read);
+/* C[0..mr)[0..nr) (=|+=) alpha · Ap · Bp over kc k ((kc + 1) / 2 k-pairs). beta == 0: C = alpha·acc (C not read);
  * beta == 1: C += alpha·acc; else C = alpha·acc + beta·C. */
-TGT static void kernel(int kcp, const uint32_t *restrict pa, const uint32_t *restrict pb, float *C, int ldc,
-                       int mr, int nr, float alpha, float beta) {
+TGT static void kernel(int kc, const void *restrict pa_, const void *restrict pb_, float *C, int ldc, int mr, int nr,
+                       float alpha, float beta) {
+    const uint32_t *pa = pa_, *pb = pb_;
+    int kcp = (kc + 1) / 2;
     /* Ask for the C tile now (for writing), so its misses overlap the k loop instead of stalling
      * the stores at the end — with C bigger than the caches (the LM head's logits) that matters. */
     for (int r = 0; r < mr; r++) {
@@ -227,134 +215,17 @@ TGT static void kernel(int kcp, const uint32_t *restrict pa, const uint32_t *res
     }
 }
 
-/* ---------------------------------------------------------------- driver */
+/* ---------------------------------------------------------------- for the driver */
 
-static void scale_c(int M, int N, float beta, float *C, int ldc) {
-    for (int m = 0; m < M; m++) {
-        float *c = C + (size_t)m * ldc;
-        for (int n = 0; n < N; n++) c[n] = beta == 0.0f ? 0.0f : beta * c[n];
-    }
-}
+static size_t a_panel_bytes(int kc) { return sizeof(uint32_t) * (size_t)((kc + 31) / 32) * MR * 16; }
+static size_t b_panel_bytes(int kc) { return sizeof(uint32_t) * (size_t)((kc + 1) / 2) * NR; }
 
-#ifndef FL_GB_KGROUP_MB
-#define FL_GB_KGROUP_MB 8
-#endif
-#define KGROUP_BYTES ((size_t)FL_GB_KGROUP_MB << 20)
-#define PRIVATE_B_BYTES ((size_t)64 << 10)
-
-/* Packs B panel bi of a group: K block p0 + bi / npanels, panel bi % npanels of the jc block. */
-static void pack_b_item(uint32_t *bp, int bi, int npanels, int p0, int kc_blk, int kcp_blk, int K, int nc, int jc,
-                        int trans_b, const uint16_t *B, int ldb) {
-    int q = bi / npanels, j = bi % npanels;
-    int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-    int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-    uint32_t *dst = bp + (size_t)bi * kcp_blk * NR;
-    if (trans_b) pack_b_nt(dst, B + (size_t)(jc + jr) * ldb + pc, ldb, nr, kc);
-    else pack_b_nn(dst, B + (size_t)pc * ldb + jc + jr, ldb, nr, kc);
-}
-
-void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                         const uint16_t *B, int ldb, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    double flops = 2.0 * M * N * K;
-    int nthreads = flops < 8e6 ? 1 : omp_get_max_threads();
-
-    /* K in equal blocks of at most KC (rounded up to 32): K = 576 is one block, 1536 two of 768;
-     * fewer blocks means fewer passes over C. */
-    int nkb = (K + KC - 1) / KC;
-    int kc_blk = ((K + nkb - 1) / nkb + 31) / 32 * 32;
-    if (kc_blk > K) kc_blk = K;
-    int kcp_blk = (kc_blk + 1) / 2;
-    size_t apanel = (size_t)((kc_blk + 31) / 32) * MR * 16;   /* words per A micro-panel */
-
-    int nc_max = NC;
-    int ncols = N < nc_max ? (N + NR - 1) / NR * NR : nc_max;
-    int npanels_max = ncols / NR;
-    /* K blocks are packed and run in groups of up to KGROUP_BYTES of packed B (L3-resident): a
-     * group costs two barriers, and on a shared machine each barrier may wait out another
-     * process's time slice, so deep K (the LM head's backward, K = 49152) must not pay 2 per block. */
-    size_t bblock = sizeof(uint32_t) * (size_t)kcp_blk * NR * npanels_max;   /* one K block */
-    int kgroup = (int)(KGROUP_BYTES / bblock);
-    if (kgroup < 1) kgroup = 1;
-    if (kgroup > nkb) kgroup = nkb;
-    /* A small B block (LoRA ranks, tiny N) is packed by every thread for itself: duplicate work
-     * of a few µs that saves the barrier after shared packing. */
-    int private_b = nthreads > 1 && bblock * kgroup <= PRIVATE_B_BYTES;
-    uint32_t *bp = private_b ? NULL : xaligned(bblock * kgroup);
-
-    /* Rows per work item: enough items (4 per thread) to balance, at most MC. With too few rows
-     * for that, items also split the columns of a B block into chunks of panels. */
-    int mtiles = (M + MR - 1) / MR;
-    int want = 4 * nthreads;
-    int mc = (mtiles + want - 1) / want * MR;
-    if (mc > MC) mc = MC;
-    if (mc < MR) mc = MR;
-    int nic = (M + mc - 1) / mc;
-
-    #pragma omp parallel num_threads(nthreads)
-    {
-        uint32_t *ap = xaligned(sizeof(uint32_t) * apanel * (size_t)(mc / MR));
-        uint32_t *bmine = private_b ? xaligned(bblock * kgroup) : NULL;
-        uint32_t *bpt = private_b ? bmine : bp;
-        for (int jc = 0; jc < N; jc += nc_max) {
-            int nc = N - jc < nc_max ? N - jc : nc_max;
-            int npanels = (nc + NR - 1) / NR;
-            int nchunks = nic >= 2 * nthreads ? 1 : (want + nic - 1) / nic;
-            if (nchunks > npanels) nchunks = npanels;
-            int ppc = (npanels + nchunks - 1) / nchunks;   /* panels per chunk */
-            nchunks = (npanels + ppc - 1) / ppc;
-            for (int p0 = 0; p0 < nkb; p0 += kgroup) {
-                int np = nkb - p0 < kgroup ? nkb - p0 : kgroup;
-                /* pack B[K blocks p0..p0+np, jc block]; (block p0+q, panel j) at (q·npanels + j)·kcp_blk·NR */
-                if (private_b) {
-                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, kcp_blk, K, nc, jc, trans_b, B, ldb);
-                } else {
-                    #pragma omp for schedule(dynamic, 1)
-                    for (int bi = 0; bi < np * npanels; bi++) pack_b_item(bpt, bi, npanels, p0, kc_blk, kcp_blk, K, nc, jc, trans_b, B, ldb);
-                    /* implicit barrier: B packed */
-                }
-                #pragma omp for schedule(dynamic, 1)
-                for (int item = 0; item < nic * nchunks; item++) {
-                    int ic = item / nchunks * mc, chunk = item % nchunks;
-                    int mcur = M - ic < mc ? M - ic : mc;
-                    int j0 = chunk * ppc, j1 = j0 + ppc < npanels ? j0 + ppc : npanels;
-                    for (int q = 0; q < np; q++) {
-                        int pc = (p0 + q) * kc_blk, kc = K - pc < kc_blk ? K - pc : kc_blk;
-                        int kcp = (kc + 1) / 2;
-                        float beta_k = pc == 0 ? beta : 1.0f;
-                        for (int ir = 0; ir < mcur; ir += MR) {
-                            int mr = mcur - ir < MR ? mcur - ir : MR;
-                            pack_a(ap + (size_t)(ir / MR) * apanel, A + (size_t)(ic + ir) * lda + pc, lda, mr, kc);
-                        }
-                        for (int j = j0; j < j1; j++) {
-                            int jr = j * NR, nr = nc - jr < NR ? nc - jr : NR;
-                            const uint32_t *pb = bpt + ((size_t)q * npanels + j) * kcp_blk * NR;
-                            for (int ir = 0; ir < mcur; ir += MR) {
-                                int mr = mcur - ir < MR ? mcur - ir : MR;
-                                kernel(kcp, ap + (size_t)(ir / MR) * apanel, pb, C + (size_t)(ic + ir) * ldc + jc + jr,
-                                       ldc, mr, nr, alpha, beta_k);
-                            }
-                        }
-                    }
-                }
-                /* implicit barrier: C tiles of these K blocks done, B may be overwritten */
-            }
-        }
-        free(bmine);
-        free(ap);
-    }
-    free(bp);
-}
-
-#else /* not x86: never selected (fl_gemm_bf16_uses_avx512 returns 0) */
-
-void fl_gemm_bf16_avx512(int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
-                         const uint16_t *B, int ldb, float beta, float *C, int ldc) {
-    fl_gemm_bf16_portable(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
+const fl_gemm_bf16_kernels fl_gemm_bf16_avx512_kernels = {
+    .mr = MR, .nr = NR, .kc = KC, .k_align = 32, .mc = MC, .nc = NC,
+    .serial_flops = 8e6,
+    .private_b_bytes = (size_t)64 << 10,
+    .a_panel_bytes = a_panel_bytes, .b_panel_bytes = b_panel_bytes,
+    .pack_a = pack_a, .pack_b_nt = pack_b_nt, .pack_b_nn = pack_b_nn, .kernel = kernel,
+};
 
 #endif
