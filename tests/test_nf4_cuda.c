@@ -16,7 +16,7 @@
 #include "test.h"
 #ifdef FL_HAVE_CUDA
 #include "backend/cuda/cuda_info.h"
-#include "quant/nf4_cuda.h"
+#include "backend/cuda/cuda_nf4.h"
 #endif
 
 static fl_nf4_weight random_weight(int64_t rows, int64_t cols, uint64_t seed, int double_quant) {

@@ -26,7 +26,7 @@
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
 #include "model/weights.h"
-#include "quant/nf4_load.h"
+#include "model/weights_nf4.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"

@@ -35,7 +35,7 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "model/config.h"
-#include "quant/nf4_load.h"
+#include "model/weights_nf4.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"

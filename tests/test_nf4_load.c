@@ -17,8 +17,8 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "model/config.h"
-#include "quant/nf4_load.h"
-#include "quant/nf4_dequantize.h"
+#include "model/weights_nf4.h"
+#include "model/nf4_dequantize.h"
 #include "test.h"
 
 #define NF4_DIR "tests/fixtures/nf4/"

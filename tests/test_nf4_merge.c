@@ -1,4 +1,4 @@
-/* test_nf4_merge.c — merging an adapter into an NF4 base (infer/merge_nf4.h, quant/nf4_dequantize.h).
+/* test_nf4_merge.c — merging an adapter into an NF4 base (infer/merge_nf4.h, model/nf4_dequantize.h).
  *
  * On the transformers + bitsandbytes tiny checkpoint (tests/fixtures/nf4/tiny-nf4): the dequantized
  * folder holds every projection as BF16 equal bit for bit to fl_nf4_dequantize of the stored NF4
@@ -22,8 +22,8 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
-#include "quant/nf4_load.h"
-#include "quant/nf4_dequantize.h"
+#include "model/weights_nf4.h"
+#include "model/nf4_dequantize.h"
 #include "test.h"
 
 #define TINY_NF4 "tests/fixtures/nf4/tiny-nf4"

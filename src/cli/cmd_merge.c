@@ -12,7 +12,7 @@
 #include "infer/merge.h"
 #include "infer/merge_nf4.h"
 #include "io/file_util.h"
-#include "quant/nf4_load.h"
+#include "model/weights_nf4.h"
 
 int cmd_merge(int argc, char **argv) {
     const char *model = NULL, *adapter = NULL, *out = NULL;

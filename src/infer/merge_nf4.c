@@ -8,7 +8,7 @@
  * exactly the base the adapter saw (its dequantized bf16 weights) plus the adapter.
  *
  * Done in two steps that reuse the tested float merge: the NF4 folder is dequantized into a float
- * folder beside the output (quant/nf4_dequantize.h: config.json without quantization_config; every
+ * folder beside the output (model/nf4_dequantize.h: config.json without quantization_config; every
  * NF4 weight replaced by its dequantization, the bitsandbytes companion tensors dropped, every other
  * tensor copied byte for byte), fl_merge_adapter merges into it, and the intermediate folder is
  * removed.
@@ -28,7 +28,7 @@
 #include "io/file_util.h"
 #include "io/path_guard.h"
 #include "io/run_lock.h"
-#include "quant/nf4_dequantize.h"
+#include "model/nf4_dequantize.h"
 
 /* Links the model folder's other files (tokenizer, generation config, ...) into dir, so that the
  * float merge copies them to the output as it does for a float model. */

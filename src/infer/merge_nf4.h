@@ -1,7 +1,7 @@
 /* merge_nf4.h — `merge` of an adapter trained on an NF4 (bitsandbytes 4-bit) base.
  *
  * The merged model is a plain float Hugging Face folder: each NF4 projection is dequantized (to the
- * dtype it was quantized from, quant/nf4_dequantize.h), the adapter is added in f32 and the sum
+ * dtype it was quantized from, model/nf4_dequantize.h), the adapter is added in f32 and the sum
  * rounded once (infer/merge.h), and config.json loses its quantization_config. The reasons for not
  * re-quantizing are in merge_nf4.c and docs/QUANT.md. Not the float merge itself.
  */

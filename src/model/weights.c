@@ -20,7 +20,7 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "model/projections.h"
-#include "quant/nf4_load.h"
+#include "model/weights_nf4.h"
 
 int fl_quant_parse(const char *s, fl_quant *out) {
     if (!s || !*s || !strcmp(s, "none")) *out = FL_QUANT_NONE;

@@ -41,6 +41,19 @@ static double cpu_nf4_scratch_bytes(const fl_model_config *cfg) {
     return (double)most;
 }
 
+/* The CUDA NF4 matmuls' tile scratch (cuda_nf4.cu): the largest bf16 tile of the seven projections
+ * (cuda_plan.h's tile rows). */
+static size_t nf4_scratch_bytes(const fl_model_config *cfg) {
+    size_t most = 0;
+    for (int p = 0; p < FL_N_PROJ; p++) {
+        int in, out;
+        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+        size_t bytes = (size_t)fl_cuda_nf4_tile_rows(out, in) * (size_t)in * 2;
+        most = bytes > most ? bytes : most;
+    }
+    return most;
+}
+
 fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T,
                                       fl_plan_target target, unsigned mode) {
     fl_plan_memory m;
@@ -62,7 +75,7 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
         m.logits = (double)fl_cuda_lm_head_scratch_bytes((size_t)N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET);
         m.attn_ws = (double)B * cfg->n_heads * T * sizeof(float);
         m.gemm_ws = (double)FL_CUDA_WORKSPACE_BYTES + (double)FL_CUDA_STAGING_FLOATS * sizeof(float) + 1048576.0 +
-                    (nf4 ? (double)fl_cuda_nf4_scratch_bytes(cfg) : 0);
+                    (nf4 ? (double)nf4_scratch_bytes(cfg) : 0);
         m.context = FL_PLAN_CUDA_CONTEXT_BYTES;
     } else {
         m.logits = cpu_logits_bytes((size_t)N, cfg->vocab_size);

@@ -17,7 +17,7 @@
  *     w = f32(code[idx] · scale[b]), then rounded to nearest even into bf16/f16 when asked.
  * The exact rounding rules (ties, the reciprocal, the 8-bit lookup) and how they are tested against
  * the real library are in docs/QUANT.md. Not a GEMM (backend/cpu/gemm_nf4.h) and not a file reader
- * (quant/nf4_load.h).
+ * (model/weights_nf4.h).
  */
 #ifndef FL_QUANT_NF4_H
 #define FL_QUANT_NF4_H

@@ -8,7 +8,7 @@
  */
 #include "template/tpl_internal.h"
 
-#include "tokenizer/tokenizer_internal.h"
+#include "common/utf8.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 
 #include "template/unicode_case.h"
 #include "template/unicode_props.h"
-#include "tokenizer/tokenizer_internal.h"
+#include "common/utf8.h"
 
 #include <string.h>
 

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "tokenizer/unicode_nfc.h"
+#include "tokenizer/unicode_nfc_compose.h"
 
 #include <stdlib.h>
 #include <string.h>

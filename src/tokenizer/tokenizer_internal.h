@@ -13,6 +13,7 @@
 #ifndef FL_TOKENIZER_INTERNAL_H
 #define FL_TOKENIZER_INTERNAL_H
 
+#include "common/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdbool.h>
@@ -200,11 +201,6 @@ extern const char fl_gpt2_pattern[];
  * *map is the origin of each normalized byte, with map->start NULL when nothing changed. */
 const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32_t base, size_t *out_len,
                          fl_norm_map *map);
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
-int fl_utf8_len(const unsigned char *s, size_t avail);
-size_t fl_utf8_validate(const char *s, size_t len); // offset of the first invalid byte, or len
-int fl_utf8_encode(uint32_t cp, char *out);
-uint32_t fl_utf8_decode(const unsigned char *s, int n);
 
 /* Whether cp lies in one of n sorted, disjoint, inclusive ranges (the generated Unicode tables). */
 static inline int fl_in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp) {

@@ -19,7 +19,7 @@
  * (16 bytes a position) stay within 4 GiB. */
 #define MAX_STEP_TOKENS (1 << 28)
 
-/* Each numeric option's range (cli/args.h bounds). The command line, config files and
+/* Each numeric option's range (common/args.h bounds). The command line, config files and
  * fl_train_options_validate all check against it; options not listed take any value of their type. */
 static const struct {
     const char *name;

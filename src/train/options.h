@@ -16,7 +16,7 @@
 /* The most optimizer steps a run may have (checkpoints store the step counters within 2^30). */
 #define FL_TRAIN_MAX_STEPS (1 << 30)
 
-/* X(name on the command line, kind, field, default, help) — kind: a fl_opt_kind (cli/args.h) without
+/* X(name on the command line, kind, field, default, help) — kind: a fl_opt_kind (common/args.h) without
  * its FL_OPT_ prefix: STRING, INT, DOUBLE, FLAG, U64 */
 #define FL_TRAIN_OPTIONS(X)                                                                                   \
     X("model", STRING, model, NULL, "HF model folder (config.json, safetensors, tokenizer)")                \

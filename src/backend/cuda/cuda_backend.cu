@@ -10,7 +10,7 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_info.h"
 #include "backend/cuda/cuda_memory.h"
-#include "quant/nf4_cuda.h"
+#include "backend/cuda/cuda_nf4.h"
 
 static void embedding_forward_cuda(void *out, const int32_t *ids, const void *table, size_t N, int C) {
     embedding_forward((bf16 *)out, ids, (const bf16 *)table, N, C, fl_cuda.stream);

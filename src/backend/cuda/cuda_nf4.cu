@@ -1,5 +1,5 @@
 /* cuda_nf4.cu — NF4 weights on the GPU: upload, the tiled dequantization to bf16, and the backend's
- * two NF4 matmuls (nf4_cuda.h): each tile of rows of W is dequantized into the scratch arena's NF4
+ * two NF4 matmuls (cuda_nf4.h): each tile of rows of W is dequantized into the scratch arena's NF4
  * slot and multiplied by the cuBLASLt matmul of cuda_matmul.cu, on the one stream.
  *
  * Mirrors fl_nf4_dequantize_rows (quant/nf4.c) element for element: scale = f32(f32(map[code] ·
@@ -10,7 +10,7 @@
  */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_memory.h"
-#include "quant/nf4_cuda.h"
+#include "backend/cuda/cuda_nf4.h"
 
 __constant__ float nf4_code_dev[16];
 

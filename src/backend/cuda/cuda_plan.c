@@ -2,7 +2,6 @@
  * Plain C with no CUDA dependency: compiled into every build and tested on the CPU. */
 #include "backend/cuda/cuda_plan.h"
 
-#include "model/projections.h"
 
 unsigned fl_cuda_grid_1d(size_t n, int threads, int per_thread, unsigned max_blocks) {
     if (n == 0) return 0;
@@ -117,15 +116,4 @@ int64_t fl_cuda_nf4_tile_rows(int64_t rows, int64_t cols) {
     int64_t fit = (int64_t)(FL_CUDA_NF4_TILE_BYTES / (2 * (size_t)(cols > 0 ? cols : 1)));
     if (fit < 1) fit = 1;
     return fit < rows ? fit : rows;
-}
-
-size_t fl_cuda_nf4_scratch_bytes(const fl_model_config *cfg) {
-    size_t most = 0;
-    for (int p = 0; p < FL_N_PROJ; p++) {
-        int in, out;
-        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
-        size_t bytes = (size_t)fl_cuda_nf4_tile_rows(out, in) * (size_t)in * 2;
-        most = bytes > most ? bytes : most;
-    }
-    return most;
 }

@@ -5,15 +5,13 @@
  *
  * Nothing here touches the GPU or includes a CUDA header; the .cu files call these functions so
  * the numbers the tests check are the numbers the kernels launch with. Shapes use the glossary of
- * model/config.h, N = B*T.
+ * model/config.h (not included: the backend knows shapes, not models), N = B*T.
  */
 #ifndef FL_CUDA_PLAN_H
 #define FL_CUDA_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include "model/config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,8 +92,6 @@ fl_cuda_attn_bwd_plan fl_cuda_attn_bwd_make_plan(int B, int T, int NH, int NKV, 
 /* Rows of a (rows, cols) NF4 weight per dequantized tile: as many as FL_CUDA_NF4_TILE_BYTES of bf16
  * hold, at least 1, at most rows. */
 int64_t fl_cuda_nf4_tile_rows(int64_t rows, int64_t cols);
-/* Bytes of the NF4 tile scratch for a model: the largest tile of its seven projections. */
-size_t fl_cuda_nf4_scratch_bytes(const fl_model_config *cfg);
 
 /* ---- fixed scratch (cuda_context.cu, cuda_memory.cu; plan/plan.c counts them) ---- */
 

@@ -3,8 +3,8 @@
  * companion tensors dropped, config.json without its quantization_config. What the merge of an
  * adapter into an NF4 base starts from (infer/merge_nf4.h, docs/QUANT.md); not the merge itself.
  */
-#ifndef FL_QUANT_NF4_DEQUANTIZE_H
-#define FL_QUANT_NF4_DEQUANTIZE_H
+#ifndef FL_MODEL_NF4_DEQUANTIZE_H
+#define FL_MODEL_NF4_DEQUANTIZE_H
 
 /* The NF4 folder model_dir as a float folder out_dir (config.json without quantization_config,
  * NF4 weights dequantized, their companion tensors dropped, other tensors byte for byte; a sharded

@@ -1,4 +1,4 @@
-/* nf4_cuda.h — NF4 weights on the GPU (backend/cuda/cuda_nf4.cu; CUDA builds only).
+/* cuda_nf4.h — NF4 weights on the GPU (backend/cuda/cuda_nf4.cu; CUDA builds only).
  *
  * A device NF4 weight is an fl_nf4_weight whose arrays point into one device allocation with the
  * host layout (fl_nf4_view). The dequantization kernel writes bf16 tiles — rows [r0, r1) of W — bit
@@ -6,8 +6,8 @@
  * round-to-nearest multiplies and adds: no FMA contraction), for a cuBLASLt GEMM to consume. Not the
  * GEMM itself: that is the engine's matmul op over such a tile.
  */
-#ifndef FL_QUANT_NF4_CUDA_H
-#define FL_QUANT_NF4_CUDA_H
+#ifndef FL_CUDA_NF4_H
+#define FL_CUDA_NF4_H
 
 #include "quant/nf4.h"
 

@@ -1,5 +1,5 @@
-/* nf4_load.c — bitsandbytes 4-bit checkpoints and quantize-at-load (see nf4_load.h). */
-#include "quant/nf4_load.h"
+/* weights_nf4.c — bitsandbytes 4-bit checkpoints and quantize-at-load (see weights_nf4.h). */
+#include "model/weights_nf4.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -3,7 +3,7 @@
  * dequantization, the bitsandbytes companion tensors dropped, every other tensor copied byte for
  * byte. What `merge` of an NF4 base builds on (infer/merge_nf4.c); not the merge itself.
  */
-#include "quant/nf4_dequantize.h"
+#include "model/nf4_dequantize.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -19,7 +19,7 @@
 #include "io/path_guard.h"
 #include "io/run_lock.h"
 #include "io/safetensors.h"
-#include "quant/nf4_load.h"
+#include "model/weights_nf4.h"
 
 static const char *const companions[] = {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
                                          ".quant_state.bitsandbytes__nf4"};

@@ -1,9 +1,7 @@
-/* utf8.c — UTF-8 validation, decoding and encoding for the tokenizer.
- *
- * Strict: overlong forms, surrogates (U+D800..DFFF) and code points above U+10FFFF are invalid,
- * as in Rust's `str` and Python's decoder. Not here: lossy repair of invalid text (decode.c).
+/* utf8.c — strict UTF-8 validation, decoding and encoding (utf8.h). Not here: lossy repair of
+ * invalid text (tokenizer/decode.c).
  */
-#include "tokenizer/tokenizer_internal.h"
+#include "common/utf8.h"
 
 int fl_utf8_len(const unsigned char *s, size_t avail) {
     unsigned char c = s[0];

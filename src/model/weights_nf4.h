@@ -1,4 +1,4 @@
-/* nf4_load.h — NF4 projections from a Hugging Face folder: pre-quantized bitsandbytes 4-bit
+/* weights_nf4.h — NF4 projections from a Hugging Face folder: pre-quantized bitsandbytes 4-bit
  * checkpoints as transformers saves them, or float checkpoints quantized at load (`--quant nf4`).
  *
  * A pre-quantized checkpoint says so in config.json ("quantization_config": {"quant_method":
@@ -16,8 +16,8 @@
  * gate, up, down) are NF4; embeddings, norms and the LM head stay in their float dtype. Not the
  * float weights loader (model/weights.h), which the engine keeps for everything else.
  */
-#ifndef FL_QUANT_NF4_LOAD_H
-#define FL_QUANT_NF4_LOAD_H
+#ifndef FL_MODEL_WEIGHTS_NF4_H
+#define FL_MODEL_WEIGHTS_NF4_H
 
 #include "io/safetensors.h"
 #include "model/projections.h"
