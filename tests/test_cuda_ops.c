@@ -513,14 +513,20 @@ TEST(cuda_op_lm_head_loss) {
     int32_t *tg = malloc(sizeof(int32_t) * N);
     for (size_t i = 0; i < N; i++) tg[i] = i % 7 == 3 ? -100 : (int32_t)(fl_hash64(i + 5) % V);
     pair x = pair_act(cu, x_h, N * C), w = pair_act(cu, w_h, (size_t)V * C), dx = pair_act(cu, NULL, N * C);
-    pair logits = pair_f32(cu, NULL, N * V);
+    pair logits = pair_f32(cu, NULL, N * V), tl = pair_f32(cu, NULL, N);
     int32_t *tg_d = dev_i32(cu, tg, N);
     /* the loss is added to what the scalars hold: start both at 5 tokens of loss 2 */
     fl_step_scalars sc_cpu = {.grad_scale = 1.0f / 857, .loss_sum = 10.0, .n_counted = 5};
     fl_step_scalars *sc_d = dev_scalars(cu, &sc_cpu);
-    cpu->lm_head_loss(dx.cpu, logits.cpu, &sc_cpu, x.cpu, tg, w.cpu, N, C, V);
-    cu->lm_head_loss(dx.dev, logits.dev, sc_d, x.dev, tg_d, w.dev, N, C, V);
+    cpu->lm_head_loss(dx.cpu, logits.cpu, tl.cpu, &sc_cpu, x.cpu, tg, w.cpu, N, C, V);
+    cu->lm_head_loss(dx.dev, logits.dev, tl.dev, sc_d, x.dev, tg_d, w.dev, N, C, V);
     fl_step_scalars sc_cuda = host_scalars(cu, sc_d);
+    float *tl_g = down_f32(cu, &tl); /* each token's loss: from bf16 logits, ~1e-2 absolute on ~11 */
+    for (size_t i = 0; i < N; i++)
+        CHECK_MSG(tg[i] < 0 ? tl_g[i] == 0.0f && tl.cpu[i] == 0.0f : fabsf(tl_g[i] - tl.cpu[i]) <= 0.05f + 5e-3f * tl.cpu[i],
+                  "token %zu: loss %g, CPU %g", i, tl_g[i], tl.cpu[i]);
+    free(tl_g);
+    pair_free(cu, &tl);
     CHECK(sc_cpu.n_counted == 5 + 857 && sc_cuda.n_counted == sc_cpu.n_counted);
     CHECK_CLOSE(sc_cuda.loss_sum, sc_cpu.loss_sum, 0.0, 2e-3);   /* sum of bf16-logit losses: rounding averages out */
     float *g = down_f32(cu, &logits);
@@ -542,14 +548,36 @@ TEST(cuda_op_lm_head_loss) {
     sc_cpu = (fl_step_scalars){0};
     cu->upload(sc_d, &sc_cpu, sizeof sc_cpu);
     fl_cuda_set_lm_head_budget((size_t)64 << 20);
-    cpu->lm_head_loss(NULL, NULL, &sc_cpu, x.cpu, tg, w.cpu, N, C, V);
-    cu->lm_head_loss(NULL, NULL, sc_d, x.dev, tg_d, w.dev, N, C, V);
+    cpu->lm_head_loss(NULL, NULL, NULL, &sc_cpu, x.cpu, tg, w.cpu, N, C, V);
+    cu->lm_head_loss(NULL, NULL, NULL, sc_d, x.dev, tg_d, w.dev, N, C, V);
     fl_cuda_set_lm_head_budget(0);
     sc_cuda = host_scalars(cu, sc_d);
     CHECK(sc_cuda.n_counted == N);
     CHECK_CLOSE(sc_cuda.loss_sum, sc_cpu.loss_sum, 0.0, 2e-3);
     free(x_h); free(w_h); free(tg); cu->free(tg_d); cu->free(sc_d);
     pair_free(cu, &x); pair_free(cu, &w); pair_free(cu, &dx);
+}
+
+/* Row r of x times w[r] (the LM head's input gradient weighted per token): the same bf16 inputs,
+ * the f32 product rounded to bf16 once (≤ 2^-9 relative per element, so ≤ 2^-9 in relative L2) against
+ * the CPU's f32 product; cols not a multiple of 8 take the scalar path. */
+TEST(cuda_op_scale_rows) {
+    CUDA_OR_SKIP(cu);
+    const fl_backend *cpu = fl_backend_cpu();
+    const int widths[2] = {256, 37};
+    for (int k = 0; k < 2; k++) {
+        size_t rows = 301;
+        int cols = widths[k];
+        float *x_h = rand_bf16(rows * cols, 93 + k, -1, 1), *w_h = rand_bf16(rows, 95 + k, -3, 3);
+        pair x = pair_act(cu, x_h, rows * cols), w = pair_f32(cu, w_h, rows);
+        cpu->scale_rows(x.cpu, w.cpu, rows, cols);
+        cu->scale_rows(x.dev, w.dev, rows, cols);
+        float *g = down_act(cu, &x);
+        CHECK_REL(g, x.cpu, rows * cols, 1.0 / 512);
+        free(g);
+        free(x_h); free(w_h);
+        pair_free(cu, &x); pair_free(cu, &w);
+    }
 }
 
 /* AdamW reads its step's factors and the clip factor from the scalars; Σx² and the clip factor are

@@ -202,7 +202,7 @@ typedef struct { float *x, *w; int32_t *targets; int N, C, V; } ce_ctx;
 static double ce_loss(void *p) {
     ce_ctx *c = p;
     fl_step_scalars sc = {0};
-    lm_head_loss_cpu(NULL, NULL, &sc, c->x, c->targets, c->w, c->N, c->C, c->V);
+    lm_head_loss_cpu(NULL, NULL, NULL, &sc, c->x, c->targets, c->w, c->N, c->C, c->V);
     return sc.loss_sum;
 }
 TEST(gradcheck_lm_head_cross_entropy) {
@@ -212,7 +212,7 @@ TEST(gradcheck_lm_head_cross_entropy) {
     fill(c.x, N * C, 17, -1, 1); fill(c.w, V * C, 18, -1, 1);
     float *dx = malloc(4 * N * C);
     fl_step_scalars sc = {.grad_scale = 1.0f};
-    lm_head_loss_cpu(dx, NULL, &sc, c.x, targets, c.w, N, C, V);
+    lm_head_loss_cpu(dx, NULL, NULL, &sc, c.x, targets, c.w, N, C, V);
     CHECK_EQ_INT(sc.n_counted, 3);
     fd_compare("lm_head dinp", c.x, dx, N * C, ce_loss, &c);
     for (int i = 0; i < C; i++) CHECK(dx[1 * C + i] == 0.0f); /* ignored token: no gradient */

@@ -105,8 +105,8 @@ TEST(step_lm_head_accumulates_into_scalars) {
     for (int i = 0; i < 20; i++) w[i] = 0.05f * (float)(i % 9) - 0.2f;
     int32_t tg[3] = {1, -100, 4};
     fl_step_scalars one = {.grad_scale = 1.0f}, two = {.grad_scale = 0.5f, .loss_sum = 1.5, .n_counted = 7};
-    lm_head_loss_cpu(dx1, NULL, &one, x, tg, w, N, C, V);
-    lm_head_loss_cpu(dx2, NULL, &two, x, tg, w, N, C, V);
+    lm_head_loss_cpu(dx1, NULL, NULL, &one, x, tg, w, N, C, V);
+    lm_head_loss_cpu(dx2, NULL, NULL, &two, x, tg, w, N, C, V);
     CHECK(one.n_counted == 2 && two.n_counted == 9);
     CHECK(two.loss_sum == 1.5 + one.loss_sum);
     for (int i = 0; i < 12; i++) CHECK(dx2[i] == 0.5f * dx1[i]); /* grad_scale a power of two: exact */

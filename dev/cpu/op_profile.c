@@ -50,7 +50,7 @@ static void w_af(void *o, float *l, const void *q, const void *k, const void *v,
 static void w_ab(void *dq, void *dk, void *dv, const void *d, const void *o, const float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS, int ld) { TIMED(OP_ATT_B, inner->attention_backward(dq, dk, dv, d, o, l, q, k, v, s, B, T, NH, NKV, HS, ld)); }
 static void w_sf(void *o, const void *gu, size_t N, int FF) { TIMED(OP_SWI_F, inner->swiglu_forward(o, gu, N, FF)); }
 static void w_sb(void *dgu, const void *d, const void *gu, size_t N, int FF) { TIMED(OP_SWI_B, inner->swiglu_backward(dgu, d, gu, N, FF)); }
-static void w_loss(void *d, float *lo, fl_step_scalars *sc, const void *x, const int32_t *t, const void *w, size_t N, int C, int V) { TIMED(OP_LOSS, inner->lm_head_loss(d, lo, sc, x, t, w, N, C, V)); }
+static void w_loss(void *d, float *lo, float *tl, fl_step_scalars *sc, const void *x, const int32_t *t, const void *w, size_t N, int C, int V) { TIMED(OP_LOSS, inner->lm_head_loss(d, lo, tl, sc, x, t, w, N, C, V)); }
 static void w_adam(float *p, void *pw, float *m, float *v, const float *g, const fl_step_scalars *sc, float b1, float b2, float e, float wd, size_t n) { TIMED(OP_ADAM, inner->adamw_update(p, pw, m, v, g, sc, b1, b2, e, wd, n)); }
 static void w_copy(void *d, const void *s, size_t b) { TIMED(OP_COPY, inner->copy(d, s, b)); }
 static void w_zero(void *d, size_t b) { TIMED(OP_COPY, inner->zero(d, b)); }

@@ -99,7 +99,7 @@ int main(void) {
     std::vector<int32_t> tg(N);
     for (size_t i = 0; i < N; i++) tg[i] = (int32_t)(fl_hash64(i) % V);
     int32_t *tg_d = lab_dev(tg);
-    double ms = lab_time_ms([&] { lm_head_loss(d1, NULL, sc, x, tg_d, head, N, C, V, s); }, 5);
+    double ms = lab_time_ms([&] { lm_head_loss(d1, NULL, NULL, sc, x, tg_d, head, N, C, V, s); }, 5);
     double tflops = 2.0 * 2.0 * N * C * (double)V / ms / 1e9;
     printf("lm_head_loss N=%zu C=%d V=%d: %.3f ms, %.0f TFLOP/s over its two GEMMs (chunk %zu rows)\n", N, C, V, ms, tflops,
            fl_cuda_lm_head_chunk_rows(N, V, fl_cuda_lm_head_budget()));

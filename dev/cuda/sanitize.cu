@@ -47,7 +47,7 @@ static void lm_head(const fl_backend *cu, size_t N, int C, int V) {
     std::vector<float> dx(N * C), logits(N * V);
     fl_step_scalars sc_cpu = {}, sc_gpu = {};
     sc_cpu.grad_scale = 0.01f;
-    lm_head_loss_cpu(dx.data(), logits.data(), &sc_cpu, x.data(), tg.data(), w.data(), N, C, V);
+    lm_head_loss_cpu(dx.data(), logits.data(), NULL, &sc_cpu, x.data(), tg.data(), w.data(), N, C, V);
     bf16 *x_d = lab_dev_bf16(x), *w_d = lab_dev_bf16(w), *dx_d;
     float *logits_d;
     fl_step_scalars *sc_d;
@@ -59,7 +59,7 @@ static void lm_head(const fl_backend *cu, size_t N, int C, int V) {
     lab_copy(sc_d, &sc_cpu, sizeof *sc_d, cudaMemcpyHostToDevice); /* grad_scale, zero sums */
     lab_memset(&sc_d->loss_sum, 0, 2 * sizeof(double));
     int32_t *tg_d = lab_dev(tg);
-    cu->lm_head_loss(dx_d, logits_d, sc_d, x_d, tg_d, w_d, N, C, V);
+    cu->lm_head_loss(dx_d, logits_d, NULL, sc_d, x_d, tg_d, w_d, N, C, V);
     cu->synchronize();
     lab_copy(&sc_gpu, sc_d, sizeof sc_gpu, cudaMemcpyDeviceToHost);
     char name[96];

@@ -175,14 +175,19 @@ typedef struct fl_backend {
     void (*dropout)(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols, int ld_inp);
     /* acc (rows, cols; ld_acc) += x (rows, cols) contiguous */
     void (*add_inplace)(void *acc, const void *x, size_t rows, int cols, int ld_acc);
+    /* x (rows, cols) contiguous: row r *= w[r] (w (rows) f32 in backend memory). Per-token weights of
+     * the LM head's input gradient (a preference loss weighs each sequence's log-probability). */
+    void (*scale_rows)(void *x, const float *w, size_t rows, int cols);
     /* The LM head and cross-entropy, fused and chunked over tokens so that the (N, V) logits need
      * not exist at once: per chunk, logits = inp · weightᵀ (weight (V, C) weight-typed), loss over
      * tokens whose target != -100, and dinp (N, C) = sc->grad_scale · (softmax - onehot) · weight
      * (dinp NULL: forward only). Adds the sum of the per-token losses to sc->loss_sum and the
      * counted tokens to sc->n_counted (sc in backend memory; NULL when dinp is NULL and nobody wants
-     * the loss). `logits_out` (N, V) f32, when not NULL, receives the logits (tests, generation). */
-    void (*lm_head_loss)(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
-                         const void *weight, size_t N, int C, int V);
+     * the loss). `logits_out` (N, V) f32, when not NULL, receives the logits (tests, generation);
+     * `token_loss` (N) f32 in backend memory, when not NULL, each token's loss (0 where the target
+     * is -100): a sequence's log-probability is minus the sum over its tokens. */
+    void (*lm_head_loss)(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                         const int32_t *targets, const void *weight, size_t N, int C, int V);
     /* Σ x² in double over an f32 buffer into *out (backend memory), in a fixed order (deterministic). */
     void (*sum_squares)(double *out, const float *x, size_t n);
     /* torch.nn.utils.clip_grad_norm_'s factor from sc->grad_sumsq: sc->clip_scale = min(1, max_norm /

@@ -115,7 +115,7 @@ fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_sc
     load_batch(m, batch, grad_scale);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    m->be->lm_head_loss(m->act.dx_final, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N,
+    m->be->lm_head_loss(m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N,
                         m->cfg.hidden_size, m->cfg.vocab_size);
     m->have_forward = 1;
     return fl_model_step_stats(m);
@@ -127,7 +127,7 @@ fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch) {
     load_batch(m, batch, 0.0f);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    m->be->lm_head_loss(NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
+    m->be->lm_head_loss(NULL, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
                         m->cfg.vocab_size);
     m->training = was_training;
     m->have_forward = 0;
@@ -146,7 +146,7 @@ void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logit
     const fl_backend *be = m->be;
     size_t bytes = N * (size_t)m->cfg.vocab_size * sizeof(float);
     float *logits = be->alloc(bytes);
-    be->lm_head_loss(NULL, logits, NULL, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
+    be->lm_head_loss(NULL, logits, NULL, NULL, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
                      m->cfg.vocab_size);
     be->download(logits_host, logits, bytes);
     be->free(logits);

@@ -74,6 +74,9 @@ typedef struct {
     fl_cast_block *cast_blocks;  /* host: the s·B compute copies in the fused weights (refresh_lora_copies) */
     int n_cast_blocks;
     struct fl_step_runner *runner;   /* host: staged step inputs and recorded steps (staging.c, step.c) */
+    float *token_f32;         /* (2, B·T) backend memory, made on first use: token losses | token weights
+                                 (token_weights.c) */
+    size_t token_f32_n;       /* B·T it holds */
 } fl_model;
 
 /* Build a model from a HF folder, or from a preset with seeded random base weights. LoRA params
@@ -105,6 +108,17 @@ fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_sc
 fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch);
 /* Backward of the last forward: LoRA gradients accumulate (+=) into m->grads. */
 void fl_model_backward(fl_model *m);
+
+/* Sequence-level objectives (preference tuning: token_weights.c). A forward whose LM-head gradient
+ * has every counted token at weight 1 (grad_scale 1, dropout as in training), each token's loss
+ * (cross-entropy, minus its log-probability; 0 where the target is -100) copied to token_loss
+ * (host, B·T). The caller turns sequence log-probabilities into a loss, then gives each token the
+ * derivative of that loss in the token's loss (fl_model_weight_tokens, host (B·T), the same
+ * layout); fl_model_backward then accumulates Σ_t w[t]·∇loss_t. The eval variant saves nothing and
+ * leaves dropout off (reference log-probabilities, evaluation). */
+fl_step_stats fl_model_forward_token_losses(fl_model *m, const fl_batch *batch, float *token_loss);
+fl_step_stats fl_model_eval_token_losses(fl_model *m, const fl_batch *batch, float *token_loss);
+void fl_model_weight_tokens(fl_model *m, const float *w);
 /* The global L2 norm of the LoRA gradients, computed once per set of gradients (the trainer logs
  * it, the optimizer step clips with it: one Σx² per step). */
 double fl_model_grad_norm(fl_model *m);

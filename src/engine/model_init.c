@@ -136,6 +136,7 @@ void fl_model_free(fl_model *m) {
     fl_lora_buffer_free(&m->adam_v);
     fl_activations_free(&m->act);
     if (m->inv_freq) m->be->free(m->inv_freq);
+    if (m->token_f32) m->be->free(m->token_f32);
     memset(m, 0, sizeof *m);
 }
 

@@ -96,7 +96,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
     int first = all ? 0 : Tn - 1, rows = Tn - first;
     be->rmsnorm_forward(d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, c->rms_norm_eps, (size_t)rows,
                         C, C);
-    be->lm_head_loss(NULL, d->logits, NULL, d->x, d->ignore, m->base.lm_head, (size_t)rows, C, V);
+    be->lm_head_loss(NULL, d->logits, NULL, NULL, d->x, d->ignore, m->base.lm_head, (size_t)rows, C, V);
     be->download(logits_host, d->logits, (size_t)rows * V * sizeof(float));
 }
 

@@ -32,6 +32,7 @@
     .swiglu_backward = swiglu_backward_cpu,              \
     .dropout = dropout_cpu,                              \
     .add_inplace = add_inplace_cpu,                      \
+    .scale_rows = scale_rows_cpu,                        \
     .sum_squares = sum_squares_cpu,                      \
     .grad_clip_scale = grad_clip_scale_cpu,              \
     .attention_decode = attention_decode_cpu,           \

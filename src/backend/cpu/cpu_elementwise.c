@@ -51,6 +51,13 @@ void dropout_cpu(void *out_, const void *inp_, float p, const uint64_t *stream_,
         }
 }
 
+void scale_rows_cpu(void *x_, const float *w, size_t rows, int cols) {
+    float *x = x_;
+    #pragma omp parallel for schedule(static)
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) x[r * (size_t)cols + c] *= w[r];
+}
+
 void add_inplace_cpu(void *acc_, const void *x_, size_t rows, int cols, int ld_acc) {
     float *acc = acc_;
     const float *x = x_;

@@ -7,7 +7,8 @@
  * for ignored rows) — then dinp (rows, C) = dlogits · weight (one GEMM). Chunks are as large as
  * the budgets of cpu_plan.h allow (128 MiB of logits, or up to 512 rows within 512 MiB): every
  * chunk packs the whole (V, C) weight for both GEMMs, so few large chunks run the head at the
- * GEMM's rate. The chunk's logits and row losses are slots of the backend's scratch arena
+ * GEMM's rate. Each row's loss also goes to token_loss when asked (0 for ignored rows). The
+ * chunk's logits and row losses are slots of the backend's scratch arena
  * (cpu_scratch.h), kept between calls (one step runs at a time; not reentrant). */
 #include <cblas.h>
 #include <math.h>
@@ -73,7 +74,7 @@ static double row_logsumexp(const float *row, int V) {
     return max + log(sum);
 }
 
-static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *sc, const float *inp,
+static void lm_head_loss_impl(float *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const float *inp,
                               const int32_t *targets, const void *weight, size_t N, int C, int V, head_gemms gemm) {
     float grad_scale = dinp ? sc->grad_scale : 0.0f;
     size_t chunk = fl_cpu_lm_head_chunk_rows(N, V);
@@ -106,6 +107,8 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *s
         }
         for (size_t r = 0; r < rows; r++) /* in order: the sum is the same for any thread count */
             if (!(row_loss[r] < 0.0)) { loss_sum += row_loss[r]; counted++; } /* NaN counts: it must surface */
+        if (token_loss)
+            for (size_t r = 0; r < rows; r++) token_loss[n0 + r] = row_loss[r] < 0.0 ? 0.0f : (float)row_loss[r];
         if (dinp) gemm.dinp(dinp + n0 * C, logits, weight, rows, C, V);
     }
     if (sc) {
@@ -114,12 +117,12 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, fl_step_scalars *s
     }
 }
 
-void lm_head_loss_cpu(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
-                      const void *weight, size_t N, int C, int V) {
-    lm_head_loss_impl(dinp, logits_out, sc, inp, targets, weight, N, C, V, (head_gemms){logits_f32, dinp_f32});
+void lm_head_loss_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                      const int32_t *targets, const void *weight, size_t N, int C, int V) {
+    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, N, C, V, (head_gemms){logits_f32, dinp_f32});
 }
 
-void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp,
+void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                            const int32_t *targets, const void *weight, size_t N, int C, int V) {
-    lm_head_loss_impl(dinp, logits_out, sc, inp, targets, weight, N, C, V, (head_gemms){logits_bf16, dinp_bf16});
+    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, N, C, V, (head_gemms){logits_bf16, dinp_bf16});
 }

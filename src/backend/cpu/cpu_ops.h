@@ -57,8 +57,9 @@ void swiglu_forward_cpu(void *out, const void *gate_up, size_t N, int FF);
 void swiglu_backward_cpu(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
 void dropout_cpu(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols, int ld_inp);
 void add_inplace_cpu(void *acc, const void *x, size_t rows, int cols, int ld_acc);
-void lm_head_loss_cpu(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
-                      const void *weight, size_t N, int C, int V);
+void scale_rows_cpu(void *x, const float *w, size_t rows, int cols);
+void lm_head_loss_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                      const int32_t *targets, const void *weight, size_t N, int C, int V);
 void sum_squares_cpu(double *out, const float *x, size_t n);
 void grad_clip_scale_cpu(fl_step_scalars *sc, float max_norm);
 void adamw_update_cpu(float *params, void *params_w, float *m, float *v, const float *grads, const fl_step_scalars *sc,
@@ -73,7 +74,7 @@ void matmul_forward_cpu_bf16(void *out, const void *inp, const void *weight, con
                              float beta, size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w);
 void matmul_backward_input_cpu_bf16(void *dinp, const void *dout, const void *weight, float alpha, float beta,
                                     size_t N, int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
-void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp,
+void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                            const int32_t *targets, const void *weight, size_t N, int C, int V);
 void adamw_update_cpu_bf16(float *params, void *params_w, float *m, float *v, const float *grads,
                            const fl_step_scalars *sc, float beta1, float beta2, float eps, float weight_decay,

@@ -70,9 +70,13 @@ static void add_inplace_cuda(void *acc, const void *x, size_t rows, int cols, in
     add_inplace((bf16 *)acc, (const bf16 *)x, rows, cols, ld_acc, fl_cuda.stream);
 }
 
-static void lm_head_loss_cuda(void *dinp, float *logits_out, fl_step_scalars *sc, const void *inp, const int32_t *targets,
-                              const void *weight, size_t N, int C, int V) {
-    lm_head_loss((bf16 *)dinp, logits_out, sc, (const bf16 *)inp, targets, (const bf16 *)weight, N, C, V, fl_cuda.stream);
+static void scale_rows_cuda(void *x, const float *w, size_t rows, int cols) {
+    scale_rows((bf16 *)x, w, rows, cols, fl_cuda.stream);
+}
+static void lm_head_loss_cuda(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                              const int32_t *targets, const void *weight, size_t N, int C, int V) {
+    lm_head_loss((bf16 *)dinp, logits_out, token_loss, sc, (const bf16 *)inp, targets, (const bf16 *)weight, N, C, V,
+                 fl_cuda.stream);
 }
 
 static void adamw_update_cuda(float *params, void *params_w, float *m, float *v, const float *grads,
@@ -132,6 +136,7 @@ static const fl_backend cuda_backend = {
     .swiglu_backward = swiglu_backward_cuda,
     .dropout = dropout_cuda,
     .add_inplace = add_inplace_cuda,
+    .scale_rows = scale_rows_cuda,
     .lm_head_loss = lm_head_loss_cuda,
     .sum_squares = sum_squares_cuda,
     .grad_clip_scale = grad_clip_scale_cuda,

@@ -75,6 +75,18 @@ struct add_op {
     }
 };
 
+struct scale_rows_op {
+    bf16 *x; const float *w; int cols;
+    template <int W> __device__ void apply(size_t i) const { /* W consecutive elements lie in one row (cols % W == 0) */
+        float a[W];
+        load_w<W>(x + i, a);
+        float s = w[i / (size_t)cols];
+#pragma unroll
+        for (int k = 0; k < W; k++) a[k] *= s;
+        store_w<W>(x + i, a);
+    }
+};
+
 template <typename Op>
 __global__ void elementwise_kernel(Op op, size_t N, int vec) {
     size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
@@ -104,6 +116,11 @@ void dropout(bf16 *out, const bf16 *inp, float p, const uint64_t *stream_key, si
              cudaStream_t stream) {
     dropout_op op = {out, inp, p, 1.0f / (1.0f - p), stream_key, cols, ld_inp};
     elementwise_launch(op, rows * (size_t)cols, cols % 8 == 0 && ld_inp % 8 == 0 && fl_aligned16(out, inp), stream);
+}
+
+void scale_rows(bf16 *x, const float *w, size_t rows, int cols, cudaStream_t stream) {
+    scale_rows_op op = {x, w, cols};
+    elementwise_launch(op, rows * (size_t)cols, cols % 8 == 0 && fl_aligned16(x), stream);
 }
 
 void add_inplace(bf16 *acc, const bf16 *x, size_t rows, int cols, int ld_acc, cudaStream_t stream) {

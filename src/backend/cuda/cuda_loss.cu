@@ -10,7 +10,8 @@
  *      (2) when a gradient is wanted, the row overwritten in place by
  *      grad_scale·(softmax − onehot) (zeros for ignored rows, target < 0)
  *   3. dinp (rows, C) = dlogits · weight                              (cuBLASLt)
- * The per-row losses go to a device array; one block then sums them in a fixed order into a
+ * The per-row losses go to a device array (copied to token_loss when the caller asks; 0 for ignored
+ * rows); one block then sums them in a fixed order into a
  * double, counts the rows and adds both to the step's scalars (deterministic). grad_scale is read
  * from the step's scalars on the device, so nothing here depends on a host value that changes
  * between steps. The full (N, V) logits exist only when the caller asks for them (logits_out,
@@ -116,8 +117,8 @@ extern "C" void fl_cuda_set_lm_head_budget(size_t bytes) { budget_override = byt
 
 static size_t head_budget(void) { return budget_override ? budget_override : fl_cuda_lm_head_budget(); }
 
-void lm_head_loss(bf16 *dinp, float *logits_out, fl_step_scalars *sc, const bf16 *inp, const int32_t *targets,
-                  const bf16 *weight, size_t N, int C, int V, cudaStream_t stream) {
+void lm_head_loss(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
+                  const int32_t *targets, const bf16 *weight, size_t N, int C, int V, cudaStream_t stream) {
     if (!N) return;
     size_t budget = head_budget(), rows_max = fl_cuda_lm_head_chunk_rows(N, V, budget);
     char *scratch = (char *)fl_cuda_scratch(FL_SCRATCH_LM_LOGITS, fl_cuda_lm_head_scratch_bytes(N, V, budget));
@@ -140,4 +141,5 @@ void lm_head_loss(bf16 *dinp, float *logits_out, fl_step_scalars *sc, const bf16
         loss_sum_kernel<<<1, 1024, 0, stream>>>(sc, row_loss, targets, N);
         CUDA_LAUNCH_CHECK();
     }
+    if (token_loss) CUDA_CHECK(cudaMemcpyAsync(token_loss, row_loss, N * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
