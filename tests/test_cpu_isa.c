@@ -49,6 +49,9 @@ TEST(cpu_isa_env_refused_in_one_line) {
     setenv("FASTLORA_CPU_ISA", "portable", 1); /* every CPU runs the portable path */
     rc = fl_test_run_cli(out, sizeof out, "gpus");
     CHECK_EQ_INT(rc, 0);
+    setenv("FASTLORA_CPU_ISA", "", 1); /* empty (FASTLORA_CPU_ISA= in a script): as unset */
+    rc = fl_test_run_cli(out, sizeof out, "gpus");
+    CHECK_MSG(rc == 0, "FASTLORA_CPU_ISA='' refused: %s", out);
     if (keep) setenv("FASTLORA_CPU_ISA", keep, 1);
     else unsetenv("FASTLORA_CPU_ISA");
     free(keep);

@@ -405,6 +405,16 @@ TEST(plan_cli_bad_input_data) {
     rc = fl_test_run_cli(out, sizeof out, "plan --model %s --json --data %s", model, path_in(dir, "d.jsonl"));
     CHECK_EQ_INT(rc, 0);
     CHECK_CLOSE(plan_tokens(out), 8, 0, 0);
+    /* --fields as train takes it: {"body"} read as {"text"} gives the same 8 tokens; without it the
+     * records have no field train knows, and a bad --format or --fields is one line */
+    write_text(path_in(dir, "f.jsonl"), "{\"body\": \"hello\"}\n{\"body\": \"the\"}\n");
+    rc = fl_test_run_cli(out, sizeof out, "plan --model %s --json --data %s --fields text=body", model, path_in(dir, "f.jsonl"));
+    CHECK_EQ_INT(rc, 0);
+    CHECK_CLOSE(plan_tokens(out), 8, 0, 0);
+    rc = fl_test_run_cli(out, sizeof out, "plan --model %s --data %s", model, path_in(dir, "f.jsonl"));
+    CHECK_EQ_INT(rc, 2);
+    rc = fl_test_run_cli(out, sizeof out, "plan --model %s --data %s --format textt", model, path_in(dir, "f.jsonl"));
+    expect_one_line("plan --format", rc, out, "textt", NULL);
     /* every record bad: nothing to train on */
     write_text(path_in(dir, "bad.jsonl"), "{\"txt\": 1}\nnot json\n");
     rc = fl_test_run_cli(out, sizeof out, "plan --model %s --data %s", model, path_in(dir, "bad.jsonl"));

@@ -504,3 +504,24 @@ TEST(tokenizer_bad_input_many_added_tokens) {
     if (dir) remove_dir(dir, big);
     free(json);
 }
+
+/* `tokenize --file` of bytes that are not UTF-8 (a binary, a Latin-1 file): one line naming the
+ * file and the byte, exit 2 (the tokenizer's own message speaks of "text"). */
+TEST(tokenizer_cli_file_not_utf8_names_the_file) {
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    char path[] = "/tmp/fastlora-notutf8-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    static const char bytes[] = "caf\xe9 au lait\n";
+    CHECK(write(fd, bytes, sizeof bytes - 1) == (ssize_t)(sizeof bytes - 1));
+    close(fd);
+    char out[4096];
+    int rc = fl_test_run_cli(out, sizeof out, "tokenize --model tests/fixtures/train/tok --file %s", path);
+    CHECK_EQ_INT(rc, 2);
+    char want[128];
+    snprintf(want, sizeof want, "%s: invalid UTF-8 at byte 3", path);
+    CHECK_STR_CONTAINS(out, want);
+    CHECK_MSG(strchr(out, '\n') == strrchr(out, '\n'), "more than one line: %s", out);
+    unlink(path);
+}

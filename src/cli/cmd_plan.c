@@ -40,8 +40,10 @@ static int parse_count(const char *s, double *out) {
  * record shapes, chat template and EOS). A tokens file needs nothing more; JSONL and JSON arrays
  * need the model's tokenizer, and without one (--preset, or a folder without tokenizer files) the
  * count is bytes / 4, marked ESTIMATE. A file with no usable document is an error, as in train. */
-static int count_data_tokens(const char *path, const char *model_dir, const fl_model_config *cfg, double *tokens,
-                             char *note, size_t cap) {
+typedef struct { const char *format, *fields, *chat_template; } data_reading; /* train's --format, --fields, --chat-template */
+
+static int count_data_tokens(const char *path, const data_reading *how, const char *model_dir, const fl_model_config *cfg,
+                             double *tokens, char *note, size_t cap) {
     /* a folder or a glob (train/data.h): the sizes of its files */
     char **paths;
     size_t n_paths;
@@ -76,9 +78,14 @@ static int count_data_tokens(const char *path, const char *model_dir, const fl_m
     fl_data_options d = fl_data_options_default();
     d.eos_id = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : cfg->eos_token_id;
     d.vocab_size = cfg->vocab_size;
+    fl_chat_template *chat = NULL;
+    status = fl_data_format_parse(how->format, &d.format);
+    if (!status) status = fl_data_parse_field_map(how->fields, &d);
+    if (!status) status = fl_data_chat_template(tok, how->chat_template, &chat);
+    d.chat_template = chat;
     fl_dataset ds;
     memset(&ds, 0, sizeof ds);
-    status = fl_dataset_load(&ds, path, tok, &d);
+    if (!status) status = fl_dataset_load(&ds, path, tok, &d);
     if (!status && ds.n_docs == 0)
         status = fl_input_error("%s: no usable documents (%zu records, %zu bad): nothing to train on (--data)", path,
                                 ds.n_lines, ds.n_bad);
@@ -89,6 +96,7 @@ static int count_data_tokens(const char *path, const char *model_dir, const fl_m
                  ds.n_bad ? ", some records skipped" : "");
     }
     fl_dataset_free(&ds);
+    fl_chat_template_free(chat);
     if (tok) fl_tokenizer_free(tok);
     return status;
 }
@@ -162,6 +170,7 @@ static int print_board(const char *path, const fl_plan_request *base, const fl_g
 
 int cmd_plan(int argc, char **argv) {
     const char *model_dir = NULL, *preset = NULL, *targets = "q,k,v,o,gate,up,down", *tokens_s = NULL, *data = NULL;
+    data_reading how = {.format = "auto"};
     const char *recompute = "auto", *gpu_name = NULL, *catalog = NULL, *records = NULL, *html = NULL, *device = "cuda";
     const char *board = NULL, *quant = NULL;
     int batch = 4, seq = 1024, rank = 16, json = 0, check = 0, gpus = 1;
@@ -177,6 +186,9 @@ int cmd_plan(int argc, char **argv) {
         {"targets", FL_OPT_STRING, &targets, "adapted projections (default q,k,v,o,gate,up,down)", FL_NO_RANGE},
         {"tokens", FL_OPT_STRING, &tokens_s, "training tokens per epoch (50M, 1.2B, 3e8)", FL_NO_RANGE},
         {"data", FL_OPT_STRING, &data, "a dataset file (or folder / glob, as train reads it) whose tokens to count (instead of --tokens)", FL_NO_RANGE},
+        {"format", FL_OPT_STRING, &how.format, "--data's format, as train's --format (default auto)", FL_NO_RANGE},
+        {"fields", FL_OPT_STRING, &how.fields, "--data's field names, as train's --fields (ours=theirs,...)", FL_NO_RANGE},
+        {"chat-template", FL_OPT_STRING, &how.chat_template, "messages data: the Jinja template train renders with (default: the model folder's)", FL_NO_RANGE},
         {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)", FL_MIN_OPEN | FL_MAX, 0, 1e4},
         {"gpus", FL_OPT_INT, &gpus, "data parallel on N GPUs of each kind: aggregate tok/s, all-reduce, time and cost (default 1)",
          FL_RANGE(1, 4096)},
@@ -193,7 +205,7 @@ int cmd_plan(int argc, char **argv) {
     };
     int rc = fl_args_parse("plan", argc, argv, options, (int)(sizeof options / sizeof options[0]),
                            "usage: fastlora plan --model DIR | --preset NAME [--seq T --batch B --rank R --targets ...]\n"
-                           "                     [--tokens N | --data FILE] [--epochs E] [--recompute auto|on|off] [--quant nf4]\n"
+                           "                     [--tokens N | --data FILE [--format F --fields MAP --chat-template FILE]] [--epochs E] [--recompute auto|on|off] [--quant nf4]\n"
                            "                     [--gpu NAME] [--catalog FILE] [--records FILE] [--json] [--html FILE]");
     if (rc) return rc < 0 ? 0 : rc;
     if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
@@ -240,7 +252,7 @@ int cmd_plan(int argc, char **argv) {
             snprintf(rep.model_label, sizeof rep.model_label, "%s", model_dir);
         }
     }
-    if (!status && data) status = count_data_tokens(data, model_dir, &rq.cfg, &rq.tokens, rep.tokens_note, sizeof rep.tokens_note);
+    if (!status && data) status = count_data_tokens(data, &how, model_dir, &rq.cfg, &rq.tokens, rep.tokens_note, sizeof rep.tokens_note);
     else if (tokens_s) snprintf(rep.tokens_note, sizeof rep.tokens_note, "--tokens %s", tokens_s);
     fl_gpu_catalog cat;
     memset(&cat, 0, sizeof cat);

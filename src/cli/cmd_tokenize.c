@@ -343,6 +343,12 @@ int cmd_tokenize(int argc, char **argv) {
             for (size_t i = 0; !rc && i < ids.n; i++) printf(i ? " %d" : "%d", ids.ids[i]);
             if (!rc) putchar('\n');
         }
+        if (rc == FL_ERR_INPUT && file) { /* the tokenizer says "text: ..."; the user gave a file */
+            char why[512];
+            const char *e = fl_last_error();
+            snprintf(why, sizeof why, "%s", strncmp(e, "text: ", 6) ? e : e + 6);
+            rc = fl_input_error("%s: %s", file, why);
+        }
         fl_token_ids_free(&ids);
         free(buf);
     }

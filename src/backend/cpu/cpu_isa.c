@@ -54,7 +54,7 @@ fl_cpu_isa fl_cpu_isa_active(void) {
 
 int fl_cpu_isa_check_env(void) {
     const char *s = getenv("FASTLORA_CPU_ISA");
-    if (!s) return 0;
+    if (!s || !*s) return 0; /* unset or empty (FASTLORA_CPU_ISA= in a script): the CPU's own level */
     fl_cpu_isa top = fl_cpu_isa_detected();
     int level = fl_cpu_isa_parse(s);
     char have[64] = "";
