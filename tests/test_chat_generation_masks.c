@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <string.h>
+#include <unistd.h>
 
 TEST(chat_generation_masks_match_transformers) {
     json_error_t err;
@@ -69,5 +70,44 @@ TEST(chat_generation_masks_match_transformers) {
     CHECK_MSG(n >= 30, "only %zu cases in the fixture", n);
     printf("    %zu cases, %zu identical to transformers (%zu masked tokens)\n", n, same, masked);
     fl_tokenizer_free(tok);
+    json_decref(root);
+}
+
+/* `tokenize --jsonl` prints assistant_masks as transformers' return_assistant_tokens_mask does: the
+ * {% generation %} mask with such a template (the fixture's first case, bit for bit), all 0 with a
+ * template without blocks (the fixture tokenizer's ChatML; its turn-by-turn spans stay in
+ * assistant_tokens). */
+TEST(chat_generation_masks_tokenize_cli) {
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    json_t *root = json_load_file("tests/fixtures/chat/generation_masks.json", 0, NULL);
+    CHECK(root != NULL);
+    if (!root) return;
+    json_t *c = json_array_get(json_object_get(root, "cases"), 0);
+    char tpl[] = "/tmp/fastlora-gen-tpl-XXXXXX", rows[] = "/tmp/fastlora-gen-rows-XXXXXX";
+    int ft = mkstemp(tpl), fr = mkstemp(rows);
+    const char *src = json_string_value(json_object_get(c, "template"));
+    json_t *row = json_pack("{s:O}", "messages", json_object_get(c, "messages"));
+    char *line = json_dumps(row, JSON_COMPACT);
+    CHECK(write(ft, src, strlen(src)) == (ssize_t)strlen(src) && write(fr, line, strlen(line)) == (ssize_t)strlen(line));
+    close(ft);
+    close(fr);
+    static char out[1 << 16];
+    for (int with_blocks = 1; with_blocks >= 0; with_blocks--) {
+        int rc = with_blocks ? fl_test_run_cli(out, sizeof out, "tokenize --model tests/fixtures/train/tok --jsonl %s --chat-template %s", rows, tpl)
+                             : fl_test_run_cli(out, sizeof out, "tokenize --model tests/fixtures/train/tok --jsonl %s", rows);
+        CHECK_MSG(rc == 0, "tokenize --jsonl: %s", out);
+        json_t *got = json_loads(out, 0, NULL), *mask = json_object_get(got, "assistant_masks");
+        json_t *want = json_object_get(c, "assistant_masks");
+        size_t ones = 0;
+        for (size_t i = 0; i < json_array_size(mask); i++) ones += json_integer_value(json_array_get(mask, i)) != 0;
+        if (with_blocks) CHECK_MSG(json_equal(mask, want), "assistant_masks differ from transformers': %s", out);
+        else CHECK_MSG(json_array_size(mask) > 0 && ones == 0 && json_array_size(json_object_get(got, "assistant_tokens")) > 0,
+                       "without {%% generation %%} blocks: %zu mask bits set (transformers: none): %s", ones, out);
+        json_decref(got);
+    }
+    unlink(tpl);
+    unlink(rows);
+    free(line);
+    json_decref(row);
     json_decref(root);
 }

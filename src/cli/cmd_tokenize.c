@@ -48,7 +48,8 @@ static const char usage_text[] =
     "                 {\"messages\": [{\"role\", \"content\", ...}, ...], \"add_generation_prompt\": bool,\n"
     "                  \"tools\": [...], \"documents\": [...], \"chat_template_kwargs\": {...}}   (all but messages optional)\n"
     "                   -> {\"text\": str, \"ids\": [...], \"assistant_bytes\": [[s, e], ...], \"assistant_tokens\": [...],\n"
-    "                       \"assistant_masks\": [0|1, ...]}   (transformers' return_assistant_tokens_mask)\n"
+    "                       \"assistant_masks\": [0|1, ...]}   (transformers' return_assistant_tokens_mask: from\n"
+    "                       {% generation %} blocks, all 0 without them)\n"
     "               --no-special, --split-special, --chat-format/--chat-template apply to every line. A bad line gives\n"
     "               {\"error\": \"line N: ...\"}, the others go on; the exit status is then 2.\n";
 
@@ -112,8 +113,11 @@ static int render_chat(fl_tokenizer *tok, json_t *conv, json_t *msgs, chat_opts 
     }
     json_object_set_new(obj, "assistant_bytes", sb);
     json_object_set_new(obj, "assistant_tokens", st);
+    /* transformers' assistant_masks come from {% generation %} blocks only (all 0 without them); the
+     * turn-by-turn spans we train on otherwise are in assistant_bytes / assistant_tokens */
     json_t *mask = json_array();
-    for (size_t i = 0; i < r.ids.n; i++) json_array_append_new(mask, json_integer(r.assistant_mask[i]));
+    int gen_blocks = fl_chat_template_has_generation(ct);
+    for (size_t i = 0; i < r.ids.n; i++) json_array_append_new(mask, json_integer(gen_blocks ? r.assistant_mask[i] : 0));
     json_object_set_new(obj, "assistant_masks", mask);
     fl_chat_rendered_free(&r);
     *out = obj;
