@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "backend/backend.h"
 #include "model/config.h"
+#include "train/data.h"
 #include "model/weights.h"
 #include "test.h"
 
@@ -229,7 +230,7 @@ TEST(bad_input_safetensors_missing_tensor_and_wrong_shape) {
 
 TEST(bad_input_config_json) {
     const char *cases[][3] = {
-        {"\"architectures\": [", "\"architectures\": [\"MistralForCausalLM\", ", "MistralForCausalLM"},
+        {"\"architectures\": [", "\"architectures\": [\"Gemma2ForCausalLM\", ", "Gemma2ForCausalLM"},
         {"\"hidden_size\": 64", "\"hidden_size\": \"64\"", "hidden_size"},
         {"\"num_attention_heads\": 4", "\"num_attention_heads\": 3", "num_key_value_heads"},
         {",\n  \"vocab_size\": 200", "", "vocab_size"},
@@ -335,4 +336,52 @@ TEST(bad_input_config_positions_and_eps) {
         expect_clean_error(dir, "config.json", cases[i][2]);
         remove_dir(dir);
     }
+}
+
+/* MistralForCausalLM runs as Llama; its sliding_window is kept. A sequence longer than the window
+ * would need sliding-window attention (not implemented): bench, generate and train refuse it in one
+ * line naming the window, before any output, and a window that is not a positive integer is one
+ * line naming the field. Within the window the model is exact (test_hf_fixtures.c: mistral_window). */
+TEST(bad_input_mistral_sliding_window) {
+    const char *m = "tests/fixtures/hf/mistral_window/model";
+    fl_model_config cfg;
+    CHECK_EQ_INT(fl_config_load(&cfg, "tests/fixtures/hf/mistral_window/model/config.json"), 0);
+    CHECK(cfg.arch == FL_ARCH_LLAMA && cfg.sliding_window == 32 && !strcmp(cfg.hf_arch, "MistralForCausalLM"));
+    CHECK_EQ_INT(fl_config_check_window(&cfg, 32, "--seq"), 0);
+    CHECK_EQ_INT(fl_config_check_window(&cfg, 33, "--seq"), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "--seq 33 is longer than the model's sliding_window 32");
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    char out[8192];
+    int rc = fl_test_run_cli(out, sizeof out, "bench --model %s --seq 64 --batch 1 --steps 1 --device cpu", m);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "--seq 64 is longer than the model's sliding_window 32");
+    CHECK_MSG(strchr(out, '\n') == strrchr(out, '\n'), "more than one line: %s", out);
+    rc = fl_test_run_cli(out, sizeof out, "generate --model %s --prompt-ids 1,2,3 --max-tokens 40 --device cpu", m);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "sliding_window 32");
+    char dir[] = "/tmp/fastlora-window-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char data[300], run[300];
+    snprintf(data, sizeof data, "%s/d.tokens", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    fl_dataset ds = {0};
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = 3 + i;
+    fl_dataset_add(&ds, ids, NULL, 40);
+    CHECK_EQ_INT(fl_tokens_file_write(data, &ds), 0);
+    fl_dataset_free(&ds);
+    rc = fl_test_run_cli(out, sizeof out, "train --model %s --data %s --out %s --seq 64 --max-steps 1 --device cpu", m, data, run);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "--seq 64 is longer than the model's sliding_window 32");
+    struct stat st;
+    CHECK_MSG(stat(run, &st) != 0, "train refused but left %s", run);
+    /* a bad window */
+    const char *bad = fresh_model_dir();
+    rewrite_config(bad, "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"], \"sliding_window\": -3, \"x\": [0");
+    char path[256];
+    snprintf(path, sizeof path, "%s/config.json", bad);
+    CHECK_EQ_INT(fl_config_load(&cfg, path), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "field 'sliding_window' must be null or a positive integer");
+    remove_dir(bad);
+    remove_dir(dir);
 }

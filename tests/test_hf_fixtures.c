@@ -152,6 +152,11 @@ TEST(hf_qwen2_bias_tied_three_clipped_steps) { check_three_steps("qwen2_bias_tie
 TEST(hf_llama3_rope_logits) { check_logits("llama3_rope"); }
 TEST(hf_llama3_rope_loss_and_grads) { check_loss_and_grads("llama3_rope"); }
 TEST(hf_llama3_rope_three_clipped_steps) { check_three_steps("llama3_rope"); }
+/* MistralForCausalLM: Llama's layers (MQA, explicit head_dim, theta 1e6) with a sliding_window longer
+ * than the sequence, so the window does not bind (model/config.h: longer sequences are refused) */
+TEST(hf_mistral_window_logits) { check_logits("mistral_window"); }
+TEST(hf_mistral_window_loss_and_grads) { check_loss_and_grads("mistral_window"); }
+TEST(hf_mistral_window_three_clipped_steps) { check_three_steps("mistral_window"); }
 /* the same fixtures with activation recompute: same tolerances (test_recompute.c holds the
  * gradients equal bit for bit to the run without it) */
 TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama_gqa"); recompute = 0; }

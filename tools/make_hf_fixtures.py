@@ -57,7 +57,7 @@ from safetensors.torch import save_file  # noqa: E402
 
 import transformers  # noqa: E402
 import peft  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -120,6 +120,23 @@ SPECS = [
         opt=dict(lr=2e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.01, max_grad_norm=1.0),
         expect_clip=None,   # don't care
     ),
+    dict(
+        name="mistral_window",
+        arch="mistral",
+        seed=121314,
+        config=dict(
+            vocab_size=150, hidden_size=40, intermediate_size=72, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=12,   # MQA; explicit head_dim (as Nemo): q dim 48 != 40
+            max_position_embeddings=256, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            sliding_window=32,                                           # a window, longer than T: it does not bind
+            tie_word_embeddings=False,
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
 ]
 
 STEPS = 3
@@ -127,7 +144,8 @@ STEPS = 3
 
 def build_base(spec):
     """Random base model, float32, eager attention, deterministic weights."""
-    cfg_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if spec["arch"] == "llama" else (Qwen2Config, Qwen2ForCausalLM)
+    cfg_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+                          "mistral": (MistralConfig, MistralForCausalLM)}[spec["arch"]]
     cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
     torch.manual_seed(spec["seed"])
     model = model_cls(cfg).to(torch.float32)

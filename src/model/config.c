@@ -101,13 +101,24 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: field 'architectures' must be a list of strings", path);
     if (!arch && json_is_string(model_type)) {
         const char *mt = json_string_value(model_type);
-        arch = !strcmp(mt, "llama") ? "LlamaForCausalLM" : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM" : mt;
+        arch = !strcmp(mt, "llama")   ? "LlamaForCausalLM"
+               : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM"
+               : !strcmp(mt, "mistral") ? "MistralForCausalLM"
+                                        : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
-    if (!strcmp(arch, "LlamaForCausalLM")) cfg->arch = FL_ARCH_LLAMA;
+    int mistral = !strcmp(arch, "MistralForCausalLM");
+    if (!strcmp(arch, "LlamaForCausalLM") || mistral) cfg->arch = FL_ARCH_LLAMA; /* Mistral's layers are Llama's */
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM)", path, arch);
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM)", path, arch);
+    snprintf(cfg->hf_arch, sizeof cfg->hf_arch, "%s", arch);
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
+    if (mistral) { /* null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096) */
+        json_t *sw = json_object_get(root, "sliding_window");
+        if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
+            return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
+        cfg->sliding_window = json_is_integer(sw) ? (int)json_integer_value(sw) : 0;
+    }
 
     FL_TRY(get_int(path, root, "vocab_size", 1, 0, &cfg->vocab_size));
     FL_TRY(get_int(path, root, "hidden_size", 1, 0, &cfg->hidden_size));
@@ -165,6 +176,13 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     FL_TRY(get_token_id(path, root, "bos_token_id", &cfg->bos_token_id));
     FL_TRY(get_token_id(path, root, "eos_token_id", &cfg->eos_token_id));
     return 0;
+}
+
+int fl_config_check_window(const fl_model_config *cfg, int T, const char *what) {
+    if (!cfg->sliding_window || T <= cfg->sliding_window) return 0;
+    return fl_input_error("%s %d is longer than the model's sliding_window %d (%s): sliding-window attention is not "
+                          "implemented, so the result would differ from the model's; use %s %d or less", what, T,
+                          cfg->sliding_window, cfg->name, what, cfg->sliding_window);
 }
 
 int fl_config_load(fl_model_config *cfg, const char *path) {

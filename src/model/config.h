@@ -39,10 +39,20 @@ typedef struct {
     int qkv_bias;            /* Qwen2: q/k/v projections carry a bias */
     fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
     int bos_token_id, eos_token_id;  /* -1 when absent */
+    int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
+                                full causal, exact while a sequence fits the window (fl_config_check_window) */
+    char hf_arch[40];        /* the checkpoint's architecture as it names it (MistralForCausalLM runs as Llama) */
 } fl_model_config;
 
-/* Parses `path` (a config.json). Errors name the file and the field. */
+/* Parses `path` (a config.json). Errors name the file and the field. Architectures:
+ * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window kept in
+ * cfg->sliding_window). */
 int fl_config_load(fl_model_config *cfg, const char *path);
+
+/* 0 when sequences of `T` positions run exactly under cfg (no sliding window, or T within it); else
+ * an input error naming `what` (e.g. "--seq") and the window: sliding-window attention is not
+ * implemented, so a longer sequence would attend further back than the model does. */
+int fl_config_check_window(const fl_model_config *cfg, int T, const char *what);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
  * when unknown. */

@@ -433,6 +433,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     memset(res, 0, sizeof *res);
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
+    FL_TRY(fl_config_check_window(&m->cfg, opt->seq, "--seq"));
     /* In a job of several ranks (dist/dist.h) rank 0 alone reads and writes OUT and prints progress;
      * every rank loads the data and packs the same rows. A failure of any rank before the setup
      * agreement below stops them all there (a rank that returns early agrees in cmd_train). */
