@@ -16,6 +16,7 @@
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
 #include "model/weights.h"
+#include "cli_run.h"
 #include "test.h"
 
 static void rm_rf(const char *dir) {
@@ -195,19 +196,6 @@ TEST(merge_bad_input_config_sizes_checked_before_allocation) {
 
 /* ---- where the merged folder may go ------------------------------------------------------------ */
 
-static int same_bytes(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int eq = fa && fb;
-    while (eq) {
-        int ca = getc(fa), cb = getc(fb);
-        if (ca != cb) eq = 0;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return eq;
-}
-
 static void touch(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     if (f) { fputs(text, f); fclose(f); }
@@ -239,7 +227,7 @@ TEST(merge_bad_input_out_is_an_input_or_not_empty) {
             CHECK_EQ_INT(fl_merge_adapter(base, adapter, spellings[i], force), FL_ERR_INPUT);
             CHECK_STR_CONTAINS(fl_last_error(), "is the input folder");
         }
-    CHECK(same_bytes(base_weights, fixture_weights));
+    CHECK(cr_files_equal(base_weights, fixture_weights));
     CHECK_EQ_INT(fl_merge_adapter(base, adapter, adapter, 1), FL_ERR_INPUT); /* the adapter folder */
     CHECK_STR_CONTAINS(fl_last_error(), "is the input folder");
     /* a non-empty folder: refused without --force, nothing written */
@@ -263,9 +251,9 @@ TEST(merge_bad_input_out_is_an_input_or_not_empty) {
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", other);
     touch(path, "not a weight file of the model");
     CHECK_EQ_INT(fl_merge_adapter(base, adapter, other, 1), 0);
-    CHECK(same_bytes(base_weights, fixture_weights));
+    CHECK(cr_files_equal(base_weights, fixture_weights));
     snprintf(path, sizeof path, "%s/model.safetensors", other);
-    CHECK(!same_bytes(path, fixture_weights)); /* the merged weights */
+    CHECK(!cr_files_equal(path, fixture_weights)); /* the merged weights */
     const char *kept[] = {"notes.txt", "adapter_model.safetensors", "config.json", "generation_config.json"};
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", other, kept[i]);
@@ -300,7 +288,7 @@ TEST(merge_bad_input_out_is_an_input_or_not_empty) {
             fclose(f);
         }
         CHECK_STR_CONTAINS(line, "is the input folder");
-        CHECK(same_bytes(base_weights, fixture_weights));
+        CHECK(cr_files_equal(base_weights, fixture_weights));
     }
     rm_rf(dir);
 }

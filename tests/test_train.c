@@ -165,7 +165,7 @@ TEST(train_lr_schedule_matches_transformers) {
 }
 
 TEST(train_resume_is_bitwise_identical) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30); /* ~22 rows of 16 per epoch: 8 steps x 4 rows cross an epoch */
     char out_a[256], out_b[256], path_a[600], path_b[600];
     snprintf(out_a, sizeof out_a, "%s/a", dir);
@@ -187,10 +187,10 @@ TEST(train_resume_is_bitwise_identical) {
     CHECK_EQ_INT(rb.steps, 8);
     snprintf(path_a, sizeof path_a, "%s/adapter_model.safetensors", out_a);
     snprintf(path_b, sizeof path_b, "%s/adapter_model.safetensors", out_b);
-    CHECK(files_equal(path_a, path_b));
+    CHECK(cr_files_equal(path_a, path_b));
     snprintf(path_a, sizeof path_a, "%s/checkpoints/step-00000008/optimizer.safetensors", out_a);
     snprintf(path_b, sizeof path_b, "%s/checkpoints/step-00000008/optimizer.safetensors", out_b);
-    CHECK(files_equal(path_a, path_b));
+    CHECK(cr_files_equal(path_a, path_b));
     /* and a different seed is a different run (the comparison can fail) */
     char out_c[256];
     snprintf(out_c, sizeof out_c, "%s/c", dir);
@@ -199,7 +199,7 @@ TEST(train_resume_is_bitwise_identical) {
     CHECK_EQ_INT(run(&o, &rb), 0);
     snprintf(path_a, sizeof path_a, "%s/adapter_model.safetensors", out_a);
     snprintf(path_b, sizeof path_b, "%s/adapter_model.safetensors", out_c);
-    CHECK(!files_equal(path_a, path_b));
+    CHECK(!cr_files_equal(path_a, path_b));
     /* outputs: metrics, curve, config; keep = 3 checkpoints at most */
     snprintf(path_a, sizeof path_a, "%s/loss.svg", out_a);
     CHECK(fl_file_exists(path_a));
@@ -210,7 +210,7 @@ TEST(train_resume_is_bitwise_identical) {
     CHECK(back.seq == 16 && back.grad_accum == 2 && back.lr == 0.01 && back.dropout == 0.1 && back.max_steps == 8);
     fl_train_options_free(&back);
     fclose(log);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -218,7 +218,7 @@ TEST(train_resume_is_bitwise_identical) {
 /* The old schedule put the last step at the floor, so a 1-step run trained at lr 0 and saved the
  * adapter it started from. Now step 0 of a run without warmup runs at the full lr (as in HF). */
 TEST(train_one_step_run_changes_the_adapter) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 10);
     char out[256];
     snprintf(out, sizeof out, "%s/run", dir);
@@ -240,7 +240,7 @@ TEST(train_one_step_run_changes_the_adapter) {
     fclose(o.log);
     free(before);
     fl_model_free(&m);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -250,7 +250,7 @@ TEST(train_one_step_run_changes_the_adapter) {
  * left (as the HF Trainer's last accumulation step does): each epoch trains every target token
  * exactly once, and the checkpoint at the end of epoch 1 has seen exactly one pass. */
 TEST(train_epoch_trains_each_token_once) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char out[256], path[600];
     snprintf(out, sizeof out, "%s/run", dir);
@@ -293,13 +293,13 @@ TEST(train_epoch_trains_each_token_once) {
     fl_rows_free(&r1);
     free(all);
     fl_dataset_free(&ds);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
 
 TEST(train_nan_stops_and_keeps_last_good_checkpoint) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 20);
     char out[256], path[320];
     snprintf(out, sizeof out, "%s/run", dir);
@@ -320,7 +320,7 @@ TEST(train_nan_stops_and_keeps_last_good_checkpoint) {
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", out);
     CHECK(!fl_file_exists(path)); /* no final adapter from a diverged run */
     free(log_text);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -333,7 +333,7 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     snprintf(tokbin, sizeof tokbin, "%s/data/stories260K/tok512.bin", shared);
     snprintf(text_path, sizeof text_path, "%s/data/tinyshakespeare/input.txt", shared);
     if (!fl_file_exists(ckpt) || !fl_file_exists(text_path)) SKIP("stories260K or tinyshakespeare missing in ../shared");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char model_dir[300], data[300], out[300];
     snprintf(model_dir, sizeof model_dir, "%s/stories260K", dir);
     snprintf(data, sizeof data, "%s/shakespeare.jsonl", dir);
@@ -399,7 +399,7 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
     CHECK(r.last_eval_loss < r.first_eval_loss - 1.0);
     fl_model_free(&m);
     fl_tokenizer_free(tok);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(dir);
 }
 
@@ -407,12 +407,12 @@ TEST(train_stories260k_shakespeare_eval_loss_falls) {
 TEST(train_starts_from_given_adapter) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 10);
     char cmd[2048], path[512];
     snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run --adapter tests/fixtures/hf/llama_gqa/adapter "
              "--seq 16 --batch 2 --max-steps 1 --lr 0 --dtype f32 --device cpu --log-every 0 "
-             "--eval-every 0 >/dev/null 2>&1", bin, FIXTURE_MODEL, data, dir);
+             "--eval-every 0 >/dev/null 2>&1", bin, CR_MODEL, data, dir);
     CHECK_EQ_INT(system(cmd), 0);
     fl_lora_config got, want;
     snprintf(path, sizeof path, "%s/run", dir);
@@ -433,13 +433,13 @@ TEST(train_starts_from_given_adapter) {
     }
     fl_safetensors_close(&a);
     fl_safetensors_close(&b);
-    remove_tree(dir);
+    cr_remove_tree(dir);
 }
 
 /* --epochs large enough that the step count passes INT_MAX: the (int) conversion was undefined
  * and on x86 gave INT_MIN, clamped to 1 step; now a clean input error. */
 TEST(train_bad_input_epochs_step_count_overflow) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 3000);
     char out[256];
     snprintf(out, sizeof out, "%s/run", dir);
@@ -460,7 +460,7 @@ TEST(train_bad_input_epochs_step_count_overflow) {
     CHECK_EQ_INT(fl_train_options_validate(&o), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "--max-steps");
     fclose(o.log);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }

@@ -61,11 +61,11 @@ TEST(train_bad_input_config_files) {
  * set, which must die by SIGKILL. */
 static void run_ref_then_killed(const char *bin, const char *dir, const char *data, const char *common, const char *crash_env) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/ref %s >/dev/null 2>&1", bin, FIXTURE_MODEL, data,
+    snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/ref %s >/dev/null 2>&1", bin, CR_MODEL, data,
              dir, common);
     CHECK_EQ_INT(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s %s train --model %s --data %s --out %s/run %s >/dev/null 2>&1", crash_env, bin,
-             FIXTURE_MODEL, data, dir, common);
+             CR_MODEL, data, dir, common);
     int rc = system(cmd);
     CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + 9, "expected death by SIGKILL, got status %d", rc);
 }
@@ -74,17 +74,17 @@ static void run_ref_then_killed(const char *bin, const char *dir, const char *da
 static void resume_matches_ref(const char *bin, const char *dir, const char *data, const char *common) {
     char cmd[2048], a[512], b[512];
     snprintf(cmd, sizeof cmd, "%s train --model %s --data %s --out %s/run %s --resume %s/run >/dev/null 2>&1", bin,
-             FIXTURE_MODEL, data, dir, common, dir);
+             CR_MODEL, data, dir, common, dir);
     CHECK_EQ_INT(system(cmd), 0);
     snprintf(a, sizeof a, "%s/ref/adapter_model.safetensors", dir);
     snprintf(b, sizeof b, "%s/run/adapter_model.safetensors", dir);
-    CHECK(files_equal(a, b));
+    CHECK(cr_files_equal(a, b));
 }
 
 TEST(train_kill_during_checkpoint_write_keeps_previous) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char path[512];
     const char *common = "--seq 16 --batch 2 --max-steps 6 --save-every 2 --rank 4 --alpha 8 --lr 0.01 --dtype f32 "
@@ -101,7 +101,7 @@ TEST(train_kill_during_checkpoint_write_keeps_previous) {
     CHECK(fl_adapter_load_config(path, &lc) == 0);
     /* resuming from the folder picks step 2 and ends where the uninterrupted run ended, bit for bit */
     resume_matches_ref(bin, dir, data, common);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -113,7 +113,7 @@ TEST(train_kill_during_checkpoint_write_keeps_previous) {
 TEST(train_kill_during_checkpoint_rotation_leaves_no_partial_checkpoint) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char path[512];
     const char *common = "--seq 16 --batch 2 --max-steps 6 --save-every 2 --keep 1 --rank 4 --alpha 8 --lr 0.01 "
@@ -132,7 +132,7 @@ TEST(train_kill_during_checkpoint_rotation_leaves_no_partial_checkpoint) {
     resume_matches_ref(bin, dir, data, common);
     snprintf(path, sizeof path, "%s/run/checkpoints/.old-step-00000002", dir);
     CHECK(!fl_file_exists(path));
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -142,7 +142,7 @@ TEST(train_kill_during_checkpoint_rotation_leaves_no_partial_checkpoint) {
  * sort higher), so a later --resume picked the old run. Now refused (one line, nothing touched)
  * unless --overwrite, which deletes the earlier run's outputs first. */
 TEST(train_out_holding_a_run_needs_resume_or_overwrite) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char out[256], path[600];
     snprintf(out, sizeof out, "%s/run", dir);
@@ -205,7 +205,7 @@ TEST(train_out_holding_a_run_needs_resume_or_overwrite) {
     CHECK_EQ_INT(run(&o, &r), 0);
     CHECK(fl_file_exists(path));
     fclose(log);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -217,7 +217,7 @@ TEST(train_out_holding_a_run_needs_resume_or_overwrite) {
  * the later checkpoints (the branch it replaces) aside to .abandoned-step-*, so they cannot outrank
  * the resumed run's checkpoints in rotation or in a later --resume. */
 TEST(train_resume_rules_other_run_and_older_step) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char a[256], b[256], c[256], step4[300], path[600], path2[600];
     snprintf(a, sizeof a, "%s/a", dir);
@@ -257,7 +257,7 @@ TEST(train_resume_rules_other_run_and_older_step) {
     CHECK_EQ_INT(run(&o, &r), 0);
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", a);
     snprintf(path2, sizeof path2, "%s/adapter_model.safetensors", c);
-    CHECK(files_equal(path, path2));
+    CHECK(cr_files_equal(path, path2));
     /* in place from the older step 4 (a has 8): step-8 moves aside, the resumed run's 6 is the latest */
     run_options(&o, data, a, log);
     o.resume = step4;
@@ -281,7 +281,7 @@ TEST(train_resume_rules_other_run_and_older_step) {
     CHECK(!fl_file_exists(path));
     free(b_metrics);
     fclose(log);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -289,7 +289,7 @@ TEST(train_resume_rules_other_run_and_older_step) {
 /* --eval-data whose every document is unusable: an error, as for --data (it used to train without
  * any eval, saying only "no eval set" at the end). */
 TEST(train_bad_input_eval_data_without_documents) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char eval[300], out[300];
     snprintf(eval, sizeof eval, "%s/eval.tokens", dir);
@@ -308,13 +308,13 @@ TEST(train_bad_input_eval_data_without_documents) {
     CHECK_STR_CONTAINS(fl_last_error(), "eval.tokens: no usable evaluation documents (1 lines, 1 skipped) (--eval-data)");
     CHECK_EQ_INT(r.steps, 0);
     fclose(log);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
 
 TEST(train_checkpoint_order_is_by_step_past_8_digits) {
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char path[600];
     const char *steps[] = {"step-99999999", "step-100000000", "step-00000005"};
     for (int i = 0; i < 3; i++) {
@@ -329,7 +329,7 @@ TEST(train_checkpoint_order_is_by_step_past_8_digits) {
     CHECK(fl_checkpoint_find(dir, &found) == 0);
     CHECK_STR_CONTAINS(found, "/checkpoints/step-100000000");
     free(found);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(dir);
 }
 
@@ -345,7 +345,7 @@ TEST(train_checkpoint_order_is_by_step_past_8_digits) {
 TEST(train_config_json_records_what_ran) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 10);
     char args[2048], path[600], *err = NULL;
     const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
@@ -365,7 +365,7 @@ TEST(train_config_json_records_what_ran) {
     CHECK_MSG(err[0] == 0 || !strstr(err, "contradicts"), "%s", err);
     free(err);
     free(text);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -375,7 +375,7 @@ TEST(train_config_json_records_what_ran) {
 TEST(train_bad_input_flags_contradicting_adapter) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 10);
     char args[2048], *err = NULL;
     const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
@@ -404,7 +404,7 @@ TEST(train_bad_input_flags_contradicting_adapter) {
              "--alpha 16 --targets down,q,v --rslora", QWEN_FIXTURE, QWEN_FIXTURE, data, dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 0);
     free(err);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -415,11 +415,11 @@ TEST(train_bad_input_flags_contradicting_adapter) {
 TEST(train_tokenizer_message_only_when_data_needs_it) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 10);
     char args[2048], jsonl[600], *err = NULL;
     const char *common = "--seq 16 --batch 2 --max-steps 1 --dtype f32 --device cpu --log-every 0 --eval-every 0";
-    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run %s", FIXTURE_MODEL, data, dir, common);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run %s", CR_MODEL, data, dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 0);
     CHECK_MSG(!strstr(err, "tokenizer"), "unexpected: %s", err);
     free(err);
@@ -427,12 +427,12 @@ TEST(train_tokenizer_message_only_when_data_needs_it) {
     FILE *f = fopen(jsonl, "w");
     fputs("{\"text\": \"hello\"}\n", f);
     fclose(f);
-    snprintf(args, sizeof args, "train --model %s --data %s --out %s/text %s", FIXTURE_MODEL, jsonl, dir, common);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/text %s", CR_MODEL, jsonl, dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 2);
     check_one_line(err, "needs the model's tokenizer");
     free(err);
     /* a tokens file for training but JSONL for eval still needs it */
-    snprintf(args, sizeof args, "train --model %s --data %s --eval-data %s --out %s/eval %s", FIXTURE_MODEL, data, jsonl,
+    snprintf(args, sizeof args, "train --model %s --data %s --eval-data %s --out %s/eval %s", CR_MODEL, data, jsonl,
              dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 2);
     check_one_line(err, "data.jsonl needs the model's tokenizer");
@@ -442,12 +442,12 @@ TEST(train_tokenizer_message_only_when_data_needs_it) {
     char empty[600];
     snprintf(empty, sizeof empty, "%s/empty", dir);
     mkdir(empty, 0755);
-    snprintf(args, sizeof args, "train --model %s --data %s --out %s/dir %s", FIXTURE_MODEL, empty, dir, common);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/dir %s", CR_MODEL, empty, dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 2);
     check_one_line(err, "a folder without .jsonl or .json files");
     CHECK_MSG(!strstr(err, "tokenizer"), "blames the tokenizer: %s", err);
     free(err);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }
@@ -481,13 +481,13 @@ static void write_bad_moments(const char *path, const float *m, const float *v, 
 TEST(train_bad_input_resume_from_damaged_checkpoint) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
-    char *dir = temp_dir();
+    char *dir = cr_temp_dir();
     char *data = write_token_data(dir, 30);
     char args[2048], path[600], ckpt[400], *err = NULL;
     const char *common = "--seq 16 --batch 2 --rank 4 --alpha 8 --lr 0.01 --save-every 2 --dtype f32 --device cpu "
                          "--log-every 0 --eval-every 0";
     /* a run stopped after step 4 of 6 (its final adapter from a first 4-step run stays beside) */
-    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 4 %s", FIXTURE_MODEL, data, dir, common);
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 4 %s", CR_MODEL, data, dir, common);
     CHECK_EQ_INT(run_cli(args, &err), 0);
     free(err);
     snprintf(ckpt, sizeof ckpt, "%s/run/checkpoints/step-00000004", dir);
@@ -541,7 +541,7 @@ TEST(train_bad_input_resume_from_damaged_checkpoint) {
             snprintf(text, sizeof text, "%.*s%s%s", (int)(at - state), state, state_cases[i][1], at + strlen(state_cases[i][0]));
         }
         write_bytes(state_path, text, strlen(text));
-        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", CR_MODEL,
                  data, dir, common, dir);
         CHECK_EQ_INT(run_cli(args, &err), 2);
         check_one_line(err, state_cases[i][2]);
@@ -571,7 +571,7 @@ TEST(train_bad_input_resume_from_damaged_checkpoint) {
         case 5: write_bad_moments(opt_path, mom, mom + n, n, n, n, 0, 0, 1); break; /* good values, no order */
         default: unlink(opt_path);
         }
-        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+        snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", CR_MODEL,
                  data, dir, common, dir);
         CHECK_EQ_INT(run_cli(args, &err), 2);
         check_one_line(err, opt_cases[i].needle);
@@ -588,14 +588,14 @@ TEST(train_bad_input_resume_from_damaged_checkpoint) {
     }
     /* and with the files repaired the resume works */
     write_bytes(opt_path, opt_bytes, opt_len);
-    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", FIXTURE_MODEL,
+    snprintf(args, sizeof args, "train --model %s --data %s --out %s/run --max-steps 6 %s --resume %s/run", CR_MODEL,
              data, dir, common, dir);
     CHECK_EQ_INT(run_cli(args, &err), 0);
     free(err);
     free(opt_bytes);
     free(mom);
     free(state);
-    remove_tree(dir);
+    cr_remove_tree(dir);
     free(data);
     free(dir);
 }

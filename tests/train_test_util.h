@@ -1,11 +1,10 @@
 /* train_test_util.h — what the trainer's tests share (test_train.c, test_train_checkpoints.c): a tiny
- * random model, temporary folders, a tokens data file, a run's options and the run itself, file
- * comparison, the CLI with its stderr, one-line error checks. Static inline: each test file uses
+ * random model, a tokens data file, a run's options and the run itself, the CLI with its stderr,
+ * one-line error checks (folders and file comparison: cli_run.h). Static inline: each test file uses
  * part of it. */
 #ifndef FL_TESTS_TRAIN_TEST_UTIL_H
 #define FL_TESTS_TRAIN_TEST_UTIL_H
 
-#define FIXTURE_MODEL "tests/fixtures/hf/llama_gqa/model" /* a tiny HF folder (GQA Llama) the CLI cases train */
 
 #include <dirent.h>
 #include <jansson.h>
@@ -22,6 +21,7 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 #include "lora/adapter_io.h"
+#include "cli_run.h" /* cr_temp_dir, cr_remove_tree, cr_files_equal, CR_MODEL */
 #include "test.h"
 #include "train/checkpoint.h"
 #include "train/llama2c.h"
@@ -109,17 +109,6 @@ static inline void check_one_line(const char *err, const char *needle) {
 
 /* ---- whole runs ------------------------------------------------------------------------------ */
 
-static inline char *temp_dir(void) {
-    char *dir = strdup("/tmp/fastlora-train-XXXXXX");
-    return mkdtemp(dir);
-}
-
-static inline void remove_tree(const char *dir) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
-
 /* A tokens file of n_docs documents with varied lengths (ids < 64). */
 static inline char *write_token_data(const char *dir, int n_docs) {
     fl_dataset ds = {0};
@@ -164,19 +153,6 @@ static inline int run(fl_train_options *o, fl_train_result *res) {
     int rc = fl_train_run(o, &m, NULL, res);
     fl_model_free(&m);
     return rc;
-}
-
-static inline int files_equal(const char *a, const char *b) {
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int eq = fa && fb;
-    while (eq) {
-        int ca = getc(fa), cb = getc(fb);
-        if (ca != cb) eq = 0;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return eq;
 }
 
 #endif
