@@ -111,7 +111,6 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!strcmp(arch, "LlamaForCausalLM") || mistral) cfg->arch = FL_ARCH_LLAMA; /* Mistral's layers are Llama's */
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM)", path, arch);
-    snprintf(cfg->hf_arch, sizeof cfg->hf_arch, "%s", arch);
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     if (mistral) { /* null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096) */
         json_t *sw = json_object_get(root, "sliding_window");

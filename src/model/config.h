@@ -41,7 +41,6 @@ typedef struct {
     int bos_token_id, eos_token_id;  /* -1 when absent */
     int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
                                 full causal, exact while a sequence fits the window (fl_config_check_window) */
-    char hf_arch[40];        /* the checkpoint's architecture as it names it (MistralForCausalLM runs as Llama) */
 } fl_model_config;
 
 /* Parses `path` (a config.json). Errors name the file and the field. Architectures:

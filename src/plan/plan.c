@@ -28,31 +28,23 @@
 /* CPU LM head (cpu_loss.c): one chunk of f32 logits, rows as backend/cpu/cpu_plan.h sizes them. */
 static double cpu_logits_bytes(size_t N, int V) { return (double)fl_cpu_lm_head_chunk_rows(N, V) * V * sizeof(float); }
 
-/* The CPU NF4 GEMMs' tile scratch (gemm_nf4.c): one tile of the largest projection, f32 on the
- * reference backend. */
-static double cpu_nf4_scratch_bytes(const fl_model_config *cfg) {
+/* The NF4 tile scratch: one tile of the projection whose tile is largest, as `tile_bytes` sizes a
+ * (rows, cols) weight's tile. */
+static size_t largest_nf4_tile(const fl_model_config *cfg, size_t (*tile_bytes)(int64_t rows, int64_t cols)) {
     size_t most = 0;
     for (int p = 0; p < FL_N_PROJ; p++) {
         int in, out;
         fl_proj_dims(cfg, (fl_proj)p, &in, &out);
-        size_t b = fl_gemm_nf4_scratch_bytes(out, in, 1);
+        size_t b = tile_bytes(out, in);
         most = b > most ? b : most;
-    }
-    return (double)most;
-}
-
-/* The CUDA NF4 matmuls' tile scratch (cuda_nf4.cu): the largest bf16 tile of the seven projections
- * (cuda_plan.h's tile rows). */
-static size_t nf4_scratch_bytes(const fl_model_config *cfg) {
-    size_t most = 0;
-    for (int p = 0; p < FL_N_PROJ; p++) {
-        int in, out;
-        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
-        size_t bytes = (size_t)fl_cuda_nf4_tile_rows(out, in) * (size_t)in * 2;
-        most = bytes > most ? bytes : most;
     }
     return most;
 }
+
+/* the CPU NF4 GEMMs' tile (gemm_nf4.c), f32 on the reference backend */
+static size_t cpu_nf4_tile(int64_t rows, int64_t cols) { return fl_gemm_nf4_scratch_bytes(rows, cols, 1); }
+/* the CUDA NF4 matmuls' bf16 tile (cuda_nf4.cu, cuda_plan.h's tile rows) */
+static size_t cuda_nf4_tile(int64_t rows, int64_t cols) { return (size_t)fl_cuda_nf4_tile_rows(rows, cols) * (size_t)cols * 2; }
 
 fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T,
                                       fl_plan_target target, unsigned mode) {
@@ -75,13 +67,13 @@ fl_plan_memory fl_plan_memory_compute(const fl_model_config *cfg, const fl_lora_
         m.logits = (double)fl_cuda_lm_head_scratch_bytes((size_t)N, cfg->vocab_size, FL_CUDA_LM_HEAD_BUDGET);
         m.attn_ws = (double)B * cfg->n_heads * T * sizeof(float);
         m.gemm_ws = (double)FL_CUDA_WORKSPACE_BYTES + (double)FL_CUDA_STAGING_FLOATS * sizeof(float) + 1048576.0 +
-                    (nf4 ? (double)nf4_scratch_bytes(cfg) : 0);
+                    (nf4 ? (double)largest_nf4_tile(cfg, cuda_nf4_tile) : 0);
         m.context = FL_PLAN_CUDA_CONTEXT_BYTES;
     } else {
         m.logits = cpu_logits_bytes((size_t)N, cfg->vocab_size);
         m.attn_ws = (double)fl_cpu_attention_partial_bytes(B, T, cfg->n_heads, cfg->head_dim) +
                     (double)fl_cpu_attention_pack_bytes(B, T, cfg->n_kv_heads, cfg->head_dim, omp_get_max_threads());
-        m.gemm_ws = nf4 ? cpu_nf4_scratch_bytes(cfg) : 0;   /* OpenBLAS buffers belong to the process baseline */
+        m.gemm_ws = nf4 ? (double)largest_nf4_tile(cfg, cpu_nf4_tile) : 0;   /* OpenBLAS buffers belong to the process baseline */
         m.context = 0;
     }
     m.total = 0;

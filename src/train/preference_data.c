@@ -119,12 +119,13 @@ static int row_parts(json_t *row, int conversational, json_t **prompt, json_t *c
 
 /* ---- tokenizing ---- */
 
-static int encode_text(fl_tokenizer *tok, const char *a, size_t na, const char *b, size_t nb, fl_token_ids *ids) {
+/* a + b tokenized as one string (flags: fl_tokenizer_encode's) */
+static int encode_text(fl_tokenizer *tok, const char *a, size_t na, const char *b, size_t nb, int flags, fl_token_ids *ids) {
     char *s = fl_malloc(na + nb + 1);
     if (na) memcpy(s, a, na);
     if (nb) memcpy(s + na, b, nb);
     memset(ids, 0, sizeof *ids);
-    int rc = fl_tokenizer_encode(tok, s, na + nb, FL_ENCODE_ADD_SPECIAL, ids);
+    int rc = fl_tokenizer_encode(tok, s, na + nb, flags, ids);
     free(s);
     return rc;
 }
@@ -137,7 +138,7 @@ static int standard_ids(fl_tokenizer *tok, json_t *prompt, json_t *comp[2], fl_t
         return fl_input_error("standard preference rows end each completion with the tokenizer's eos_token, and this tokenizer has none (tokenizer_config.json)");
     const char *p = json_string_value(prompt);
     size_t np = json_string_length(prompt);
-    int rc = encode_text(tok, p, np, NULL, 0, &ids[0]);
+    int rc = encode_text(tok, p, np, NULL, 0, FL_ENCODE_ADD_SPECIAL, &ids[0]);
     for (int s = 0; s < 2 && !rc; s++) {
         const char *c = json_string_value(comp[s]);
         size_t nc = json_string_length(comp[s]);
@@ -145,7 +146,7 @@ static int standard_ids(fl_tokenizer *tok, json_t *prompt, json_t *comp[2], fl_t
         char *full = fl_malloc(nc + n_eos + 1);
         memcpy(full, c, nc);
         memcpy(full + nc, eos_text, has_eos ? 0 : n_eos);
-        rc = encode_text(tok, p, np, full, nc + (has_eos ? 0 : n_eos), &ids[1 + s]);
+        rc = encode_text(tok, p, np, full, nc + (has_eos ? 0 : n_eos), FL_ENCODE_ADD_SPECIAL, &ids[1 + s]);
         free(full);
     }
     free(eos_text);
@@ -280,14 +281,10 @@ static int orpo_encode(json_t *row, fl_tokenizer *tok, const fl_pref_options *op
     }
     fl_token_ids p = {0}, full[2];
     memset(full, 0, sizeof full);
-    if (!rc) rc = fl_tokenizer_encode(tok, t[0], nt[0], 0, &p);
+    if (!rc) rc = encode_text(tok, t[0], nt[0], NULL, 0, 0, &p);
     int start[2] = {0, 0};
     for (int s = 0; s < 2 && !rc; s++) { // build_tokenized_answer
-        char *both = fl_malloc(nt[0] + nt[1 + s] + 1);
-        if (nt[0]) memcpy(both, t[0], nt[0]);
-        if (nt[1 + s]) memcpy(both + nt[0], t[1 + s], nt[1 + s]);
-        rc = fl_tokenizer_encode(tok, both, nt[0] + nt[1 + s], 0, &full[s]);
-        free(both);
+        rc = encode_text(tok, t[0], nt[0], t[1 + s], nt[1 + s], 0, &full[s]);
         if (rc) break;
         if (full[s].n < p.n) { rc = fl_input_error("field '%s': prompt + completion tokenizes to fewer ids than the prompt alone (TRL refuses such a row)", SIDE[s]); break; }
         start[s] = (int)p.n;
