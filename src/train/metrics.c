@@ -88,8 +88,23 @@ static void tb_scalars(fl_metrics *mt, int step, int n, const char *const *tags,
     }
 }
 
+/* The extra numbers of a line: `, "prefix+name": value` each (9 significant digits), and their
+ * TensorBoard scalars under tag_prefix. */
+static void write_extra(fl_metrics *mt, int step, const fl_metric_extra *x, const char *prefix, const char *tag_prefix) {
+    if (!x) return;
+    for (int i = 0; i < x->n; i++) {
+        char text[1][32], tag[96];
+        snprintf(text[0], 32, "%.9g", x->value[i]);
+        if (!isfinite(x->value[i])) snprintf(text[0], 32, "null");
+        if (mt->fp) fprintf(mt->fp, ", \"%s%s\": %s", prefix, x->name[i], text[0]);
+        snprintf(tag, sizeof tag, "%s%s", tag_prefix, x->name[i]);
+        const char *tags[1] = {tag};
+        if (isfinite(x->value[i])) tb_scalars(mt, step, 1, tags, text);
+    }
+}
+
 void fl_metrics_train(fl_metrics *mt, int step, double epoch, double loss, double lr, double grad_norm, size_t tokens,
-                      double tok_per_s) {
+                      double tok_per_s, const fl_metric_extra *extra) {
     push(&mt->train, &mt->n_train, &mt->cap_train, step, loss);
     /* the numbers as metrics.jsonl writes them; TensorBoard gets the same decimals */
     char t[5][32];
@@ -100,23 +115,29 @@ void fl_metrics_train(fl_metrics *mt, int step, double epoch, double loss, doubl
     snprintf(t[4], 32, "%.4f", epoch);
     if (mt->fp) {
         fprintf(mt->fp, "{\"step\": %d, \"epoch\": %s, \"loss\": %s, \"lr\": %s, \"grad_norm\": %s, \"tokens\": %zu, "
-                "\"tok_per_s\": %s}\n", step, t[4], t[0], t[1], t[2], tokens, t[3]);
-        fflush(mt->fp);
+                "\"tok_per_s\": %s", step, t[4], t[0], t[1], t[2], tokens, t[3]);
     }
     static const char *const tags[] = {"train/loss", "train/learning_rate", "train/grad_norm", "train/tok_per_s", "train/epoch"};
     tb_scalars(mt, step, 5, tags, t);
+    write_extra(mt, step, extra, "", "train/");
+    if (mt->fp) {
+        fprintf(mt->fp, "}\n");
+        fflush(mt->fp);
+    }
 }
 
-void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens) {
+void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens, const fl_metric_extra *extra) {
     push(&mt->eval, &mt->n_eval, &mt->cap_eval, step, loss);
     char t[1][32];
     snprintf(t[0], 32, "%.6f", loss);
-    if (mt->fp) {
-        fprintf(mt->fp, "{\"step\": %d, \"eval_loss\": %s, \"eval_tokens\": %zu}\n", step, t[0], tokens);
-        fflush(mt->fp);
-    }
+    if (mt->fp) fprintf(mt->fp, "{\"step\": %d, \"eval_loss\": %s, \"eval_tokens\": %zu", step, t[0], tokens);
     static const char *const tags[] = {"eval/loss"};
     tb_scalars(mt, step, 1, tags, t);
+    write_extra(mt, step, extra, "eval_", "eval/");
+    if (mt->fp) {
+        fprintf(mt->fp, "}\n");
+        fflush(mt->fp);
+    }
 }
 
 void fl_metrics_close(fl_metrics *mt) {

@@ -30,10 +30,20 @@ int fl_metrics_open(fl_metrics *mt, const char *out_dir, int keep_upto_step);
 /* Also writes a TensorBoard event file (after fl_metrics_open; resume_step as keep_upto_step), with
  * the run's options (JSON text) as its first text summary. */
 int fl_metrics_open_tensorboard(fl_metrics *mt, const char *out_dir, int resume_step, const char *options_json);
-/* epoch: epochs done after this step, fractional (1.0 at the end of the first) */
+/* More numbers of a line, by name (preference tuning: "rewards/chosen", ...); written after the
+ * fixed ones with 9 significant digits (eval lines prefix "eval_"), TensorBoard tags train/NAME
+ * and eval/NAME. */
+#define FL_METRIC_EXTRA_MAX 12
+typedef struct {
+    int n;
+    const char *name[FL_METRIC_EXTRA_MAX];
+    double value[FL_METRIC_EXTRA_MAX];
+} fl_metric_extra;
+
+/* epoch: epochs done after this step, fractional (1.0 at the end of the first); extra may be NULL */
 void fl_metrics_train(fl_metrics *mt, int step, double epoch, double loss, double lr, double grad_norm, size_t tokens,
-                      double tok_per_s);
-void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens);
+                      double tok_per_s, const fl_metric_extra *extra);
+void fl_metrics_eval(fl_metrics *mt, int step, double loss, size_t tokens, const fl_metric_extra *extra);
 void fl_metrics_close(fl_metrics *mt);
 
 /* Writes the curves as an SVG (atomically). */

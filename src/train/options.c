@@ -14,6 +14,7 @@
 #include "model/weights.h"
 #include "train/config_yaml.h"
 #include "train/data.h"
+#include "train/preference_loss.h"
 
 /* The most positions one optimizer step may hold (batch x seq x grad-accum): its token buffers
  * (16 bytes a position) stay within 4 GiB. */
@@ -27,6 +28,9 @@ static const struct {
     double lo, hi;
 } ranges[] = {
     {"eval-frac", FL_MIN | FL_MAX_OPEN, 0, 1},
+    {"beta", FL_ABOVE(0)},
+    {"simpo-gamma", FL_MIN | FL_MAX, -1e6, 1e6},
+    {"cpo-alpha", FL_AT_LEAST(0)},
     {"seq", FL_RANGE(2, FL_MAX_SEQ)},
     {"batch", FL_RANGE(1, FL_MAX_BATCH)},
     {"grad-accum", FL_RANGE(1, 65536)},
@@ -286,6 +290,35 @@ void fl_train_options_print(const fl_train_options *o, FILE *out) {
     free(text);
 }
 
+/* --objective and the options that belong to it. A preference micro-batch holds 2 x --batch rows
+ * (each pair's chosen and rejected). */
+static int check_objective(const fl_train_options *o) {
+    if (!strcmp(o->objective, "sft")) {
+        const char *pref_only[] = {"beta", "simpo-gamma", "cpo-alpha", "ref-adapter"};
+        for (size_t i = 0; i < sizeof pref_only / sizeof pref_only[0]; i++)
+            if (fl_train_options_given(o, pref_only[i]))
+                return fl_input_error("--%s: a preference-tuning option; give --objective dpo, ipo, orpo or simpo with it",
+                                      pref_only[i]);
+        return 0;
+    }
+    int objective = fl_pref_objective_from_name(o->objective);
+    if (objective < 0) return fl_input_error("--objective: '%s' (expected sft, dpo, ipo, orpo or simpo)", o->objective);
+    if (o->ref_adapter && !fl_pref_needs_reference(objective))
+        return fl_input_error("--ref-adapter: %s has no reference model (dpo and ipo have one)", o->objective);
+    if (fl_train_options_given(o, "simpo-gamma") && objective != FL_PREF_SIMPO)
+        return fl_input_error("--simpo-gamma: a simpo option (--objective is %s)", o->objective);
+    if (fl_train_options_given(o, "cpo-alpha") && objective != FL_PREF_SIMPO)
+        return fl_input_error("--cpo-alpha: a simpo option (--objective is %s)", o->objective);
+    if (strcmp(o->format, "auto"))
+        return fl_input_error("--format %s: preference data has its own format (rows {\"prompt\", \"chosen\", "
+                              "\"rejected\"}, strings or messages); leave --format out with --objective %s",
+                              o->format, o->objective);
+    if (2 * (int64_t)o->batch * o->seq > FL_MAX_MICRO_TOKENS)
+        return fl_input_error("--batch %d x --seq %d: a preference micro-batch is 2 x --batch rows (chosen and "
+                              "rejected), over %d positions", o->batch, o->seq, FL_MAX_MICRO_TOKENS);
+    return 0;
+}
+
 int fl_train_options_validate(const fl_train_options *o) {
     if (!o->data) return fl_input_error("--data: required (a JSONL, plain-text or tokens file)");
     if (!o->out) return fl_input_error("--out: required (the output folder)");
@@ -314,7 +347,7 @@ int fl_train_options_validate(const fl_train_options *o) {
     if (o->eval_frac > 0 && !o->eval_data && fl_data_detect_format(o->data, f) == FL_DATA_TEXT_FILE)
         return fl_input_error("--eval-frac: %s is read as ONE document (plain text, --format text-file) and the split "
                               "takes whole documents; give --eval-data FILE, or --format text-paragraphs", o->data);
-    return 0;
+    return check_objective(o);
 }
 
 /* ---- starting from an adapter ---------------------------------------------------------------- */

@@ -28,6 +28,11 @@
     X("fields", STRING, fields, NULL, "rename the data's fields, ours=theirs: e.g. prompt=question,completion=answer") \
     X("chat-template", STRING, chat_template, NULL, "messages data: a Jinja chat template file to render with instead of the model folder's") \
     X("chat-date", U64, chat_date, 0, "messages data: the time strftime_now gives the template, seconds since 1970 (0: the start of the run, recorded)") \
+    X("objective", STRING, objective, "sft", "sft (next-token loss on the targets), or preference tuning of {prompt, chosen, rejected} rows: dpo, ipo, orpo, simpo (docs/TRAINING.md)") \
+    X("beta", DOUBLE, beta, 0.1, "dpo, ipo, orpo, simpo: beta (TRL's, default 0.1 as in each of its trainers)") \
+    X("simpo-gamma", DOUBLE, simpo_gamma, 0.5, "simpo: the target reward margin gamma")                    \
+    X("cpo-alpha", DOUBLE, cpo_alpha, 0.0, "simpo: weight of the chosen completions' NLL (0: pure SimPO; TRL's CPOTrainer default is 1)") \
+    X("ref-adapter", STRING, ref_adapter, NULL, "dpo, ipo: the reference, an adapter folder or none (the base model alone); default: the starting adapter, frozen") \
     X("seq", INT, seq, 512, "positions per row (T)")                                                          \
     X("batch", INT, batch, 4, "rows per micro-batch (B)")                                                      \
     X("grad-accum", INT, grad_accum, 1, "micro-batches per optimizer step")                                    \

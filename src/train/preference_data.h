@@ -38,6 +38,7 @@
 
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "train/data.h"
 
 enum { FL_PREF_DROPPED = 1 }; // a return value of fl_pref_encode_row: not an error, a counted skip
 
@@ -65,5 +66,25 @@ typedef struct {
  * the field, in fl_last_error(). */
 int fl_pref_encode_row(json_t *row, fl_tokenizer *tok, const fl_pref_options *opt, fl_pref_pair *out);
 void fl_pref_pair_free(fl_pref_pair *p);
+
+/* ---- a dataset of pairs (data_preference.c) ---- */
+
+typedef struct {
+    fl_pref_pair *pairs;
+    size_t n, cap;
+    size_t n_rows;     // rows read (non-blank JSONL lines, array elements)
+    size_t n_bad;      // rows skipped as bad input (reported as path:line: skipped: why)
+    size_t n_dropped;  // pairs whose prompt fills max_length (counted, said once)
+} fl_pref_set;
+
+/* Reads the rows of every file `spec` names (a file, a folder's .jsonl/.json, a glob; JSONL or one
+ * JSON array) into *set (zero-initialized first; appends). Each row's field renames (d->fields) are
+ * applied, then fl_pref_encode_row. Bad rows are reported and skipped as SFT data's are (d->strict
+ * stops at the first; a file with none usable is one error line); drops are counted. */
+int fl_pref_set_load(fl_pref_set *set, const char *spec, fl_tokenizer *tok, const fl_pref_options *po,
+                     const fl_data_options *d);
+void fl_pref_set_free(fl_pref_set *set);
+/* A digest of the pairs' tokens (a resume compares it), continuing h (0: start). */
+uint64_t fl_pref_set_digest(const fl_pref_set *set, uint64_t h);
 
 #endif

@@ -29,7 +29,8 @@ uint64_t fl_run_inputs_data_digest(const fl_dataset *ds, uint64_t h) {
  * (--max-steps, --epochs: continuing a run for longer is a resume; the schedule follows the new
  * length, and a length below the checkpoint's step is refused in train/trainer.c) nor --batch and
  * --grad-accum (their product with the ranks, rows per step, is checked there). */
-static const char *const math_options[] = {"eval-frac", "format", "fields", "seq",
+static const char *const math_options[] = {"eval-frac", "format", "fields", "objective", "beta", "simpo-gamma",
+                                           "cpo-alpha", "ref-adapter", "seq",
                                            "lr", "schedule", "warmup", "warmup-ratio", "min-lr-ratio",
                                            "weight-decay", "beta1", "beta2", "adam-eps", "clip", "dropout",
                                            "no-packing", "truncate", "no-shuffle", "quant", "dtype", NULL};

@@ -19,6 +19,8 @@
 #include "model/weights.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/preference_run.h"
+#include "train/run_dir.h"
 #include "train/run_inputs.h"
 #include "train/schedule.h"
 
@@ -136,10 +138,21 @@ typedef struct {
     fl_run_lock lock;  /* OUT/.fastlora-lock, held by rank 0 for the whole run */
     int restart;       /* OUT holds a run that stopped before its first checkpoint: cleared, started again */
     fl_chat_template *chat; /* messages data: the run's one compiled chat template (NULL: none) */
+    fl_pref_run *pref;      /* preference tuning (--objective dpo, ...): its pairs are the rows; NULL: sft */
 } run_ctx;
+
+/* Rows of the current epoch: packed rows, or a preference run's pairs. */
+static size_t epoch_rows(const run_ctx *c) { return c->pref ? c->pref->n_train : c->rows.n_rows; }
 
 static int load_data(run_ctx *c, fl_tokenizer *tok, fl_train_result *res) {
     const fl_train_options *o = c->opt;
+    if (fl_pref_run_wanted(o)) {
+        c->pref = fl_calloc(1, sizeof *c->pref);
+        FL_TRY(fl_pref_run_load(c->pref, o, c->m, tok, c->prog.log, &res->n_bad_lines));
+        res->n_train_docs = c->pref->n_train;
+        res->n_eval_docs = c->pref->n_eval;
+        return 0;
+    }
     fl_data_options d = fl_data_options_default();
     FL_TRY(fl_data_format_parse(o->format, &d.format));
     FL_TRY(fl_data_parse_field_map(o->fields, &d));
@@ -189,130 +202,8 @@ static void run_free(run_ctx *c) {
     if (c->quiet) fclose(c->quiet);
     fl_run_lock_release(&c->lock);
     fl_chat_template_free(c->chat);
-}
-
-/* ---- the output folder ----------------------------------------------------------------------- */
-
-/* What a run writes into OUT; any of them there means OUT holds a run. */
-static const char *const run_outputs[] = {"adapter_config.json", "adapter_model.safetensors", "train_config.json",
-                                          "metrics.jsonl", "loss.svg", "checkpoints"};
-#define N_RUN_OUTPUTS (sizeof run_outputs / sizeof run_outputs[0])
-
-static int same_folder(const char *a, const char *b) {
-    struct stat sa, sb;
-    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* Whether OUT holds a run (some of its files) that has neither an adapter nor a checkpoint: one
- * that stopped (a kill, a NaN at the first steps) before its first checkpoint. */
-static int stopped_before_first_checkpoint(const char *out) {
-    int any = 0;
-    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) {
-        char *p = fl_path_join(out, run_outputs[i]);
-        any |= fl_file_exists(p);
-        free(p);
-    }
-    char *a = fl_path_join(out, "adapter_config.json"), *b = fl_path_join(out, "adapter_model.safetensors"), *ckpt = NULL;
-    int adapter = fl_file_exists(a) || fl_file_exists(b);
-    free(a);
-    free(b);
-    int have_ckpt = !adapter && any && fl_checkpoint_find(out, &ckpt) == 0;
-    free(ckpt);
-    fl_clear_error();
-    return any && !adapter && !have_ckpt;
-}
-
-/* An earlier run in --out is refused unless --resume continues it or --overwrite replaces it (its
- * checkpoints would otherwise outrank the new run's in rotation and in --resume). An empty folder,
- * or one with other files only, is fine. --resume continues a run in its own folder (--out is the
- * folder of the checkpoint, by device and inode), or starts a new run from the checkpoint in an
- * --out that holds no run. */
-static int check_out_dir(const fl_train_options *o, int *restart) {
-    *restart = 0;
-    if (o->resume && o->overwrite) return fl_input_error("--resume and --overwrite: give one (continue the run, or replace it)");
-    if (o->overwrite) return 0;
-    /* a run killed before its first checkpoint lost nothing: the same command (or --resume of it)
-     * starts it again */
-    if (stopped_before_first_checkpoint(o->out) && (!o->resume || same_folder(o->resume, o->out))) {
-        *restart = 1;
-        return 0;
-    }
-    char *run_dir = NULL;
-    if (o->resume) {
-        char *ckpt = NULL;
-        FL_TRY(fl_checkpoint_find(o->resume, &ckpt));
-        run_dir = fl_checkpoint_run_dir(ckpt);
-        free(ckpt);
-        if (same_folder(run_dir, o->out)) { free(run_dir); return 0; }
-    }
-    int status = 0;
-    for (size_t i = 0; i < N_RUN_OUTPUTS && !status; i++) {
-        char *p = fl_path_join(o->out, run_outputs[i]);
-        if (!fl_file_exists(p)) {}
-        else if (!o->resume)
-            status = fl_input_error("--out %s holds an earlier run (%s); continue it with --resume %s, or replace it "
-                                    "with --overwrite (deletes its adapter, checkpoints and metrics)", o->out,
-                                    run_outputs[i], o->out);
-        else
-            status = fl_input_error("--out %s holds another run (%s) than the checkpoint of --resume %s; continue that "
-                                    "run in its own folder%s%s, or give an empty --out to start a new run from the "
-                                    "checkpoint", o->out, run_outputs[i], o->resume, run_dir ? " --out " : "",
-                                    run_dir ? run_dir : "");
-        free(p);
-    }
-    free(run_dir);
-    return status;
-}
-
-/* Rank 0 takes OUT for this run: the rules above (before anything is created), the folder, its
- * lock (a second process is refused naming the first), the rules again under the lock, and no
- * input reaching through links into what the run writes (io/path_guard.h). */
-static int claim_out_dir(run_ctx *c) {
-    const fl_train_options *o = c->opt;
-    struct stat st;
-    if (stat(o->out, &st) != 0) FL_TRY(check_out_dir(o, &c->restart));
-    FL_TRY(fl_mkdir_p(o->out));
-    char *lock_path = fl_path_join(o->out, ".fastlora-lock"), what[600];
-    snprintf(what, sizeof what, "--out %s", o->out);
-    int status = fl_run_lock_take(&c->lock, lock_path, what, "train", c->prog.log);
-    free(lock_path);
-    if (!status) status = check_out_dir(o, &c->restart);
-    const char *dirs[] = {o->model, o->adapter}, *files[] = {o->data, o->eval_data};
-    const char *names[N_RUN_OUTPUTS + 1] = {0};
-    for (size_t i = 0; i < N_RUN_OUTPUTS; i++) names[i] = run_outputs[i];
-    if (!status) status = fl_guard_inputs("--out", o->out, names, dirs, 2, files, 2);
-    if (!status && c->restart)
-        progress_message(&c->prog, "note: --out %s holds a run that stopped before its first checkpoint (nothing to "
-                         "resume, nothing lost): starting it again\n", o->out);
-    return status;
-}
-
-/* What a run writes in OUT must be replaceable, found before the run rather than when its adapter is
- * saved: files (not a FIFO, a device or a folder), checkpoints/ a folder. */
-static int check_out_files(const char *out) {
-    int status = 0;
-    for (size_t i = 0; i + 1 < N_RUN_OUTPUTS && !status; i++) {
-        char *p = fl_path_join(out, run_outputs[i]);
-        status = fl_output_file_check(p);
-        free(p);
-    }
-    char *ckpt_root = fl_path_join(out, "checkpoints");
-    struct stat st;
-    if (!status && stat(ckpt_root, &st) == 0 && !S_ISDIR(st.st_mode))
-        status = fl_input_error("%s: exists and is not a directory", ckpt_root);
-    free(ckpt_root);
-    return status;
-}
-
-/* --overwrite: the earlier run's outputs go before the new run writes any (after every input check). */
-static void clear_out_dir(const fl_train_options *o, const char *ckpt_root) {
-    fl_checkpoint_remove_all(ckpt_root);
-    fl_tfevents_remove(o->out); /* an earlier --report-to tensorboard run's event files */
-    for (size_t i = 0; i + 1 < N_RUN_OUTPUTS; i++) { /* the files; checkpoints/ (the last) went above */
-        char *p = fl_path_join(o->out, run_outputs[i]);
-        unlink(p);
-        free(p);
-    }
+    if (c->pref) fl_pref_run_free(c->pref);
+    free(c->pref);
 }
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -350,10 +241,29 @@ static int save_checkpoint(run_ctx *c, const fl_train_state *st) {
     return status;
 }
 
+/* A preference run's evaluation: the loss and TRL's metrics, means over the eval pairs. */
+static double pref_eval(run_ctx *c, int step) {
+    fl_pref_run *r = c->pref;
+    size_t n = c->opt->eval_max_rows && (size_t)c->opt->eval_max_rows < r->n_eval ? (size_t)c->opt->eval_max_rows : r->n_eval;
+    fl_pref_metrics pm;
+    fl_pref_trainer_eval(&r->trainer, c->m, r->eval_set, &r->ref_eval, r->eval_idx, n, &pm);
+    fl_metric_extra x;
+    fl_pref_run_extra(r, &pm, &x);
+    if (c->lead) fl_metrics_eval(&c->metrics, step, pm.loss, pm.n_tokens, &x);
+    progress_message(&c->prog, "step %d: eval loss %.4f, rewards/accuracies %.3f, rewards/margins %.4f (%zu pairs)\n",
+                     step, pm.loss, pm.accuracy, pm.margin, pm.n_pairs);
+    return pm.loss;
+}
+
 static void do_eval(run_ctx *c, int step, double *out) {
+    if (c->pref) {
+        double loss = pref_eval(c, step);
+        if (out) *out = loss;
+        return;
+    }
     size_t tokens;
     double loss = fl_train_eval_loss(c->m, &c->eval_rows, c->eval_ds, c->opt->batch, (size_t)c->opt->eval_max_rows, &tokens);
-    if (c->lead) fl_metrics_eval(&c->metrics, step, loss, tokens);
+    if (c->lead) fl_metrics_eval(&c->metrics, step, loss, tokens, NULL);
     progress_message(&c->prog, "step %d: eval loss %.4f (%zu tokens)\n", step, loss, tokens);
     if (out) *out = loss;
 }
@@ -373,7 +283,7 @@ static int share_start(run_ctx *c, fl_train_state *st) {
     fl_model_sync_lora(m);
     m->adam_step = st->adam_step;
     m->micro_step = st->micro_step;
-    if (!c->lead && st->epoch != 0) {
+    if (!c->lead && st->epoch != 0 && !c->pref) {
         fl_rows_free(&c->rows);
         fl_rows_build(&c->rows, &c->train_ds, c->train_idx, c->n_train, &c->pack, st->epoch);
     }
@@ -434,6 +344,9 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
     FL_TRY(fl_config_check_window(&m->cfg, opt->seq, "--seq"));
+    if (fl_pref_run_wanted(opt) && fl_dist_world()->active)
+        return fl_input_error("--objective %s: preference tuning runs in one process (this job has %d ranks)",
+                              opt->objective, fl_dist_world()->size);
     /* In a job of several ranks (dist/dist.h) rank 0 alone reads and writes OUT and prints progress;
      * every rank loads the data and packs the same rows. A failure of any rank before the setup
      * agreement below stops them all there (a rank that returns early agrees in cmd_train). */
@@ -442,8 +355,8 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     c.prog.log = !c.lead ? (c.quiet = fopen("/dev/null", "w")) : opt->log ? opt->log : stderr;
     if (!c.prog.log) return fl_fail(FL_ERR_INTERNAL, "cannot open /dev/null");
     c.prog.tty = isatty(fileno(c.prog.log));
-    int status = c.lead ? claim_out_dir(&c) : 0;
-    if (!status && c.lead) status = check_out_files(opt->out);
+    int status = c.lead ? fl_run_dir_claim(opt, &c.lock, c.prog.log, &c.restart) : 0;
+    if (!status && c.lead) status = fl_run_dir_check_files(opt->out);
     /* a restarted run (no checkpoint to resume) is a new run: --resume of it reads nothing */
     fl_train_options fresh;
     if (c.restart && opt->resume) {
@@ -457,18 +370,20 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                                .shuffle = !opt->no_shuffle, .seed = (uint64_t)opt->seed};
     fl_pack_options eval_pack = c.pack;
     eval_pack.shuffle = 0;
-    fl_rows_build(&c.eval_rows, c.eval_ds, c.eval_idx, c.n_eval, &eval_pack, 0);
-    int have_eval = c.eval_rows.n_rows > 0;
+    if (!c.pref) fl_rows_build(&c.eval_rows, c.eval_ds, c.eval_idx, c.n_eval, &eval_pack, 0);
+    int have_eval = c.pref ? c.pref->n_eval > 0 : c.eval_rows.n_rows > 0;
 
     /* steps and schedule */
     fl_train_state st = {.seed = (uint64_t)opt->seed, .n_params = m->lora.n};
-    fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, 0);
-    if (!c.rows.n_rows) { run_free(&c); return fl_input_error("%s: no training rows (every document lacks target tokens)", opt->data); }
+    if (!c.pref) fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, 0);
+    if (!epoch_rows(&c)) { run_free(&c); return fl_input_error("%s: no training rows (every document lacks target tokens)", opt->data); }
     size_t rows_per_step = (size_t)opt->batch * opt->grad_accum * (size_t)dist->size;
-    double total_d = opt->max_steps > 0 ? opt->max_steps : count_steps(&c, opt->epochs, rows_per_step);
+    double total_d = opt->max_steps > 0 ? opt->max_steps
+                     : c.pref ? ceil(opt->epochs * (double)ceil_div(epoch_rows(&c), rows_per_step))
+                              : count_steps(&c, opt->epochs, rows_per_step);
     if (total_d > FL_TRAIN_MAX_STEPS) { /* (int) of a larger double is undefined; checkpoints cap steps at 2^30 */
         status = fl_input_error("--epochs %g over %zu rows of %zu per step is %.0f steps; at most %d are supported",
-                                opt->epochs, c.rows.n_rows, rows_per_step, total_d, FL_TRAIN_MAX_STEPS);
+                                opt->epochs, epoch_rows(&c), rows_per_step, total_d, FL_TRAIN_MAX_STEPS);
         run_free(&c);
         return status;
     }
@@ -482,7 +397,8 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     /* what this run depends on, recorded in its checkpoints and compared on --resume */
     fl_train_state now = {0};
     if (c.lead) {
-        now.data_digest = fl_run_inputs_data_digest(&c.eval_ds_own, fl_run_inputs_data_digest(&c.train_ds, 0));
+        now.data_digest = c.pref ? fl_pref_run_digest(c.pref)
+                                 : fl_run_inputs_data_digest(&c.eval_ds_own, fl_run_inputs_data_digest(&c.train_ds, 0));
         if (opt->model) status = fl_weights_digest(opt->model, &now.weights_digest);
         fl_run_inputs_options(opt, now.options, sizeof now.options);
     }
@@ -501,13 +417,14 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                                     dir, (unsigned long long)st.rows_per_step, (unsigned long long)st.world_size,
                                     st.world_size == 1 ? "" : "s", rows_per_step, opt->batch, opt->grad_accum,
                                     dist->size, dist->size == 1 ? "" : "s");
-        if (!status && st.epoch != 0) {
+        if (!status && st.epoch != 0 && c.pref) fl_pref_run_epoch(c.pref, opt, st.epoch);
+        if (!status && st.epoch != 0 && !c.pref) {
             fl_rows_free(&c.rows);
             fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
         }
-        if (!status && st.row > c.rows.n_rows)
+        if (!status && st.row > epoch_rows(&c))
             status = fl_input_error("%s: the checkpoint's data position (row %llu) is past this data's %zu rows; same "
-                                    "--data and options?", dir, (unsigned long long)st.row, c.rows.n_rows);
+                                    "--data and options?", dir, (unsigned long long)st.row, epoch_rows(&c));
         if (!status && st.step > total) /* the run would "finish" with the later adapter, silently */
             status = fl_input_error("%s: the checkpoint is at step %d, past this run's %d steps (--max-steps %d): give "
                                     "--max-steps %d or more to continue it, or start from its adapter with --adapter",
@@ -518,7 +435,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         free(dir);
     }
     if (c.lead) {
-        if (!status && (opt->overwrite || c.restart)) clear_out_dir(opt, c.ckpt_root);
+        if (!status && (opt->overwrite || c.restart)) fl_run_dir_clear(opt, c.ckpt_root);
         /* a resumed older step: the later checkpoints are a branch this run replaces */
         if (!status && opt->resume) status = fl_checkpoint_abandon_after(c.ckpt_root, st.step, c.prog.log);
         char *config_path = fl_path_join(opt->out, "train_config.json");
@@ -553,7 +470,15 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         progress_message(&c.prog, "note: --seq %d is longer than the model's max_position_embeddings (%d): positions "
                          "past it are outside what its RoPE%s was made for\n", opt->seq, m->cfg.max_position_embeddings,
                          m->cfg.rope_llama3 ? " scaling" : "");
-    progress_message(&c.prog,
+    if (c.pref)
+        progress_message(&c.prog,
+                         "%s: %zu preference pairs (%zu bad rows skipped); eval: %zu pairs\n"
+                         "%d steps of %d x %d pairs (%zu per epoch), beta %g, lr %g %s (warmup %d), LoRA r %d alpha %g on "
+                         "%zu parameters\n",
+                         opt->objective, c.pref->n_train, res->n_bad_lines, c.pref->n_eval, total, opt->grad_accum,
+                         opt->batch, ceil_div(epoch_rows(&c), rows_per_step), opt->beta, opt->lr, opt->schedule,
+                         sched.warmup, m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
+    else progress_message(&c.prog,
                      "train: %zu documents (%zu bad lines skipped), %zu rows of %d per epoch%s; eval: %zu documents, %zu rows\n"
                      "%d steps of %d x %d rows%s (%zu per epoch, the last with the %zu rows left), lr %g %s (warmup %d), "
                      "LoRA r %d alpha %g on %zu parameters\n",
@@ -562,7 +487,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                      ceil_div(c.rows.n_rows, rows_per_step),
                      c.rows.n_rows - (ceil_div(c.rows.n_rows, rows_per_step) - 1) * rows_per_step, opt->lr, opt->schedule,
                      sched.warmup, m->lora_cfg.rank, m->lora_cfg.alpha, m->lora.n);
-    if (c.prog.log) fl_model_print_memory(m, opt->batch, opt->seq, c.prog.log);
+    if (c.prog.log) fl_model_print_memory(m, c.pref ? 2 * opt->batch : opt->batch, opt->seq, c.prog.log);
     if (!opt->dtype && !strncmp(m->be->name, "cpu", 3)) { /* the default, and why */
         const char *why;
         fl_cpu_default_dtype(&why);
@@ -587,16 +512,25 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     int start_step = st.step, saved_at = -1, rc = 0;
     while (st.step < total) {
         double t0 = now_s();
-        if (st.row >= c.rows.n_rows) { /* next epoch: a fresh shuffle */
+        if (st.row >= epoch_rows(&c)) { /* next epoch: a fresh shuffle */
             st.epoch++;
             st.row = 0;
-            fl_rows_free(&c.rows);
-            fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
+            if (c.pref) {
+                fl_pref_run_epoch(c.pref, opt, st.epoch);
+            } else {
+                fl_rows_free(&c.rows);
+                fl_rows_build(&c.rows, &c.train_ds, c.train_idx, c.n_train, &c.pack, st.epoch);
+            }
         }
         /* up to A micro-batches of B rows from this epoch; its last step takes what is left */
         int n_micro = 0;
         size_t step_rows = 0;
-        while (n_micro < A && st.row < c.rows.n_rows) {
+        size_t pref_row = st.row;
+        if (c.pref) { /* pairs: the step takes rows_per_step of them, or what is left of the epoch */
+            step_rows = epoch_rows(&c) - st.row < rows_per_step ? epoch_rows(&c) - st.row : rows_per_step;
+            st.row += step_rows;
+        }
+        while (!c.pref && n_micro < A && st.row < c.rows.n_rows) {
             int32_t *base = buf + 4 * N * (size_t)n_micro;
             int32_t *ids = base, *targets = base + N, *pos = base + 2 * N, *seg = base + 3 * N;
             fill_rows(&c.rows, &c.train_ds, st.row, B, c.rows.n_rows, ids, targets, pos, seg);
@@ -605,15 +539,22 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
             step_rows += taken;
             micro[n_micro++] = (fl_batch){.B = B, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
         }
-        double epoch_pos = (double)st.epoch + (double)st.row / (double)c.rows.n_rows;
+        double epoch_pos = (double)st.epoch + (double)st.row / (double)epoch_rows(&c);
         char partial[96] = "";
         if (step_rows < rows_per_step) snprintf(partial, sizeof partial, " (end of epoch: %zu of %zu rows)", step_rows, rows_per_step);
         fl_dist_test_fault(st.step + 1);
         double lr = fl_lr_at(&sched, st.step), norm;
         adam.lr = (float)lr;
         fl_step_stats s;
+        fl_pref_metrics pm;
         int stop_agreed = 0;
-        if (!dist->active) {
+        if (c.pref) {
+            /* the host turns the token losses into the objective, so this step reads back each micro-batch */
+            fl_pref_trainer_step(&c.pref->trainer, m, &c.pref->train_set, &c.pref->ref_train, c.pref->order + pref_row,
+                                 step_rows, &pm);
+            s = (fl_step_stats){.loss = pm.loss, .n_counted = pm.n_tokens};
+            norm = fl_model_grad_norm(m); /* cached: the optimizer step clips with the same value */
+        } else if (!dist->active) {
             /* the whole step on the backend, read back once; a non-finite loss or norm left the
              * parameters as they were (grad_clip_scale), and the run stops below */
             s = fl_model_train_step(m, micro, n_micro, &adam, &norm);
@@ -634,7 +575,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
                          s.loss, norm);
             break;
         }
-        if (dist->active) fl_model_optimizer_step(m, &adam);
+        if (dist->active || c.pref) fl_model_optimizer_step(m, &adam);
         st.step++;
         st.adam_step = m->adam_step;
         st.micro_step = m->micro_step;
@@ -643,7 +584,9 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         double dt = now_s() - t0;
         train_time += dt;
         double tps = train_time > 0 ? run_tokens / train_time : 0;
-        if (c.lead) fl_metrics_train(&c.metrics, st.step, epoch_pos, s.loss, lr, norm, s.n_counted, tps);
+        fl_metric_extra extra;
+        if (c.pref) fl_pref_run_extra(c.pref, &pm, &extra);
+        if (c.lead) fl_metrics_train(&c.metrics, st.step, epoch_pos, s.loss, lr, norm, s.n_counted, tps, c.pref ? &extra : NULL);
         res->last_loss = s.loss;
         char eta[32];
         format_duration(eta, sizeof eta, (total - st.step) * (train_time / (st.step - start_step)));
