@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/rng.h"
 #include "dist/dist.h"
+#include "train/preference_step.h"
 #include "train/trainer.h"
 
 volatile sig_atomic_t fl_bench_interrupted;
@@ -33,6 +34,55 @@ static double median_sorting(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+int fl_bench_is_preference(const fl_bench_options *o) { return o->objective && strcmp(o->objective, "sft") != 0; }
+
+/* A preference objective's fixed batch: p->B / 2 pairs, each a prompt of T/2 ids shared by both
+ * sides and two completions of the rest, from the same seeded stream. */
+static void preference_pairs(const fl_bench_options *o, int n_pairs, int T, int V, fl_pref_set *set) {
+    memset(set, 0, sizeof *set);
+    set->pairs = fl_calloc((size_t)n_pairs, sizeof *set->pairs);
+    set->n = set->cap = (size_t)n_pairs;
+    uint64_t stream = fl_rng_stream(o->seed, 0xd0b0, 0, 0);
+    for (int j = 0; j < n_pairs; j++)
+        for (int s = 0; s < 2; s++) {
+            fl_pref_pair *p = &set->pairs[j];
+            p->ids[s] = fl_malloc(sizeof(int32_t) * (size_t)T);
+            p->n[s] = T;
+            p->prompt_len[s] = T / 2;
+            for (int t = 0; t < T; t++) {
+                uint64_t k = t < T / 2 ? (uint64_t)j * 2 * T + t : ((uint64_t)j * 2 + s) * T + t;
+                p->ids[s][t] = (int32_t)(fl_hash64(stream ^ k) % (uint64_t)V);
+            }
+        }
+}
+
+/* One step of the preference objective: forward + backward of the pairs, AdamW. */
+typedef struct {
+    fl_pref_trainer trainer;
+    fl_pref_set set;
+    fl_pref_ref_cache ref;
+    uint32_t *idx;
+} preference_bench;
+
+static int preference_start(fl_bench_context *c, int B, int T, preference_bench *pb) {
+    fl_pref_loss_config loss = {.objective = (fl_pref_objective)fl_pref_objective_from_name(c->o->objective),
+                                .beta = 0.1, .simpo_gamma = 0.5};
+    int pairs = B / 2;
+    FL_TRY(fl_pref_trainer_init(&pb->trainer, c->m, &loss, 0.0, NULL, pairs, T));
+    preference_pairs(c->o, pairs, T, c->m->cfg.vocab_size, &pb->set);
+    fl_pref_ref_cache_init(&pb->ref, (size_t)pairs);
+    pb->idx = fl_malloc(sizeof(uint32_t) * (size_t)pairs);
+    for (int j = 0; j < pairs; j++) pb->idx[j] = (uint32_t)j;
+    return 0;
+}
+
+static void preference_end(preference_bench *pb) {
+    fl_pref_trainer_free(&pb->trainer);
+    fl_pref_set_free(&pb->set);
+    fl_pref_ref_cache_free(&pb->ref);
+    free(pb->idx);
+}
+
 void fl_bench_run_point(fl_bench_context *c, fl_bench_point *p) {
     const fl_bench_options *o = c->o;
     fl_model *m = c->m;
@@ -50,6 +100,9 @@ void fl_bench_run_point(fl_bench_context *c, fl_bench_point *p) {
         }
     fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = targets};
     fl_adamw_config opt = fl_adamw_config_default();
+    preference_bench pb;
+    int preference = fl_bench_is_preference(o);
+    if (preference && preference_start(c, B, T, &pb)) fl_die("bench: %s", fl_last_error());
     p->flops = fl_model_flop_terms(&m->cfg, &m->lora_cfg, B, T);
     p->step_s = fl_calloc((size_t)o->steps, sizeof(double));
     double *allreduce_s = fl_calloc((size_t)o->steps, sizeof(double));
@@ -66,7 +119,12 @@ void fl_bench_run_point(fl_bench_context *c, fl_bench_point *p) {
         unsigned long long ops0 = counters.ops;
         double t0 = fl_bench_seconds(), t_reduce = 0, norm;
         fl_step_stats st;
-        if (c->allreduce) { /* the gradients summed over the ranks between backward and AdamW */
+        if (preference) { /* the reference log-probs of the pairs are computed in the first step (once per pair) */
+            fl_pref_metrics pm;
+            fl_pref_trainer_step(&pb.trainer, m, &pb.set, &pb.ref, pb.idx, (size_t)B / 2, &pm);
+            fl_model_optimizer_step(m, &opt);
+            st = (fl_step_stats){.loss = pm.loss, .n_counted = pm.n_tokens};
+        } else if (c->allreduce) { /* the gradients summed over the ranks between backward and AdamW */
             st = fl_train_accumulate(m, &batch, 1);
             t_reduce = fl_bench_seconds();
             fl_dist_allreduce_sum_f32(m->grads.data, m->grads.n, "the LoRA gradients of a bench step");
@@ -111,6 +169,7 @@ void fl_bench_run_point(fl_bench_context *c, fl_bench_point *p) {
         be->read_counters(&counters, 0);
         p->peak_bytes = (double)counters.peak_bytes;
     }
+    if (preference) preference_end(&pb);
     free(ids);
     free(targets);
 }

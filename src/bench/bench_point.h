@@ -48,6 +48,9 @@ typedef struct {
     double alone_tok_s, aggregate_tok_s, *rank_tok_s; /* several ranks: the summary for the record */
 } fl_bench_context;
 
+/* Whether the run measures a preference objective (o->objective dpo, ipo, orpo or simpo). */
+int fl_bench_is_preference(const fl_bench_options *o);
+
 /* Seconds on the monotonic clock: what steps are timed with. */
 double fl_bench_seconds(void);
 

@@ -33,6 +33,10 @@ void fl_bench_print_result(const fl_bench_context *c, const fl_bench_point *p) {
            c->device);
     printf("  train tok/s %.1f (median of %d timed step%s; min %.1f, max %.1f), %.1f ms/step\n", p->tok_s, p->n_timed,
            p->n_timed == 1 ? "" : "s", p->tok_s_min, p->tok_s_max, p->median * 1e3);
+    if (fl_bench_is_preference(c->o))
+        printf("  %s: %.1f pairs/s (%d pairs per step, chosen and rejected %d positions each; the first step also takes "
+               "each pair's reference log-probs, once, as training does)\n", c->o->objective, p->B / 2 / p->median,
+               p->B / 2, p->T);
     const fl_flop_terms *f = &p->flops;
     double achieved = f->total / p->median / 1e12;
     printf("  FLOPs/step %.4g = 4 x %.2fM matmul params x %zu tokens (%.4g) + causal attention 6·T·NH·HS·L per token "
@@ -47,7 +51,9 @@ void fl_bench_print_result(const fl_bench_context *c, const fl_bench_point *p) {
                p->replayed ? "recorded once, every later step replayed as one launch" : "not used");
     printf("  peak memory: %.1f MiB %s (predicted %.1f MiB)\n", p->peak_bytes / 1048576.0,
            c->is_cuda ? "allocated on the device" : "resident (VmHWM)", p->predicted_bytes / 1048576.0);
-    if (c->reference_tok_s > 0)
+    if (fl_bench_is_preference(c->o))
+        printf("  reference board: none for %s (the board measures next-token steps)\n", c->o->objective);
+    else if (c->reference_tok_s > 0)
         printf("  reference board: %.1f tok/s for %s on %s; ours / published = %.2fx (%s)\n", c->reference_tok_s,
                c->weights, c->device, p->tok_s / c->reference_tok_s, c->reference_file);
     else

@@ -94,7 +94,7 @@ static int run_points(fl_bench_context *c, const fl_lora_config *lc, double fixe
     for (int si = 0; si < o->n_sweep_seq && !fl_bench_interrupted; si++)
         for (int bi = 0; bi < o->n_sweep_batch && !fl_bench_interrupted; bi++) {
             fl_bench_point *p = &points[n_run++];
-            p->B = o->sweep_batch[bi];
+            p->B = o->sweep_batch[bi] * (fl_bench_is_preference(o) ? 2 : 1); /* rows: a pair is two */
             p->T = o->sweep_seq[si];
             p->predicted_bytes = fixed_bytes + (double)fl_activations_bytes(cfg, lc->rank, p->B, p->T, be->act_size, o->recompute);
             if (!c->is_cuda) p->predicted_bytes += cpu_workspace_bytes(cfg, lc, p->B, p->T, nf4, o->recompute);

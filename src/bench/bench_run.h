@@ -27,6 +27,7 @@ typedef struct {
     const char *model_dir, *preset;   /* exactly one (the command defaults preset to smollm2-135m) */
     const char *targets, *json_path, *device, *dtype, *weights, *reference_path, *quant;
     const char *mem_limit;            /* as typed (NULL: none given); mem_limit_bytes is its value */
+    const char *objective;            /* NULL or "sft": next-token loss; dpo, ipo, orpo, simpo: --batch pairs, 2 rows each */
     double mem_limit_bytes;           /* 0: available RAM / free device memory */
     int batch, seq, rank, steps, warmup, threads, rslora, no_sgemm, recompute; /* seq 0: 2048 GPU, 256 CPU */
     uint64_t seed;

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_point.h"
 #include "bench/bench_run.h"
 #include "bench/records.h"
 #include "common/args.h"
 #include "common/error.h"
 #include "dist/dist.h"
+#include "train/preference_loss.h"
 
 /* "12G", "800M", "1.5G", or a plain number of MiB -> bytes; 0 on a bad value. */
 static double parse_mem(const char *s) {
@@ -97,6 +99,7 @@ static int bench_main(int argc, char **argv) {
         {"device", FL_OPT_STRING, &o.device, "cpu, cuda or auto (default: CUDA when a GPU is present)", FL_NO_RANGE},
         {"dtype", FL_OPT_STRING, &o.dtype, "base weights: bf16 or f32 (CPU only; default: the faster on this CPU, said when it runs)", FL_NO_RANGE},
         {"quant", FL_OPT_STRING, &o.quant, "nf4: the frozen projections in 4-bit NormalFloat (QLoRA)", FL_NO_RANGE},
+        {"objective", FL_OPT_STRING, &o.objective, "sft (default), or a preference objective: dpo, ipo, orpo, simpo (--batch pairs, two rows each)", FL_NO_RANGE},
         {"recompute", FL_OPT_FLAG, &o.recompute, "activation recompute: keep each layer's input, rerun it in the backward", FL_NO_RANGE},
         {"sweep", FL_OPT_STRING, &sweep_words, "batch=1,2,4,8 seq=256,512: try each setting that fits, name the fastest", FL_NO_RANGE},
         {"mem-limit", FL_OPT_STRING, &o.mem_limit, "memory a setting may use, e.g. 8G (default: available RAM / device memory)", FL_NO_RANGE},
@@ -149,6 +152,16 @@ static int bench_main(int argc, char **argv) {
     if (!sweep_given) o.sweep_spec[0] = 0;
     if (o.json_path && fl_bench_record_check_target(o.json_path)) {   /* before minutes of measuring */
         fprintf(stderr, "fastlora: bench: --json: %s\n", fl_last_error());
+        return 2;
+    }
+    if (o.objective && strcmp(o.objective, "sft") && fl_pref_objective_from_name(o.objective) < 0) {
+        fprintf(stderr, "fastlora: bench: --objective: '%s' (expected sft, dpo, ipo, orpo or simpo)\n", o.objective);
+        return 2;
+    }
+    if (fl_bench_is_preference(&o) && (o.json_path || fl_dist_world()->size > 1)) {
+        fprintf(stderr, "fastlora: bench: --objective %s: %s\n", o.objective,
+                o.json_path ? "--json records and boards hold next-token steps; leave --json out"
+                            : "preference steps run in one process");
         return 2;
     }
     if (sweep_given && fl_dist_world()->size > 1) {
