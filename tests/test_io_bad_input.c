@@ -201,6 +201,30 @@ TEST(io_bad_input_json_errors_name_the_file) {
     rm_tree(dir);
 }
 
+/* transformers writes model_max_length = int(1e30) into tokenizer_config.json: integers past int64
+ * read as the doubles Python's float() gives; the same digits inside strings stay as they are */
+TEST(io_json_integers_past_int64_read_as_reals) {
+    char dir[64];
+    if (!make_tmp(dir, sizeof dir)) SKIP("mkdtemp failed");
+    char *p = path_in(dir, "tokenizer_config.json");
+    json_t *j = NULL;
+    write_text(p, "{\"model_max_length\": 1000000000000000019884624838656, \"s\": \"1000000000000000019884624838656\",\n"
+                  " \"neg\": [-123456789012345678901234, 7], \"e\": \"\\\"99999999999999999999\", \"small\": 123456789012345678,"
+                  " \"f\": 1.5e3}");
+    CHECK_EQ_INT(fl_file_load_json(p, FL_FILE_TOKENIZER, 0, &j), 0);
+    CHECK(json_is_real(json_object_get(j, "model_max_length")));
+    CHECK_CLOSE(json_real_value(json_object_get(j, "model_max_length")), 1e30, 0, 1e-15);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "s")), "1000000000000000019884624838656"));
+    CHECK_CLOSE(json_real_value(json_array_get(json_object_get(j, "neg"), 0)), -1.23456789012345678901234e23, 0, 1e-15);
+    CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(j, "neg"), 1)), 7);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "e")), "\"99999999999999999999"));
+    CHECK(json_is_integer(json_object_get(j, "small")));
+    CHECK(json_integer_value(json_object_get(j, "small")) == 123456789012345678LL);
+    CHECK_CLOSE(json_real_value(json_object_get(j, "f")), 1500, 0, 0);
+    json_decref(j);
+    rm_tree(dir);
+}
+
 /* ---- the GPU catalog ------------------------------------------------------------------------------ */
 
 TEST(gpus_catalog_bad_input_header_errors) {

@@ -199,11 +199,7 @@ static void put_merges(fl_gguf_writer *w, fl_tokenizer *tok, const vocab_table *
 static json_t *load_json_opt(const char *dir, const char *name, int *status) {
     char *path = fl_path_join(dir, name);
     json_t *root = NULL;
-    if (fl_file_exists(path)) {
-        json_error_t jerr;
-        root = json_load_file(path, 0, &jerr);
-        if (!root) *status = fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
-    }
+    if (fl_file_exists(path)) *status = fl_file_load_json(path, FL_FILE_CONFIG, 0, &root);
     free(path);
     return root;
 }

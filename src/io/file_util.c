@@ -280,6 +280,52 @@ int fl_file_read_all(const char *path, fl_file_kind kind, char **data, size_t *l
     return 0;
 }
 
+/* An integer literal past int64 (transformers writes model_max_length = int(1e30) as
+ * 1000000000000000019884624838656) becomes a real: each integer token outside strings with more
+ * than 18 digits gets ".0" appended, so it reads as the double Python's float() of it gives. Returns
+ * a new buffer, or NULL when there is none. */
+static char *big_integers_as_reals(const char *text, size_t len, size_t *out_len) {
+    size_t extra = 0;
+    int in_string = 0;
+    for (size_t pass = 0; pass < 2; pass++) {
+        char *out = pass ? fl_malloc(len + extra + 1) : NULL;
+        size_t o = 0;
+        in_string = 0;
+        for (size_t i = 0; i < len;) {
+            char c = text[i];
+            if (in_string) {
+                if (c == '\\' && i + 1 < len) { if (out) { out[o] = c; out[o + 1] = text[i + 1]; } o += 2; i += 2; continue; }
+                if (c == '"') in_string = 0;
+            } else if (c == '"') {
+                in_string = 1;
+            } else if (((c >= '0' && c <= '9') || c == '-') && (i == 0 || !strchr("0123456789.eE+-", text[i - 1]))) {
+                size_t j = i + (c == '-'), digits = j;
+                while (j < len && text[j] >= '0' && text[j] <= '9') j++;
+                int integer = j >= len || !strchr(".eE", text[j]);
+                if (out) memcpy(out + o, text + i, j - i);
+                o += j - i;
+                if (integer && j - digits > 18) {
+                    if (out) memcpy(out + o, ".0", 2);
+                    o += 2;
+                    if (!pass) extra += 2;
+                }
+                i = j;
+                continue;
+            }
+            if (out) out[o] = c;
+            o++;
+            i++;
+        }
+        if (pass) {
+            out[o] = 0;
+            *out_len = o;
+            return out;
+        }
+        if (!extra) return NULL;
+    }
+    return NULL;
+}
+
 int fl_file_load_json(const char *path, fl_file_kind kind, size_t flags, json_t **out) {
     char *text;
     size_t len;
@@ -288,6 +334,12 @@ int fl_file_load_json(const char *path, fl_file_kind kind, size_t flags, json_t 
     size_t skip = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
     json_error_t jerr;
     *out = json_loadb(text + skip, len - skip, flags, &jerr);
+    if (!*out && strstr(jerr.text, "too big integer")) {
+        size_t n;
+        char *fixed = big_integers_as_reals(text + skip, len - skip, &n);
+        if (fixed) *out = json_loadb(fixed, n, flags, &jerr);
+        free(fixed);
+    }
     free(text);
     if (!*out) return fl_input_error("%s:%d:%d: invalid JSON: %s", path, jerr.line, jerr.column, jerr.text);
     return 0;
