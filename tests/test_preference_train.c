@@ -6,7 +6,7 @@
  *     adapter, no reference adapter, a prompt whose last token merges into its completion, a pair
  *     cut at --seq): every logged number of every step, and the adapter after 3 steps;
  *   accumulation: --batch 4 and --batch 2 --grad-accum 2 give the same step (DPO: the mean of equal
- *     micro-batch means is the mean over the pairs);
+ *     micro-batch means is the mean over the pairs); packed rows == one sequence per row;
  *   resume: interrupted + --resume == one run, byte for byte;
  *   bad input: bad rows skipped and counted, a prompt filling --seq dropped and said, a file of
  *     nothing usable one line, options that do not belong to the objective one line.
@@ -162,6 +162,27 @@ TEST(pref_train_accumulation_equals_one_micro_batch) {
     const char *keys[] = {"loss", "grad_norm", "rewards/margins", "logps/chosen", "logps/rejected"};
     for (int k = 0; k < 5; k++)
         CHECK_CLOSE(first_number(b, keys[k]), first_number(a, keys[k]), 1e-5, 1e-5);
+    cr_remove_tree(dir);
+    free(dir);
+}
+
+/* packing several sequences into a row (each attending within itself, from position 0) is exact:
+ * the same numbers as one sequence per row, to f32 summation noise */
+TEST(pref_train_packed_rows_equal_one_sequence_per_row) {
+    if (!fl_test_bin()) SKIP("no FASTLORA_BIN");
+    char *dir = cr_temp_dir(), args[1024], out[8192], a[256], b[256];
+    const char *objectives[] = {"dpo", "orpo"};
+    for (int o = 0; o < 2; o++) {
+        snprintf(a, sizeof a, "%s/a%d", dir, o);
+        snprintf(b, sizeof b, "%s/b%d", dir, o);
+        snprintf(args, sizeof args, PREF_RUN " --objective %s --max-steps 2 --batch 4 --seq 96 --out %s", objectives[o], a);
+        CHECK_EQ_INT(cr_run(out, sizeof out, NULL, args), 0);
+        snprintf(args, sizeof args, PREF_RUN " --objective %s --max-steps 2 --batch 4 --seq 96 --no-packing --out %s",
+                 objectives[o], b);
+        CHECK_EQ_INT(cr_run(out, sizeof out, NULL, args), 0);
+        const char *keys[] = {"loss", "grad_norm", "rewards/margins", "logps/chosen", "logps/rejected"};
+        for (int k = 0; k < 5; k++) CHECK_CLOSE(first_number(b, keys[k]), first_number(a, keys[k]), 1e-5, 1e-5);
+    }
     cr_remove_tree(dir);
     free(dir);
 }

@@ -68,7 +68,7 @@ static int preference_start(fl_bench_context *c, int B, int T, preference_bench 
     fl_pref_loss_config loss = {.objective = (fl_pref_objective)fl_pref_objective_from_name(c->o->objective),
                                 .beta = 0.1, .simpo_gamma = 0.5};
     int pairs = B / 2;
-    FL_TRY(fl_pref_trainer_init(&pb->trainer, c->m, &loss, 0.0, NULL, pairs, T));
+    FL_TRY(fl_pref_trainer_init(&pb->trainer, c->m, &loss, 0.0, NULL, pairs, T, 0));
     preference_pairs(c->o, pairs, T, c->m->cfg.vocab_size, &pb->set);
     fl_pref_ref_cache_init(&pb->ref, (size_t)pairs);
     pb->idx = fl_malloc(sizeof(uint32_t) * (size_t)pairs);

@@ -55,7 +55,8 @@ int fl_pref_run_load(fl_pref_run *r, const fl_train_options *o, fl_model *m, fl_
         return fl_input_error("%s: no usable preference pairs to train on (%zu rows, %zu bad, %zu dropped: prompt fills "
                               "--seq %d)", o->data, r->train_set.n_rows, r->train_set.n_bad, r->train_set.n_dropped, o->seq);
     fl_pref_loss_config loss = {.objective = r->objective, .beta = o->beta, .simpo_gamma = o->simpo_gamma};
-    FL_TRY(fl_pref_trainer_init(&r->trainer, m, &loss, o->cpo_alpha, o->ref_adapter, o->batch, o->seq));
+    FL_TRY(fl_pref_trainer_init(&r->trainer, m, &loss, o->cpo_alpha, o->ref_adapter, o->batch, o->seq,
+                                   !o->no_packing));
     fl_pref_ref_cache_init(&r->ref_train, r->train_set.n);
     fl_pref_ref_cache_init(&r->ref_eval, r->eval_set->n);
     fl_pref_run_epoch(r, o, 0);

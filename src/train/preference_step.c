@@ -9,8 +9,12 @@
 #include "common/error.h"
 
 int fl_pref_trainer_init(fl_pref_trainer *t, fl_model *m, const fl_pref_loss_config *loss, double cpo_alpha,
-                         const char *ref_adapter, int B, int T) {
+                         const char *ref_adapter, int B, int T, int packing) {
     memset(t, 0, sizeof *t);
+    t->packing = packing;
+    t->row_of = fl_malloc(sizeof(int) * 2 * (size_t)B);
+    t->offset_of = fl_malloc(sizeof(int) * 2 * (size_t)B);
+    t->row_fill = fl_malloc(sizeof(int) * 2 * (size_t)B);
     t->loss = *loss;
     t->cpo_alpha = cpo_alpha;
     t->B = B;
@@ -41,6 +45,9 @@ int fl_pref_trainer_init(fl_pref_trainer *t, fl_model *m, const fl_pref_loss_con
 }
 
 void fl_pref_trainer_free(fl_pref_trainer *t) {
+    free(t->row_of);
+    free(t->offset_of);
+    free(t->row_fill);
     free(t->buf);
     free(t->token_loss);
     free(t->weight);
@@ -73,31 +80,58 @@ static int in_nll(const fl_pref_trainer *t, const fl_pref_pair *p, int s, int to
     return t->loss.objective == FL_PREF_ORPO ? tok >= 1 : tok >= p->prompt_len[0];
 }
 
-static fl_batch fill_batch(fl_pref_trainer *t, const fl_pref_set *set, const uint32_t *idx, int b) {
-    int B = t->B, T = t->T;
-    size_t N = 2 * (size_t)B * (size_t)T;
-    int32_t *ids = t->buf, *targets = t->buf + N, *pos = t->buf + 2 * N, *seg = t->buf + 3 * N;
-    for (int s = 0; s < 2; s++)
-        for (int j = 0; j < B; j++) {
-            size_t off = ((size_t)s * B + j) * T;
-            const fl_pref_pair *p = j < b ? &set->pairs[idx[j]] : NULL;
-            int n = p ? p->n[s] : 0;
-            for (int k = 0; k < T; k++) {
-                ids[off + k] = k < n ? p->ids[s][k] : 0;
-                pos[off + k] = k;
-                seg[off + k] = k < n ? 0 : k; /* padding sees itself only */
-                int next = k + 1;
-                int target = next < n && (next >= p->prompt_len[s] || in_nll(t, p, s, next));
-                targets[off + k] = target ? p->ids[s][next] : -100;
-            }
-        }
-    return (fl_batch){.B = 2 * B, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+/* Where sequence (s, j) starts in the batch's token layout: row x T + offset. */
+static size_t seq_at(const fl_pref_trainer *t, int s, int j) {
+    int k = s * t->B + j;
+    return (size_t)t->row_of[k] * (size_t)t->T + (size_t)t->offset_of[k];
 }
 
-/* Σ log p of side s's completion tokens in row `row` of the token losses. */
-static double completion_logp(const fl_pref_trainer *t, const fl_pref_pair *p, int s, size_t row) {
+/* The 2b sequences of b pairs into rows of T: packed (first fit, in order chosen 0, rejected 0,
+ * chosen 1, ...: each sequence from position 0, attending within itself only), or one per row. */
+static fl_batch fill_batch(fl_pref_trainer *t, const fl_pref_set *set, const uint32_t *idx, int b) {
+    int B = t->B, T = t->T, rows = 0;
+    int *used = t->row_fill; /* (2B) positions taken in each row */
+    for (int j = 0; j < b; j++)
+        for (int s = 0; s < 2; s++) {
+            int n = set->pairs[idx[j]].n[s], r = 0;
+            if (t->packing)
+                while (r < rows && used[r] + n > T) r++;
+            else
+                r = rows;
+            if (r == rows) used[rows++] = 0;
+            t->row_of[s * B + j] = r;
+            t->offset_of[s * B + j] = used[r];
+            used[r] += n;
+        }
+    size_t N = (size_t)rows * (size_t)T, cap = 2 * (size_t)B * (size_t)T;
+    int32_t *ids = t->buf, *targets = t->buf + cap, *pos = t->buf + 2 * cap, *seg = t->buf + 3 * cap;
+    for (size_t k = 0; k < N; k++) { /* padding: sees itself only, no target */
+        ids[k] = 0;
+        targets[k] = -100;
+        pos[k] = 0;
+        seg[k] = (int32_t)(k % (size_t)T);
+    }
+    for (int j = 0; j < b; j++)
+        for (int s = 0; s < 2; s++) {
+            const fl_pref_pair *p = &set->pairs[idx[j]];
+            size_t at = seq_at(t, s, j);
+            int start = t->offset_of[s * B + j];
+            for (int k = 0; k < p->n[s]; k++) {
+                ids[at + k] = p->ids[s][k];
+                pos[at + k] = k;
+                seg[at + k] = start;
+                int next = k + 1;
+                int target = next < p->n[s] && (next >= p->prompt_len[s] || in_nll(t, p, s, next));
+                targets[at + k] = target ? p->ids[s][next] : -100;
+            }
+        }
+    return (fl_batch){.B = rows, .T = T, .ids = ids, .targets = targets, .pos = pos, .seg_start = seg};
+}
+
+/* Σ log p of side s's completion tokens of pair j of the micro-batch, from the token losses. */
+static double completion_logp(const fl_pref_trainer *t, const fl_pref_pair *p, int s, int j) {
     double sum = 0;
-    const float *l = t->token_loss + row * (size_t)t->T;
+    const float *l = t->token_loss + seq_at(t, s, j);
     for (int k = p->prompt_len[s]; k < p->n[s]; k++) sum -= l[k - 1];
     return sum;
 }
@@ -127,7 +161,7 @@ static void fill_reference(fl_pref_trainer *t, fl_model *m, const fl_pref_set *s
             fl_model_eval_token_losses(m, &batch, t->token_loss);
             for (int j = 0; j < b; j++)
                 for (int s = 0; s < 2; s++)
-                    ref->logp[2 * need[at + j] + s] = completion_logp(t, &set->pairs[need[at + j]], s, (size_t)s * t->B + j);
+                    ref->logp[2 * need[at + j] + s] = completion_logp(t, &set->pairs[need[at + j]], s, j);
             for (int j = 0; j < b; j++) ref->have[need[at + j]] = 1;
         }
         m->be->upload(m->lora.data, t->policy_lora, bytes);
@@ -143,13 +177,15 @@ static void micro_batch_loss(fl_pref_trainer *t, const fl_pref_set *set, const f
     int B = t->B, T = t->T;
     memset(mb, 0, sizeof *mb);
     if (w) memset(w, 0, 2 * (size_t)B * T * sizeof(float));
+    const float *chosen_loss;
     /* the NLL term, pooled over the chosen rows' tokens */
     double nll_sum = 0;
     size_t nll_n = 0;
     for (int j = 0; j < b; j++) {
         const fl_pref_pair *p = &set->pairs[idx[j]];
+        chosen_loss = t->token_loss + seq_at(t, 0, j);
         for (int k = 1; k < p->n[0]; k++)
-            if (in_nll(t, p, 0, k)) { nll_sum += t->token_loss[(size_t)j * T + k - 1]; nll_n++; }
+            if (in_nll(t, p, 0, k)) { nll_sum += chosen_loss[k - 1]; nll_n++; }
     }
     double coef = nll_weight(t);
     if (coef != 0) mb->nll = nll_n ? nll_sum / (double)nll_n : 0;
@@ -158,7 +194,7 @@ static void micro_batch_loss(fl_pref_trainer *t, const fl_pref_set *set, const f
         fl_pref_logps in;
         memset(&in, 0, sizeof in);
         for (int s = 0; s < 2; s++) {
-            in.logp[s] = completion_logp(t, p, s, (size_t)s * B + j);
+            in.logp[s] = completion_logp(t, p, s, j);
             in.n_tokens[s] = completion_tokens(p, s);
             if (t->ref_lora) in.ref_logp[s] = ref->logp[2 * idx[j] + s];
             mb->n_tokens += (size_t)p->n[s];
@@ -182,12 +218,12 @@ static void micro_batch_loss(fl_pref_trainer *t, const fl_pref_set *set, const f
         if (!w) continue;
         /* token loss l = −log p: d(pair loss)/dl = −d(pair loss)/d(logp) on each completion token */
         for (int s = 0; s < 2; s++) {
-            float *ws = w + ((size_t)s * B + j) * T;
+            float *ws = w + seq_at(t, s, j);
             for (int k = p->prompt_len[s]; k < p->n[s]; k++) ws[k - 1] += (float)(-pl.dloss[s] / b * scale);
         }
         if (coef != 0 && nll_n)
             for (int k = 1; k < p->n[0]; k++)
-                if (in_nll(t, p, 0, k)) w[(size_t)j * T + k - 1] += (float)(coef / (double)nll_n * scale);
+                if (in_nll(t, p, 0, k)) w[seq_at(t, 0, j) + k - 1] += (float)(coef / (double)nll_n * scale);
     }
     mb->loss += coef * mb->nll;
     mb->n_pairs = (size_t)b;

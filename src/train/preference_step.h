@@ -2,9 +2,11 @@
  * (dpo, ipo, orpo, simpo) over pairs, through the engine's per-token losses (engine/model.h:
  * fl_model_forward_token_losses, fl_model_weight_tokens):
  *
- *   a micro-batch of b <= B pairs is 2B rows of T: chosen of pair j in row j, rejected in row B + j
- *   (rows past b padded), each sequence from position 0, targets the completion tokens (ORPO's
- *   chosen rows: every token after the first, its NLL term); the forward gives each token's loss;
+ *   a micro-batch of b <= B pairs is its 2b sequences packed into rows of T (first fit, in the
+ *   order chosen 0, rejected 0, chosen 1, ...; at most 2b rows; packing 0: one per row), each from
+ *   position 0 and attending within itself only (the packed SFT rows' segments: exact), targets
+ *   the completion tokens (ORPO's chosen: every token after the first, its NLL term); the forward
+ *   gives each token's loss;
  *   the host sums them into completion log-probs, evaluates the pair losses
  *   (train/preference_loss.h), and hands each token d(step loss)/d(its loss) back to the backward.
  *
@@ -49,6 +51,8 @@ typedef struct {
     fl_pref_loss_config loss;
     double cpo_alpha;       // simpo: the chosen completions' NLL weight
     int B, T;               // pairs per micro-batch, positions per row
+    int packing;            // several sequences per row (else one)
+    int *row_of, *offset_of, *row_fill; // (2B) the micro-batch's placement: sequence s·B + j at row, offset
     int32_t *buf;           // ids | targets | pos | seg_start, each (2B·T)
     float *token_loss, *weight; // (2B·T)
     float *ref_lora;        // host (lora.n): the reference's LoRA parameters (dpo, ipo), else NULL
@@ -59,7 +63,7 @@ typedef struct {
  * = m's LoRA parameters now (the starting adapter, frozen), "none" = the base alone (zeros), else
  * that PEFT adapter folder (its shape must be m's). One line naming the folder on failure. */
 int fl_pref_trainer_init(fl_pref_trainer *t, fl_model *m, const fl_pref_loss_config *loss, double cpo_alpha,
-                         const char *ref_adapter, int B, int T);
+                         const char *ref_adapter, int B, int T, int packing);
 void fl_pref_trainer_free(fl_pref_trainer *t);
 
 void fl_pref_ref_cache_init(fl_pref_ref_cache *c, size_t n_pairs);
