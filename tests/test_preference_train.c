@@ -290,3 +290,21 @@ TEST(pref_bench_measures_pairs_per_second) {
     CHECK_EQ_INT(rc, 2);
     CHECK_STR_CONTAINS(out, "--json records and boards hold next-token steps");
 }
+
+TEST(pref_plan_counts_pairs_and_rows) {
+    if (!fl_test_bin()) SKIP("no FASTLORA_BIN");
+    char out[16384];
+    int rc = cr_run(out, sizeof out, NULL, "plan --model " PREF_MODEL " --objective dpo --data " FIXTURE "/standard.jsonl "
+                    "--seq 48 --batch 2 --gpu \"NVIDIA H200\"");
+    CHECK_EQ_INT(rc, 0);
+    CHECK_STR_CONTAINS(out, "micro-batch 4 x seq 48");
+    CHECK_STR_CONTAINS(out, "10 pairs, 294 tokens (chosen and rejected, --seq 48) as train --objective dpo reads them");
+    CHECK_STR_CONTAINS(out, "dpo: each pair's reference forward once");
+    rc = cr_run(out, sizeof out, NULL, "plan --model " PREF_MODEL " --objective orpo --data " FIXTURE "/standard.jsonl "
+                "--seq 48 --batch 2 --gpu \"NVIDIA H200\"");
+    CHECK_EQ_INT(rc, 0);
+    CHECK_MSG(!strstr(out, "reference forward"), "orpo has no reference: %s", out);
+    rc = cr_run(out, sizeof out, NULL, "plan --model " PREF_MODEL " --objective kto");
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "--objective: 'kto' (expected sft, dpo, ipo, orpo or simpo)");
+}

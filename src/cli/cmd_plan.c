@@ -21,6 +21,8 @@
 #include "plan/plan_report.h"
 #include "tokenizer/tokenizer.h"
 #include "train/data.h"
+#include "train/preference_data.h"
+#include "train/preference_loss.h"
 
 /* "5e7", "50M", "1.2B", "300k" -> tokens */
 static int parse_count(const char *s, double *out) {
@@ -42,8 +44,37 @@ static int parse_count(const char *s, double *out) {
  * count is bytes / 4, marked ESTIMATE. A file with no usable document is an error, as in train. */
 typedef struct { const char *format, *fields, *chat_template; } data_reading; /* train's --format, --fields, --chat-template */
 
+/* Preference rows (--objective): the tokens of both sequences of each pair, as train tokenizes them. */
+static int count_pair_tokens(const char *path, const data_reading *how, fl_tokenizer *tok, const fl_model_config *cfg,
+                             const char *objective, int seq, double *tokens, char *note, size_t cap) {
+    fl_data_options d = fl_data_options_default();
+    d.vocab_size = cfg->vocab_size;
+    d.log = stderr;
+    fl_chat_template *chat = NULL;
+    int status = fl_data_parse_field_map(how->fields, &d);
+    if (!status) status = fl_data_chat_template(tok, how->chat_template, &chat);
+    int orpo = !strcmp(objective, "orpo") || !strcmp(objective, "simpo");
+    fl_pref_options po = {.chat_template = chat, .max_length = seq, .rules = orpo ? FL_PREF_TOKENIZE_ORPO : FL_PREF_TOKENIZE_DPO};
+    fl_pref_set set;
+    memset(&set, 0, sizeof set);
+    if (!status) status = fl_pref_set_load(&set, path, tok, &po, &d);
+    if (!status && !set.n)
+        status = fl_input_error("%s: no usable preference pairs (%zu rows, %zu bad, %zu dropped): nothing to train on "
+                                "(--data)", path, set.n_rows, set.n_bad, set.n_dropped);
+    if (!status) {
+        size_t n = 0;
+        for (size_t i = 0; i < set.n; i++) n += (size_t)set.pairs[i].n[0] + (size_t)set.pairs[i].n[1];
+        *tokens = (double)n;
+        snprintf(note, cap, "%s: %zu pairs, %zu tokens (chosen and rejected, --seq %d) as train --objective %s reads them",
+                 path, set.n, n, seq, objective);
+    }
+    fl_pref_set_free(&set);
+    fl_chat_template_free(chat);
+    return status;
+}
+
 static int count_data_tokens(const char *path, const data_reading *how, const char *model_dir, const fl_model_config *cfg,
-                             double *tokens, char *note, size_t cap) {
+                             const char *objective, int seq, double *tokens, char *note, size_t cap) {
     /* a folder or a glob (train/data.h): the sizes of its files */
     char **paths;
     size_t n_paths;
@@ -75,6 +106,12 @@ static int count_data_tokens(const char *path, const data_reading *how, const ch
                             "tokenizer)", path, (double)size);
         return 0;
     }
+    if (objective && tok) {
+        status = count_pair_tokens(path, how, tok, cfg, objective, seq, tokens, note, cap);
+        fl_tokenizer_free(tok);
+        return status;
+    }
+    if (objective) return fl_input_error("%s: preference pairs are counted with the model's tokenizer: give --model DIR", path);
     fl_data_options d = fl_data_options_default();
     d.eos_id = tok && fl_tokenizer_eos_id(tok) >= 0 ? fl_tokenizer_eos_id(tok) : cfg->eos_token_id;
     d.vocab_size = cfg->vocab_size;
@@ -172,7 +209,7 @@ int cmd_plan(int argc, char **argv) {
     const char *model_dir = NULL, *preset = NULL, *targets = "q,k,v,o,gate,up,down", *tokens_s = NULL, *data = NULL;
     data_reading how = {.format = "auto"};
     const char *recompute = "auto", *gpu_name = NULL, *catalog = NULL, *records = NULL, *html = NULL, *device = "cuda";
-    const char *board = NULL, *quant = NULL;
+    const char *board = NULL, *quant = NULL, *objective = NULL;
     int batch = 4, seq = 1024, rank = 16, json = 0, check = 0, gpus = 1;
     float alpha = 32.0f, epochs = 1.0f, dropout = 0.0f;
     const fl_option options[] = {
@@ -192,6 +229,7 @@ int cmd_plan(int argc, char **argv) {
         {"epochs", FL_OPT_FLOAT, &epochs, "epochs (default 1)", FL_MIN_OPEN | FL_MAX, 0, 1e4},
         {"gpus", FL_OPT_INT, &gpus, "data parallel on N GPUs of each kind: aggregate tok/s, all-reduce, time and cost (default 1)",
          FL_RANGE(1, 4096)},
+        {"objective", FL_OPT_STRING, &objective, "sft (default), or preference tuning (dpo, ipo, orpo, simpo): --batch pairs of two rows each; dpo/ipo add each pair's reference forward once", FL_NO_RANGE},
         {"recompute", FL_OPT_STRING, &recompute, "auto, on or off (default auto: only when it does not fit)", FL_NO_RANGE},
         {"quant", FL_OPT_STRING, &quant, "nf4: the frozen projections in 4-bit NormalFloat (train --quant nf4, QLoRA)", FL_NO_RANGE},
         {"gpu", FL_OPT_STRING, &gpu_name, "plan for this GPU only (catalog or driver name, e.g. \"NVIDIA H200\")", FL_NO_RANGE},
@@ -211,6 +249,12 @@ int cmd_plan(int argc, char **argv) {
     if (model_dir && preset) { fprintf(stderr, "fastlora: plan: give --model or --preset, not both\n"); return 2; }
     if (!model_dir && !preset) { fprintf(stderr, "fastlora: plan: give --model DIR or --preset NAME\n"); return 2; }
     if (tokens_s && data) { fprintf(stderr, "fastlora: plan: give --tokens or --data, not both\n"); return 2; }
+    if (objective && !strcmp(objective, "sft")) objective = NULL;
+    if (objective && fl_pref_objective_from_name(objective) < 0) {
+        fprintf(stderr, "fastlora: plan: --objective: '%s' (expected sft, dpo, ipo, orpo or simpo)\n", objective);
+        return 2;
+    }
+    if (objective) batch *= 2; /* rows: a pair's chosen and rejected (packed when they are short) */
     if ((int64_t)batch * seq > FL_MAX_MICRO_TOKENS) {
         fprintf(stderr, "fastlora plan: --batch %d x --seq %d is over %d positions per step\n", batch, seq, FL_MAX_MICRO_TOKENS);
         return 2;
@@ -252,7 +296,15 @@ int cmd_plan(int argc, char **argv) {
             snprintf(rep.model_label, sizeof rep.model_label, "%s", model_dir);
         }
     }
-    if (!status && data) status = count_data_tokens(data, &how, model_dir, &rq.cfg, &rq.tokens, rep.tokens_note, sizeof rep.tokens_note);
+    if (!status && data)
+        status = count_data_tokens(data, &how, model_dir, &rq.cfg, objective, seq, &rq.tokens, rep.tokens_note,
+                                   sizeof rep.tokens_note);
+    if (!status && objective && fl_pref_needs_reference(fl_pref_objective_from_name(objective))) {
+        rq.ref_tokens = rq.tokens;
+        size_t len = strlen(rep.tokens_note);
+        snprintf(rep.tokens_note + len, sizeof rep.tokens_note - len, "%s%s: each pair's reference forward once (half "
+                 "a trained token each)", len ? "; " : "", objective);
+    }
     else if (tokens_s) snprintf(rep.tokens_note, sizeof rep.tokens_note, "--tokens %s", tokens_s);
     fl_gpu_catalog cat;
     memset(&cat, 0, sizeof cat);

@@ -486,7 +486,7 @@ void fl_plan_gpu(const fl_plan_request *rq, const fl_gpu_spec *gpu, const fl_pla
                  len ? "; " : "", n, out->tok_s_one, out->allreduce_s * 1e3, out->link, 100 * out->scaling);
     }
     if (rq->tokens > 0) {
-        out->time_s = rq->tokens * (rq->epochs > 0 ? rq->epochs : 1) / out->tok_s;
+        out->time_s = (rq->tokens * (rq->epochs > 0 ? rq->epochs : 1) + 0.5 * rq->ref_tokens) / out->tok_s;
         if (gpu->price_usd_hr >= 0) out->cost_usd = out->time_s / 3600.0 * gpu->price_usd_hr * n;
     }
 }

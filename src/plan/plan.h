@@ -161,6 +161,9 @@ typedef struct {
     fl_quant quant;      /* the frozen projections: float (the backend's type) or NF4 */
     double tokens;       /* tokens per epoch (0: no time/cost) */
     double epochs;
+    double ref_tokens;   /* tokens also run through one forward alone (dpo, ipo: each pair's reference
+                          * log-probs, once per run); each costs half a trained token (engine/flops.h:
+                          * the forward's 2·P of the 4·P FLOPs per token); 0: none */
     fl_plan_target target;
     int gpus;            /* data parallel over this many GPUs (1: one); batch is per GPU */
 } fl_plan_request;
