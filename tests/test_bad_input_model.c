@@ -396,7 +396,7 @@ TEST(bad_input_qwen3_config_and_norm_weights) {
     const char *q3 = "tests/fixtures/hf/qwen3_qk_norm/model";
     fl_model_config cfg;
     CHECK_EQ_INT(fl_config_load(&cfg, "tests/fixtures/hf/qwen3_qk_norm/model/config.json"), 0);
-    CHECK(cfg.arch == FL_ARCH_QWEN3 && cfg.qk_norm && !cfg.qkv_bias && cfg.head_dim == 16 && !cfg.sliding_window);
+    CHECK(cfg.arch == FL_ARCH_QWEN3 && cfg.qk_norm && !cfg.qkv_bias && cfg.head_dim == 12 && !cfg.sliding_window);
     const char *cases[][3] = {
         {"\"use_sliding_window\": false", "\"use_sliding_window\": true", "field 'use_sliding_window' is true"},
         {"\"full_attention\"", "\"sliding_attention\"", "field 'layer_types[0]' must be \"full_attention\""},
@@ -409,7 +409,7 @@ TEST(bad_input_qwen3_config_and_norm_weights) {
         remove_dir(dir);
     }
     const char *dir = fresh_dir_of(q3);
-    rewrite_config(dir, "\"head_dim\": 16,", "");
+    rewrite_config(dir, "\"head_dim\": 12,", "");
     char path[256];
     snprintf(path, sizeof path, "%s/config.json", dir);
     CHECK_EQ_INT(fl_config_load(&cfg, path), 0);

@@ -220,7 +220,7 @@ TEST(export_qwen2_biases_tied) {
 }
 
 /* Qwen3 as llama.cpp's qwen3: the per-head norms as blk.N.attn_q_norm / attn_k_norm (f32, HS values),
- * q/k rows in HF's order (NEOX RoPE), the head size written (q dim 64 != hidden 40), tied output. */
+ * q/k rows in HF's order (NEOX RoPE), the head size written (q dim 48 != hidden 24), tied output. */
 TEST(export_qwen3_qk_norms_and_head_dim) {
     char *dir = temp_dir(), out[128];
     snprintf(out, sizeof out, "%s/q3.gguf", dir);
@@ -232,9 +232,9 @@ TEST(export_qwen3_qk_norms_and_head_dim) {
     check_str_kv(&g, "general.architecture", "qwen3");
     CHECK_EQ_INT(get_u32(&g, "qwen3.attention.head_count"), 4);
     CHECK_EQ_INT(get_u32(&g, "qwen3.attention.head_count_kv"), 2);
-    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.key_length"), 16);
-    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.value_length"), 16);
-    CHECK_EQ_INT(get_u32(&g, "qwen3.vocab_size"), 136);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.key_length"), 12);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.value_length"), 12);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.vocab_size"), 96);
     CHECK(fl_gguf_find_tensor(&g, "output.weight") == NULL);
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 2; k++) {
@@ -242,7 +242,7 @@ TEST(export_qwen3_qk_norms_and_head_dim) {
             snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
             snprintf(hf, sizeof hf, "model.layers.%d.self_attn.%s_norm.weight", l, k ? "k" : "q");
             const fl_gguf_tensor *t = fl_gguf_find_tensor(&g, name);
-            CHECK_MSG(t && t->type == FL_GGML_F32 && t->n_dims == 1 && t->ne[0] == 16, "%s", name);
+            CHECK_MSG(t && t->type == FL_GGML_F32 && t->n_dims == 1 && t->ne[0] == 12, "%s", name);
             check_tensor(&g, &st, name, hf, 0, NULL, NULL, 0, 0, 0);
         }
     check_tensor(&g, &st, "blk.1.attn_q.weight", "model.layers.1.self_attn.q_proj.weight", 0, NULL, NULL, 0, 0, 0);

@@ -158,7 +158,7 @@ TEST(hf_mistral_window_logits) { check_logits("mistral_window"); }
 TEST(hf_mistral_window_loss_and_grads) { check_loss_and_grads("mistral_window"); }
 TEST(hf_mistral_window_three_clipped_steps) { check_three_steps("mistral_window"); }
 /* Qwen3ForCausalLM: per-head q_norm/k_norm (random weights) between q/k_proj (LoRA on both) and RoPE,
- * GQA, explicit head_dim 16 (q dim 64 != hidden 40), tied embeddings */
+ * GQA, explicit head_dim 12 (q dim 48 != hidden 24), tied embeddings */
 TEST(hf_qwen3_qk_norm_logits) { check_logits("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_loss_and_grads) { check_loss_and_grads("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_three_clipped_steps) { check_three_steps("qwen3_qk_norm"); }

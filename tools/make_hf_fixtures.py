@@ -143,8 +143,8 @@ SPECS = [
         arch="qwen3",
         seed=151617,
         config=dict(
-            vocab_size=136, hidden_size=40, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=16,   # GQA; explicit head_dim: q dim 64 != 40
+            vocab_size=96, hidden_size=24, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,   # GQA; explicit head_dim: q dim 48 != 24
             max_position_embeddings=256, rms_norm_eps=1e-6,
             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
             tie_word_embeddings=True, attention_bias=False,
