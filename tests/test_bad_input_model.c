@@ -41,8 +41,8 @@ static void write_all(const char *path, const void *data, size_t len) {
     fclose(f);
 }
 
-/* A fresh copy of the good model in a temp folder; returns the folder path (static buffer). */
-static const char *fresh_model_dir(void) {
+/* A fresh copy of the model folder `src` in a temp folder; returns the folder path (static buffer). */
+static const char *fresh_dir_of(const char *src_dir) {
     static char dir[64];
     snprintf(dir, sizeof dir, "/tmp/fastlora-bad-XXXXXX");
     if (!mkdtemp(dir)) return NULL;
@@ -50,7 +50,7 @@ static const char *fresh_model_dir(void) {
     for (int i = 0; i < 2; i++) {
         char src[256], dst[256];
         size_t len;
-        snprintf(src, sizeof src, GOOD_MODEL "/%s", files[i]);
+        snprintf(src, sizeof src, "%s/%s", src_dir, files[i]);
         snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
         char *data = read_all(src, &len);
         write_all(dst, data, len);
@@ -58,6 +58,9 @@ static const char *fresh_model_dir(void) {
     }
     return dir;
 }
+
+/* A fresh copy of the good model. */
+static const char *fresh_model_dir(void) { return fresh_dir_of(GOOD_MODEL); }
 
 static void remove_dir(const char *dir) {
     char cmd[300];
@@ -383,5 +386,47 @@ TEST(bad_input_mistral_sliding_window) {
     CHECK_EQ_INT(fl_config_load(&cfg, path), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "field 'sliding_window' must be null or a positive integer");
     remove_dir(bad);
+    remove_dir(dir);
+}
+
+/* Qwen3ForCausalLM: q_norm/k_norm (cfg->qk_norm), head_dim 128 when absent (Qwen3Config's default);
+ * use_sliding_window true, a sliding layer in layer_types and attention_bias true (which biases o_proj
+ * too) are refused in one line naming the field; a missing k_norm weight is named. */
+TEST(bad_input_qwen3_config_and_norm_weights) {
+    const char *q3 = "tests/fixtures/hf/qwen3_qk_norm/model";
+    fl_model_config cfg;
+    CHECK_EQ_INT(fl_config_load(&cfg, "tests/fixtures/hf/qwen3_qk_norm/model/config.json"), 0);
+    CHECK(cfg.arch == FL_ARCH_QWEN3 && cfg.qk_norm && !cfg.qkv_bias && cfg.head_dim == 12 && !cfg.sliding_window);
+    const char *cases[][3] = {
+        {"\"use_sliding_window\": false", "\"use_sliding_window\": true", "field 'use_sliding_window' is true"},
+        {"\"full_attention\"", "\"sliding_attention\"", "field 'layer_types[0]' must be \"full_attention\""},
+        {"\"attention_bias\": false", "\"attention_bias\": true", "field 'attention_bias' is true"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = fresh_dir_of(q3);
+        rewrite_config(dir, cases[i][0], cases[i][1]);
+        expect_clean_error(dir, "config.json", cases[i][2]);
+        remove_dir(dir);
+    }
+    const char *dir = fresh_dir_of(q3);
+    rewrite_config(dir, "\"head_dim\": 12,", "");
+    char path[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK_EQ_INT(fl_config_load(&cfg, path), 0);
+    CHECK_EQ_INT(cfg.head_dim, 128);
+    remove_dir(dir);
+    /* the weights without one k_norm */
+    dir = fresh_dir_of(q3);
+    fl_safetensors st;
+    CHECK(fl_safetensors_open(&st, "tests/fixtures/hf/qwen3_qk_norm/model/model.safetensors") == 0);
+    fl_st_write_tensor *keep = calloc((size_t)st.n_tensors, sizeof *keep);
+    int n = 0;
+    for (int i = 0; i < st.n_tensors; i++)
+        if (strcmp(st.tensors[i].name, "model.layers.1.self_attn.k_norm.weight") != 0) keep[n++] = fl_st_write_tensor_of(&st.tensors[i]);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(fl_safetensors_write(path, keep, n, NULL, 0) == 0);
+    expect_clean_error(dir, "model.layers.1.self_attn.k_norm.weight", "missing");
+    free(keep);
+    fl_safetensors_close(&st);
     remove_dir(dir);
 }

@@ -51,6 +51,8 @@ TEST(presets_parameter_counts) {
         {"qwen2.5-0.5b", 494032768LL},  {"qwen2.5-1.5b", 1543714304LL}, {"qwen2.5-7b", 7615616512LL},
         {"smollm2-135m", 134515008LL},  {"smollm2-360m", 361821120LL},  {"smollm2-1.7b", 1711376384LL},
         {"tinyllama-1.1b", 1100048384LL}, {"llama-3.2-1b", 1235814400LL},
+        /* Qwen3-0.6B's card: 0.6B, 0.44B non-embedding (155,582,464 embedding; q_norm, k_norm per layer) */
+        {"qwen3-0.6b", 596049920LL},
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         fl_model_config cfg;

@@ -162,6 +162,35 @@ TEST(cuda_op_cast_to_weight_2d) {
     pair_free(cu, &src); pair_free(cu, &dst);
 }
 
+/* copy_2d: Qwen3's q columns out of q/k/v rows, the per-head norm (rows of HS), and back in place
+ * (engine/model.c): exact copies; the norm within bf16's bound; the k and v columns untouched. */
+TEST(cuda_op_copy_2d_per_head_norm) {
+    CUDA_OR_SKIP(cu);
+    const fl_backend *cpu = fl_backend_cpu();
+    const int HSs[2] = {16, 128};
+    for (int hi = 0; hi < 2; hi++) {
+        size_t N = 37, NH = 4, HS = (size_t)HSs[hi], QD = NH * HS, QKV = QD + 2 * 2 * HS;
+        float *qkv_h = rand_bf16(N * QKV, 57, -2, 2), *w_h = rand_bf16(HS, 58, 0.5f, 1.5f);
+        pair qkv = pair_act(cu, qkv_h, N * QKV), raw = pair_act(cu, NULL, N * QD), y = pair_act(cu, NULL, N * QD);
+        pair w = pair_act(cu, w_h, HS), rstd = pair_f32(cu, NULL, N * NH);
+        cpu->copy_2d(raw.cpu, QD * 4, qkv.cpu, QKV * 4, QD * 4, N);
+        cu->copy_2d(raw.dev, QD * 2, qkv.dev, QKV * 2, QD * 2, N);
+        float *g = down_act(cu, &raw);
+        CHECK_REL(g, raw.cpu, N * QD, 0.0);
+        free(g);
+        cpu->rmsnorm_forward(y.cpu, rstd.cpu, raw.cpu, w.cpu, 1e-6f, N * NH, (int)HS, (int)HS);
+        cu->rmsnorm_forward(y.dev, rstd.dev, raw.dev, w.dev, 1e-6f, N * NH, (int)HS, (int)HS);
+        cpu->copy_2d(qkv.cpu, QKV * 4, y.cpu, QD * 4, QD * 4, N);
+        cu->copy_2d(qkv.dev, QKV * 2, y.dev, QD * 2, QD * 2, N);
+        g = down_act(cu, &qkv);
+        CHECK_REL(g, qkv.cpu, N * QKV, 1e-2);
+        for (size_t n = 0; n < N; n++)   /* k and v as they were */
+            for (size_t c = QD; c < QKV; c++) CHECK(g[n * QKV + c] == qkv_h[n * QKV + c]);
+        free(g); free(qkv_h); free(w_h);
+        pair_free(cu, &qkv); pair_free(cu, &raw); pair_free(cu, &y); pair_free(cu, &w); pair_free(cu, &rstd);
+    }
+}
+
 TEST(cuda_op_rope) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();

@@ -219,6 +219,39 @@ TEST(export_qwen2_biases_tied) {
     rm_rf(dir);
 }
 
+/* Qwen3 as llama.cpp's qwen3: the per-head norms as blk.N.attn_q_norm / attn_k_norm (f32, HS values),
+ * q/k rows in HF's order (NEOX RoPE), the head size written (q dim 48 != hidden 24), tied output. */
+TEST(export_qwen3_qk_norms_and_head_dim) {
+    char *dir = temp_dir(), out[128];
+    snprintf(out, sizeof out, "%s/q3.gguf", dir);
+    CHECK(export_to(out, FIX "qwen3_qk_norm/model", NULL, FL_EXPORT_F32, 0, 1) == 0);
+    fl_gguf_file g;
+    fl_safetensors st;
+    CHECK(fl_gguf_open(&g, out) == 0);
+    CHECK(fl_safetensors_open(&st, FIX "qwen3_qk_norm/model/model.safetensors") == 0);
+    check_str_kv(&g, "general.architecture", "qwen3");
+    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.head_count"), 4);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.head_count_kv"), 2);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.key_length"), 12);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.attention.value_length"), 12);
+    CHECK_EQ_INT(get_u32(&g, "qwen3.vocab_size"), 96);
+    CHECK(fl_gguf_find_tensor(&g, "output.weight") == NULL);
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 2; k++) {
+            char name[64], hf[96];
+            snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
+            snprintf(hf, sizeof hf, "model.layers.%d.self_attn.%s_norm.weight", l, k ? "k" : "q");
+            const fl_gguf_tensor *t = fl_gguf_find_tensor(&g, name);
+            CHECK_MSG(t && t->type == FL_GGML_F32 && t->n_dims == 1 && t->ne[0] == 12, "%s", name);
+            check_tensor(&g, &st, name, hf, 0, NULL, NULL, 0, 0, 0);
+        }
+    check_tensor(&g, &st, "blk.1.attn_q.weight", "model.layers.1.self_attn.q_proj.weight", 0, NULL, NULL, 0, 0, 0);
+    check_tensor(&g, &st, "blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight", 0, NULL, NULL, 0, 0, 0);
+    fl_safetensors_close(&st);
+    fl_gguf_close(&g);
+    rm_rf(dir);
+}
+
 /* llama3 RoPE: llama.cpp divides each frequency θ_i = base^(-2i/d) by rope_freqs[i]; the engine's
  * inv_freq (checked against transformers by the HF fixtures) must equal θ_i / rope_freqs[i]. */
 TEST(export_llama3_rope_freqs_and_head_dim) {

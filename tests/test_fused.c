@@ -74,18 +74,20 @@ static double rel_l2(const float *a, const float *b, size_t n) {
  * the LoRA columns (C + 3R), scores (head_dim), softmax and P·V (T each), o (QD + R), RMSNorm (C),
  * gate|up (C + 2R), down (FF + R); the head: logits (C) and log-sum-exp (V). The backward pass runs
  * the transposed reductions (the output widths: QD + 2·KVD, C, 2·FF, C, the attention's T and
- * head_dim, the norms' C) and the weight gradients' B·T. */
+ * head_dim, the norms' C) and the weight gradients' B·T; Qwen3's q/k norms add a reduction of head_dim
+ * each way. */
 static double f32_paths_bound(const fl_model_config *c, int R, int B, int T) {
     double C = c->hidden_size, FF = c->intermediate_size, HS = c->head_dim, QD = c->n_heads * HS,
            KVD = c->n_kv_heads * HS;
-    double fwd = C + (C + 3 * R) + HS + 2.0 * T + (QD + R) + C + (C + 2 * R) + (FF + R);
-    double bwd = (QD + 2 * KVD + R) + C + 2.0 * T + HS + C + (2 * FF + R) + (C + R) + C;
+    double qk = c->qk_norm ? HS : 0;
+    double fwd = C + (C + 3 * R) + qk + HS + 2.0 * T + (QD + R) + C + (C + 2 * R) + (FF + R);
+    double bwd = (QD + 2 * KVD + R) + C + 2.0 * T + HS + qk + C + (2 * FF + R) + (C + R) + C;
     double n = c->n_layers * (fwd + bwd) + 2 * (C + c->vocab_size) + (double)B * T;
     return 2.0 * n * 0x1p-24;
 }
 
 typedef struct {
-    int qwen;           /* q/k/v bias, tied embeddings, rsLoRA */
+    int qwen;           /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q/k norms, tied */
     unsigned targets;   /* LoRA target mask */
     float dropout;
     int head_dim, T;    /* 0: 8 and 7 */
@@ -95,14 +97,15 @@ typedef struct {
  * same steps, loss and LoRA gradients within tol (relative; <= 0: the f32 bound) at every step. */
 static void compare_fused(const fl_backend *be, const fl_backend *ref, const fused_case *fc, int steps, double tol) {
     int HS = fc->head_dim ? fc->head_dim : 8;
-    fl_model_config cfg = {.arch = fc->qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 50, .hidden_size = 32,
-                           .intermediate_size = 48, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = HS,
-                           .max_position_embeddings = 128, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f,
-                           .tie_word_embeddings = fc->qwen, .qkv_bias = fc->qwen};
+    fl_model_config cfg = {.arch = fc->qwen == 2 ? FL_ARCH_QWEN3 : fc->qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA,
+                           .vocab_size = 50, .hidden_size = 32, .intermediate_size = 48, .n_layers = 2, .n_heads = 4,
+                           .n_kv_heads = 2, .head_dim = HS, .max_position_embeddings = 128, .rope_theta = 10000.0,
+                           .rms_norm_eps = 1e-5f, .tie_word_embeddings = fc->qwen != 0, .qkv_bias = fc->qwen == 1,
+                           .qk_norm = fc->qwen == 2};
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 4;
     lc.alpha = 7;
-    lc.use_rslora = fc->qwen;
+    lc.use_rslora = fc->qwen == 1;
     lc.dropout = fc->dropout;
     lc.target_mask = fc->targets;
     fl_model fused, alone;
@@ -160,6 +163,7 @@ static void both_backends(const fused_case *fc) {
 
 TEST(fused_projections_match_unfused_llama_all) { both_backends(&(fused_case){0, ALL, 0.0f, 0, 0}); }
 TEST(fused_projections_match_unfused_qwen_partial_rslora) { both_backends(&(fused_case){1, PARTIAL, 0.0f, 0, 0}); }
+TEST(fused_projections_match_unfused_qwen3_qk_norm) { both_backends(&(fused_case){2, ALL, 0.0f, 12, 0}); }
 TEST(fused_projections_match_unfused_dropout) {
     both_backends(&(fused_case){0, ALL, 0.2f, 0, 0});
     both_backends(&(fused_case){1, PARTIAL, 0.2f, 0, 0});

@@ -1,7 +1,7 @@
 /* test_generate.c — the KV-cached inference path and sampling: the decoder's logits equal the
  * training forward's (fl_model_logits) at every position, whatever the chunking (prefill, then one
- * token at a time), on the three HF fixture models with their PEFT adapters (GQA, Qwen2 biases +
- * tied head, llama3 RoPE); generation is deterministic for a seed; greedy stories260K reproduces
+ * token at a time), on four HF fixture models with their PEFT adapters (GQA, Qwen2 biases + tied
+ * head, llama3 RoPE, Qwen3's q_norm/k_norm); generation is deterministic for a seed; greedy stories260K reproduces
  * llama2.c's reference output (../shared/data/stories260K/SOURCES.md) when ../shared exists. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -31,8 +31,8 @@ static int load_fixture(fl_model *m, const char *name) {
 }
 
 TEST(generate_kv_cache_logits_match_full_forward) {
-    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope"};
-    for (int k = 0; k < 3; k++) {
+    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm"};
+    for (int k = 0; k < 4; k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }
         enum { T = 80 }; /* > the decoder's 64-token chunk, so prefill takes two chunks */

@@ -251,11 +251,14 @@ static void scale_nf4(fl_nf4_weight *w, float s) {
     free(x);
 }
 
+/* qwen: 0 Llama (llama3 RoPE), 1 Qwen2 (q/k/v bias, tied), 2 Qwen3 (q_norm/k_norm, tied, head_dim 6:
+ * q dim 24 != hidden 12) */
 static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
-    fl_model_config cfg = {.arch = qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23, .hidden_size = 12,
-                           .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4,
-                           .max_position_embeddings = 64, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f,
-                           .tie_word_embeddings = qwen, .qkv_bias = qwen};
+    fl_model_config cfg = {.arch = qwen == 2 ? FL_ARCH_QWEN3 : qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23,
+                           .hidden_size = 12, .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                           .head_dim = qwen == 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
+                           .rms_norm_eps = 1e-5f, .tie_word_embeddings = qwen != 0, .qkv_bias = qwen == 1,
+                           .qk_norm = qwen == 2};
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
@@ -263,7 +266,7 @@ static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant qua
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 3;
     lc.alpha = 5;
-    lc.use_rslora = qwen;
+    lc.use_rslora = qwen == 1;
     lc.dropout = dropout;
     fl_model m;
     fl_model_init_random_quant(&m, &cfg, 99, fl_backend_cpu(), &lc, quant);
@@ -284,6 +287,10 @@ static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant qua
         scale_floats(lw->gate_up, (size_t)2 * FF * m.base.ld_gate_up, 5.0f);
         scale_floats(lw->down, (size_t)C * FF, 5.0f);
     }
+    for (int l = 0; l < cfg.n_layers && cfg.qk_norm; l++) { /* norm weights far from 1: their product shows */
+        fill(m.base.layers[l].q_norm, (size_t)cfg.head_dim, 31 + l, 0.5f, 1.5f);
+        fill(m.base.layers[l].k_norm, (size_t)cfg.head_dim, 41 + l, 0.5f, 1.5f);
+    }
     fl_model_sync_lora(&m);
     int B = 2, T = 6;
     int32_t ids[12] = {1, 5, 7, 22, 3, 3, 9, 0, 14, 2, 8, 19};
@@ -299,7 +306,7 @@ static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant qua
     /* every 3rd parameter (coprime with the rank, so each A/B row and column is visited). h = 1e-3:
      * the loss (~3) is a mean of 10 tokens through two layers, so its curvature is larger than an
      * op's; f32 noise on the loss (~1e-6) then costs ~5e-4 absolute, inside the tolerance. */
-    fd_compare_strided(qwen ? "qwen2 model LoRA grads" : "llama3 model LoRA grads", m.lora.data, grad, m.lora.n, 3,
+    fd_compare_strided(qwen == 2 ? "qwen3 model LoRA grads" : qwen ? "qwen2 model LoRA grads" : "llama3 model LoRA grads", m.lora.data, grad, m.lora.n, 3,
                        1e-3f, model_loss, &ctx);
     free(grad);
     fl_model_free(&m);
@@ -316,6 +323,10 @@ TEST(gradcheck_model_qwen2_bias_tied_rslora_dropout_recompute) { model_gradcheck
  * the same weights; with recompute too */
 TEST(gradcheck_model_nf4_qwen2_bias_tied_rslora_dropout) { model_gradcheck(1, 0.3f, 0, FL_QUANT_NF4); }
 TEST(gradcheck_model_nf4_llama3_rope_recompute) { model_gradcheck(0, 0.0f, 1, FL_QUANT_NF4); }
+/* Qwen3: the q/k LoRA gradients pass back through q_norm and k_norm (rmsnorm_backward per head) */
+TEST(gradcheck_model_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_qwen3_qk_norm_dropout_recompute) { model_gradcheck(2, 0.3f, 1, FL_QUANT_NONE); }
+TEST(gradcheck_model_nf4_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_NF4); }
 
 /* Dropout: the mask is a pure function of (stream, index), keeps ~1-p, scales by 1/(1-p). */
 TEST(dropout_mask_statistics) {

@@ -157,8 +157,14 @@ TEST(hf_llama3_rope_three_clipped_steps) { check_three_steps("llama3_rope"); }
 TEST(hf_mistral_window_logits) { check_logits("mistral_window"); }
 TEST(hf_mistral_window_loss_and_grads) { check_loss_and_grads("mistral_window"); }
 TEST(hf_mistral_window_three_clipped_steps) { check_three_steps("mistral_window"); }
+/* Qwen3ForCausalLM: per-head q_norm/k_norm (random weights) between q/k_proj (LoRA on both) and RoPE,
+ * GQA, explicit head_dim 12 (q dim 48 != hidden 24), tied embeddings */
+TEST(hf_qwen3_qk_norm_logits) { check_logits("qwen3_qk_norm"); }
+TEST(hf_qwen3_qk_norm_loss_and_grads) { check_loss_and_grads("qwen3_qk_norm"); }
+TEST(hf_qwen3_qk_norm_three_clipped_steps) { check_three_steps("qwen3_qk_norm"); }
 /* the same fixtures with activation recompute: same tolerances (test_recompute.c holds the
  * gradients equal bit for bit to the run without it) */
 TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama_gqa"); recompute = 0; }
 TEST(hf_qwen2_bias_tied_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen2_bias_tied"); recompute = 0; }
 TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama3_rope"); recompute = 0; }
+TEST(hf_qwen3_qk_norm_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_qk_norm"); recompute = 0; }

@@ -20,7 +20,7 @@
 #include "test.h"
 
 typedef struct {
-    int qwen;            /* q/k/v bias, tied embeddings, rsLoRA */
+    int qwen;            /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q_norm/k_norm, head_dim 12 */
     float dropout;
     unsigned targets;    /* 0: all */
     int fused;
@@ -43,10 +43,11 @@ static void run_steps(fl_model *m, const fl_batch *batch, int steps, int accum, 
 }
 
 static void compare_recompute(const fl_backend *be, const rc_case *c) {
-    fl_model_config cfg = {.arch = c->qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 41, .hidden_size = 32,
-                           .intermediate_size = 48, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2, .head_dim = 8,
-                           .max_position_embeddings = 64, .rope_theta = 10000.0, .rms_norm_eps = 1e-5f,
-                           .tie_word_embeddings = c->qwen, .qkv_bias = c->qwen};
+    fl_model_config cfg = {.arch = c->qwen == 2 ? FL_ARCH_QWEN3 : c->qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA,
+                           .vocab_size = 41, .hidden_size = 32, .intermediate_size = 48, .n_layers = 3, .n_heads = 4,
+                           .n_kv_heads = 2, .head_dim = c->qwen == 2 ? 12 : 8, .max_position_embeddings = 64,
+                           .rope_theta = 10000.0, .rms_norm_eps = 1e-5f, .tie_word_embeddings = c->qwen != 0,
+                           .qkv_bias = c->qwen == 1, .qk_norm = c->qwen == 2};
     if (!c->qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
@@ -54,7 +55,7 @@ static void compare_recompute(const fl_backend *be, const rc_case *c) {
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 4;
     lc.alpha = 6;
-    lc.use_rslora = c->qwen;
+    lc.use_rslora = c->qwen == 1;
     lc.dropout = c->dropout;
     if (c->targets) lc.target_mask = c->targets;
     fl_model keep, rc;
@@ -112,6 +113,7 @@ static void both_backends(const rc_case *c) {
 
 TEST(recompute_bitwise_llama_gqa_llama3_packed) { both_backends(&(rc_case){.fused = 1}); }
 TEST(recompute_bitwise_qwen2_bias_tied_rslora_dropout) { both_backends(&(rc_case){.qwen = 1, .dropout = 0.3f, .fused = 1}); }
+TEST(recompute_bitwise_qwen3_qk_norm_dropout) { both_backends(&(rc_case){.qwen = 2, .dropout = 0.3f, .fused = 1}); }
 TEST(recompute_bitwise_partial_targets_dropout_unfused) {
     both_backends(&(rc_case){.dropout = 0.25f, .targets = PARTIAL, .fused = 0});
 }
@@ -133,6 +135,20 @@ TEST(recompute_activation_table_keeps_one_layer) {
     /* rc = one layer's model (1 layer: residual rows 2) + the L - 1 extra residual rows */
     CHECK_EQ_INT(rc, full1 + (size_t)(cfg.n_layers - 1) * residual_row);
     CHECK(2 * rc < full);
+}
+
+/* Qwen3's q/k norms keep their inputs and rstd per layer: (QD + KVD) activations and NH + NKV rstd
+ * per token and layer more than the same model without them — one layer's worth with recompute. */
+TEST(recompute_activation_table_counts_qk_norm) {
+    fl_model_config q3, plain;
+    CHECK(fl_config_preset(&q3, "qwen3-0.6b") == 0 && q3.qk_norm);
+    plain = q3;
+    plain.qk_norm = 0;
+    size_t N = 2 * 128, per_layer = N * (size_t)(fl_config_q_dim(&q3) + fl_config_kv_dim(&q3)) * 2 +
+                                    N * (size_t)(q3.n_heads + q3.n_kv_heads) * 4;   /* bf16 acts, f32 rstd */
+    for (int rc = 0; rc < 2; rc++)
+        CHECK_EQ_INT(fl_activations_bytes(&q3, 16, 2, 128, 2, rc) - fl_activations_bytes(&plain, 16, 2, 128, 2, rc),
+                     (rc ? 1 : (size_t)q3.n_layers) * per_layer);
 }
 
 /* The CUDA out-of-memory message (backend/cuda/cuda_context.cu) tells users which flags to try: each

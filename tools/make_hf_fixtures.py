@@ -57,7 +57,8 @@ from safetensors.torch import save_file  # noqa: E402
 
 import transformers  # noqa: E402
 import peft  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -137,6 +138,23 @@ SPECS = [
         opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
         expect_clip=None,
     ),
+    dict(
+        name="qwen3_qk_norm",
+        arch="qwen3",
+        seed=151617,
+        config=dict(
+            vocab_size=96, hidden_size=24, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,   # GQA; explicit head_dim: q dim 48 != 24
+            max_position_embeddings=256, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            tie_word_embeddings=True, attention_bias=False,
+            use_sliding_window=False, sliding_window=None, max_window_layers=2,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),   # q, k: through q_norm, k_norm
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
 ]
 
 STEPS = 3
@@ -145,7 +163,8 @@ STEPS = 3
 def build_base(spec):
     """Random base model, float32, eager attention, deterministic weights."""
     cfg_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM),
-                          "mistral": (MistralConfig, MistralForCausalLM)}[spec["arch"]]
+                          "mistral": (MistralConfig, MistralForCausalLM),
+                          "qwen3": (Qwen3Config, Qwen3ForCausalLM)}[spec["arch"]]
     cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
     torch.manual_seed(spec["seed"])
     model = model_cls(cfg).to(torch.float32)
@@ -207,7 +226,7 @@ def load_trainable(model_dir, adapter_dir):
 
 def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
-    cls = LlamaForCausalLM if cfg.model_type == "llama" else Qwen2ForCausalLM
+    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 

@@ -93,6 +93,10 @@ typedef struct fl_backend {
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
     void (*copy)(void *dst, const void *src, size_t bytes);   /* within backend memory */
+    /* dst (rows, width bytes; row stride ld_dst bytes) = src (rows, width; ld_src) within backend
+     * memory: a column block of one matrix into another (Qwen3's q and k out of the q/k/v rows and
+     * back, engine/model.c). The regions do not overlap. */
+    void (*copy_2d)(void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t width, size_t rows);
     void (*zero)(void *ptr, size_t bytes);
     void (*synchronize)(void);
     /* n host f32 values -> act / weight buffer (converted), and act back to host f32 */

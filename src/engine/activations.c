@@ -9,9 +9,10 @@
     size_t L = (size_t)cfg->n_layers, LS = recompute ? 1 : L, N = (size_t)B * T, C = (size_t)cfg->hidden_size;             \
     size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);                 \
     size_t FF = (size_t)cfg->intermediate_size, R = (size_t)(rank > 0 ? rank : 1), NH = (size_t)cfg->n_heads; \
+    size_t NKV = (size_t)cfg->n_kv_heads, QN = cfg->qk_norm ? 1 : 0;                                \
     size_t W = C > QD ? C : QD;                                                                     \
     W = W > FF ? W : FF;                                                                            \
-    (void)L; (void)LS; (void)N; (void)C; (void)QD; (void)KVD; (void)FF; (void)R; (void)NH; (void)W;
+    (void)L; (void)LS; (void)N; (void)C; (void)QD; (void)KVD; (void)FF; (void)R; (void)NH; (void)NKV; (void)QN; (void)W;
 
 #define ELEM_SIZE_ACT act_size
 #define ELEM_SIZE_F32 sizeof(float)
@@ -53,7 +54,7 @@ void fl_activations_print_sizes(const fl_activations *a, const fl_model_config *
     size_t act_size = a->be->act_size;
     DIMS
     fprintf(out, "activations for B=%d T=%d%s: %.1f MiB\n", B, T, recompute ? " (recompute)" : "", a->bytes / 1048576.0);
-#define X(name, kind, count) fprintf(out, "  %-13s %9.1f MiB\n", #name, (count) * ELEM_SIZE_##kind / 1048576.0);
+#define X(name, kind, count) if ((count) != 0) fprintf(out, "  %-13s %9.1f MiB\n", #name, (count) * ELEM_SIZE_##kind / 1048576.0);
     ACTIVATION_TABLE(X)
 #undef X
 }

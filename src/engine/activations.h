@@ -17,7 +17,8 @@
 #include "lora/lora.h"
 #include "model/config.h"
 
-/* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, W (= max(C, QD, FF)) in scope;
+/* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, NKV, W (= max(C, QD, FF)) and QN
+ * (1 with Qwen3's q/k norms, cfg->qk_norm, else 0: their entries are then empty) in scope;
  * LS = layers whose tensors are kept (L, or 1 with recompute).
  * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
  * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/projection.c): the norm's output in
@@ -27,6 +28,9 @@
     X(x_attn,       ACT,     (size_t)LS * N * (C + 3 * R)) /* (LS, N, C + 3R) attention norm output | x·Aᵀ of q, k, v */ \
     X(rstd_attn,    F32,     (size_t)LS * N)             /* (LS, N) */                                      \
     X(qkv,          ACT,     (size_t)LS * N * (QD + 2 * KVD)) /* (LS, N, QD + 2KVD) q | k | v, q and k after RoPE */ \
+    X(q_raw,        ACT,     (size_t)QN * LS * N * QD)  /* (LS, N, NH, HS) Qwen3: q before q_norm */         \
+    X(k_raw,        ACT,     (size_t)QN * LS * N * KVD) /* (LS, N, NKV, HS) Qwen3: k before k_norm */        \
+    X(rstd_qk,      F32,     (size_t)QN * LS * N * (NH + NKV)) /* (LS, N·NH | N·NKV) Qwen3: q_norm's, k_norm's */ \
     X(att,          ACT,     (size_t)LS * N * QD)        /* (LS, N, NH, HS) attention output */             \
     X(lse,          F32,     (size_t)LS * N * NH)        /* (LS, B, NH, T) softmax log-sum-exp */          \
     X(xa_o,         ACT,     (size_t)LS * N * R)         /* (LS, N, R) drop(att)·lora_aᵀ of o */            \

@@ -1,7 +1,8 @@
 /* model.c — the transformer's forward and backward, written once over the backend interface.
  *
- * Per layer (HF Llama/Qwen2; x = RMSNorm outputs, h = residual stream):
- *   x = rms(h);  q,k,v = lin(x);  rope(q,k);  a = attn(q,k,v);  h' = h + o(a)
+ * Per layer (HF Llama/Qwen2/Qwen3; x = RMSNorm outputs, h = residual stream):
+ *   x = rms(h);  q,k,v = lin(x);  [Qwen3: q,k = rms_head(q), rms_head(k)];  rope(q,k);
+ *   a = attn(q,k,v);  h' = h + o(a)
  *   x' = rms(h'); h'' = h' + down(silu(gate(x')) * up(x'))
  * and lin(x) = x·Wᵀ (+b) + s·(drop(x)·Aᵀ)·Bᵀ for adapted projections. The backward walks the same
  * steps in reverse; the base is frozen, so it computes input gradients and LoRA gradients only.
@@ -25,9 +26,11 @@ typedef struct {
     void *h, *h_mid, *h_next;   /* (N, C) residual stream: layer input, after attention, layer output */
     void *x_attn, *x_mlp;       /* (N, ld_xa) / (N, ld_xm): norm outputs | x·Aᵀ */
     void *qkv, *att;            /* (N, QKV), (N, QD) */
+    void *q_raw, *k_raw;        /* (N, QD), (N, KVD) Qwen3: q, k before their norms (NULL otherwise) */
     void *gate_up;              /* (N, 2FF) */
     void *xa_o, *xa_down;       /* (N, R) */
     float *rstd_attn, *rstd_mlp, *lse;
+    float *rstd_qk;             /* (N·NH | N·NKV) Qwen3 */
 } layer_acts;
 
 static layer_acts layer_acts_at(const fl_model *m, int l) {
@@ -50,12 +53,57 @@ static layer_acts layer_acts_at(const fl_model *m, int l) {
     v.rstd_attn = a->rstd_attn + k * N;
     v.rstd_mlp = a->rstd_mlp + k * N;
     v.lse = a->lse + k * N * (size_t)c->n_heads;
+    v.q_raw = c->qk_norm ? act_at(m, a->q_raw, k * N * QD) : NULL;
+    v.k_raw = c->qk_norm ? act_at(m, a->k_raw, k * N * (size_t)fl_config_kv_dim(c)) : NULL;
+    v.rstd_qk = c->qk_norm ? a->rstd_qk + k * N * (size_t)(c->n_heads + c->n_kv_heads) : NULL;
     return v;
 }
 
 /* Row strides of x_attn and x_mlp (activations.h: room for 3R and 2R columns of x·Aᵀ). */
 static int ld_x_attn(const fl_model *m) { return m->cfg.hidden_size + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
 static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
+
+/* ---- Qwen3's q_norm and k_norm --------------------------------------------------------------
+ * RMSNorm over each head (HS values) of q and of k — the rmsnorm op over N·NH and N·NKV rows of HS —
+ * between the projection (LoRA included) and RoPE. The op reads and writes contiguous rows, and q
+ * and k sit inside the q/k/v rows, so each is copied out (the copy is the norm's saved input), normed
+ * into scratch and copied back in place; the backward likewise. */
+
+void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *k_raw, float *rstd, void *scratch,
+                              size_t N) {
+    const fl_backend *be = m->be;
+    const fl_model_config *c = &m->cfg;
+    if (!c->qk_norm) return;
+    const fl_layer_weights *w = &m->base.layers[l];
+    size_t es = be->act_size, QD = (size_t)fl_config_q_dim(c), KVD = (size_t)fl_config_kv_dim(c);
+    size_t ld = (QD + 2 * KVD) * es;
+    be->copy_2d(q_raw, QD * es, qkv, ld, QD * es, N);
+    be->rmsnorm_forward(scratch, rstd, q_raw, w->q_norm, c->rms_norm_eps, N * (size_t)c->n_heads, c->head_dim,
+                        c->head_dim);
+    be->copy_2d(qkv, ld, scratch, QD * es, QD * es, N);
+    be->copy_2d(k_raw, KVD * es, act_at(m, qkv, QD), ld, KVD * es, N);
+    be->rmsnorm_forward(scratch, rstd + N * (size_t)c->n_heads, k_raw, w->k_norm, c->rms_norm_eps,
+                        N * (size_t)c->n_kv_heads, c->head_dim, c->head_dim);
+    be->copy_2d(act_at(m, qkv, QD), ld, scratch, KVD * es, KVD * es, N);
+}
+
+/* Backward of fl_model_qk_norm_forward, in place: the q and k columns of dqkv (N, QKV), gradients of
+ * the normed q and k, become those of the projection's q and k. dout, dinp: (N, QD) scratch each. */
+static void qk_norm_backward(fl_model *m, int l, void *dqkv, const layer_acts *v, void *dout, void *dinp, size_t N) {
+    const fl_backend *be = m->be;
+    const fl_model_config *c = &m->cfg;
+    const fl_layer_weights *w = &m->base.layers[l];
+    size_t es = be->act_size, QD = (size_t)fl_config_q_dim(c), KVD = (size_t)fl_config_kv_dim(c);
+    size_t ld = (QD + 2 * KVD) * es, NH = (size_t)c->n_heads, NKV = (size_t)c->n_kv_heads;
+    for (int part = 0; part < 2; part++) {   /* q, then k */
+        size_t width = part ? KVD : QD, off = part ? QD : 0;
+        be->copy_2d(dout, width * es, act_at(m, dqkv, off), ld, width * es, N);
+        be->zero(dinp, N * width * es);      /* rmsnorm_backward accumulates */
+        be->rmsnorm_backward(dinp, dout, part ? v->k_raw : v->q_raw, part ? w->k_norm : w->q_norm,
+                             part ? v->rstd_qk + N * NH : v->rstd_qk, N * (part ? NKV : NH), c->head_dim, c->head_dim);
+        be->copy_2d(act_at(m, dqkv, off), ld, dinp, width * es, width * es, N);
+    }
+}
 
 /* Layer l's forward from its input h (residual row l) into its activation slot. `recompute`: the
  * backward's rerun (engine recompute) — the same ops on the same input, so every saved tensor comes
@@ -76,6 +124,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
 
     be->rmsnorm_forward(v.x_attn, v.rstd_attn, v.h, w->attn_norm, c->rms_norm_eps, N, C, ld_xa);
     group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
+    fl_model_qk_norm_forward(m, l, v.qkv, v.q_raw, v.k_raw, v.rstd_qk, a->wide, N);   /* Qwen3; wide: scratch */
     be->rope_forward(v.qkv, a->pos, m->inv_freq, N, NH + NKV, HS, QKV);   /* q and k */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                           a->seg_start, B, T, NH, NKV, HS, QKV);
@@ -193,6 +242,7 @@ void fl_model_backward(fl_model *m) {
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                                a->seg_start, B, T, NH, NKV, HS, QKV);
         be->rope_backward(a->dqkv, a->pos, m->inv_freq, N, NH + NKV, HS, QKV);
+        if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */
         group_backward(m, l, &qkv, a->dx, ld_xa, l > 0, a->dqkv, QKV, v.x_attn, ld_xa, NULL, N);
         if (l > 0) be->rmsnorm_backward(a->dresidual, a->dx, v.h, w->attn_norm, v.rstd_attn, N, C, ld_xa);

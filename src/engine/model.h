@@ -153,6 +153,12 @@ void fl_model_zero_grads(fl_model *m);
  * (ld_x >= C + the group's LoRA columns); o and down: x (N, IC; ld_x), xa (N, R) scratch. */
 void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, float beta, void *x, int ld_x, void *xa,
                       size_t N, int use_lora);
+/* Qwen3's q_norm and k_norm of layer l, forward only (the decoder's; the training forward runs the
+ * same): qkv (N, QD + 2·KVD) in place — each head of its q and k columns RMS-normed (rows of HS);
+ * q_raw (N, QD) and k_raw (N, KVD) receive the unnormed q and k, rstd (N·NH + N·NKV) f32 the norms'
+ * rstd, scratch (N, QD) is overwritten. Does nothing when !m->cfg.qk_norm. */
+void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *k_raw, float *rstd, void *scratch,
+                              size_t N);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
 

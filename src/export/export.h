@@ -1,7 +1,7 @@
 /* export.h — `fastlora export --gguf`: a model folder (optionally merged with a PEFT adapter), or
  * the adapter alone, as a GGUF file that llama.cpp (and Ollama, LM Studio, ...) load.
  *
- * Whole model: the architecture metadata of a llama / qwen2 model (llama.cpp's names), the
+ * Whole model: the architecture metadata of a llama / qwen2 / qwen3 model (llama.cpp's names), the
  * tokenizer of the folder (tokens, types, merges or scores, special ids, the pre-tokenizer name,
  * add_bos/add_eos, the chat template: the folder's text unchanged, or --chat-template's) and every tensor under llama.cpp's name, with the adapter
  * folded in (W + s·B·A, infer/merge.h) when one is given. Llama q/k rows are permuted to the

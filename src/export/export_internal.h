@@ -17,7 +17,7 @@
 
 /* ---- gguf_hparams.c ------------------------------------------------------------------------ */
 
-/* "llama" or "qwen2": general.architecture and the prefix of the architecture keys. */
+/* "llama", "qwen2" or "qwen3": general.architecture and the prefix of the architecture keys. */
 const char *fl_gguf_arch_name(fl_arch arch);
 /* Refuses configs llama.cpp's graph for the architecture cannot run (e.g. qwen2 with
  * heads x head_dim != hidden_size, RoPE scaling it does not have). `path` names config.json. */

@@ -54,7 +54,7 @@ static plan_item *plan_add(plan *p, const char *hf, const char *name, int64_t ro
     return it;
 }
 
-/* The tensors of a llama / qwen2 model in llama.cpp's names, in HF layout. */
+/* The tensors of a llama / qwen2 / qwen3 model in llama.cpp's names, in HF layout. */
 static void plan_model(plan *p, const fl_model_config *cfg) {
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size;
     char hf[96], name[64];
@@ -83,6 +83,11 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
                 strcat(name, "bias");
                 plan_add(p, hf, name, oc, 0)->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
             }
+        }
+        for (int k = 0; k < 2 && cfg->qk_norm; k++) { /* qwen3: the per-head norms of q and k */
+            snprintf(hf, sizeof hf, "model.layers.%d.self_attn.%s_norm.weight", l, k ? "k" : "q");
+            snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
+            plan_add(p, hf, name, cfg->head_dim, 0);
         }
     }
     plan_add(p, "model.norm.weight", "output_norm.weight", C, 0);

@@ -1,6 +1,6 @@
-/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 model: metadata keys, tensor names, the q/k
- * row permutation, the llama3 rope_freqs factors and the per-tensor storage type, following
- * convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model) and gguf-py's constants. */
+/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 / qwen3 model: metadata keys, tensor names,
+ * the q/k row permutation, the llama3 rope_freqs factors and the per-tensor storage type, following
+ * convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model/Qwen3Model) and gguf-py's constants. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,15 +8,18 @@
 #include "common/error.h"
 #include "export/export_internal.h"
 
-const char *fl_gguf_arch_name(fl_arch arch) { return arch == FL_ARCH_QWEN2 ? "qwen2" : "llama"; }
+const char *fl_gguf_arch_name(fl_arch arch) {
+    return arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
+}
 
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     /* llama.cpp's qwen2 graph builds q and o as (C, C): it has no separate head size */
     if (cfg->arch == FL_ARCH_QWEN2 && fl_config_q_dim(cfg) != cfg->hidden_size)
         return fl_input_error("%s: qwen2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",
                               path, fl_config_q_dim(cfg), cfg->hidden_size);
-    if (cfg->arch == FL_ARCH_QWEN2 && cfg->rope_llama3)
-        return fl_input_error("%s: rope_scaling llama3 on a qwen2 model has no llama.cpp counterpart", path);
+    if (cfg->arch != FL_ARCH_LLAMA && cfg->rope_llama3)   /* qwen3's graph has its own head size (key_length) */
+        return fl_input_error("%s: rope_scaling llama3 on a %s model has no llama.cpp counterpart", path,
+                              fl_gguf_arch_name(cfg->arch));
     return 0;
 }
 
@@ -73,7 +76,7 @@ void fl_gguf_permute_rows(float *dst, const float *src, int n_head, int64_t rows
 }
 
 int fl_gguf_permute_heads(const fl_model_config *cfg, fl_proj p) {
-    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2 runs NEOX-style RoPE on HF's layout */
+    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3 run NEOX-style RoPE on HF's layout */
     return p == FL_PROJ_Q ? cfg->n_heads : p == FL_PROJ_K ? cfg->n_kv_heads : 0;
 }
 

@@ -34,6 +34,10 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
     d->wide = be->alloc(ch * FF * a);
     d->xa = be->alloc(ch * R * a);
     d->rstd = be->alloc(ch * sizeof(float));
+    if (c->qk_norm) { /* Qwen3: q and k before their norms, the norms' rstd (engine/model.h) */
+        d->qk_raw = be->alloc(ch * (QD + KVD) * a);
+        d->qk_rstd = be->alloc(ch * (size_t)(c->n_heads + c->n_kv_heads) * sizeof(float));
+    }
     d->ids = be->alloc(ch * sizeof(int32_t));
     d->pos = be->alloc(ch * sizeof(int32_t));
     d->ignore = be->alloc(ch * sizeof(int32_t));
@@ -48,7 +52,7 @@ void fl_decoder_free(fl_decoder *d) {
     if (!d->m) return;
     const fl_backend *be = d->m->be;
     void *bufs[] = {d->k_cache, d->v_cache, d->h, d->x, d->qkv, d->att, d->gate_up, d->wide, d->xa,
-                    d->rstd, d->ids, d->pos, d->ignore, d->logits};
+                    d->rstd, d->qk_raw, d->qk_rstd, d->ids, d->pos, d->ignore, d->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) be->free(bufs[i]);
     memset(d, 0, sizeof *d);
@@ -78,6 +82,9 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
         void *kc = at(d, d->k_cache, (size_t)l * d->capacity * KVD), *vc = at(d, d->v_cache, (size_t)l * d->capacity * KVD);
         be->rmsnorm_forward(d->x, d->rstd, d->h, w->attn_norm, c->rms_norm_eps, (size_t)Tn, C, ld_x);
         fl_model_project(m, l, FL_GROUP_QKV, d->qkv, QKV, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
+        if (c->qk_norm) /* Qwen3: att (Tn, QD) is free until the attention: the norms' scratch */
+            fl_model_qk_norm_forward(m, l, d->qkv, d->qk_raw, at(d, d->qk_raw, (size_t)Tn * QD), d->qk_rstd, d->att,
+                                     (size_t)Tn);
         be->rope_forward(d->qkv, d->pos, m->inv_freq, (size_t)Tn, NH + NKV, HS, QKV);
         for (int i = 0; i < Tn; i++) { /* k and v rows into the cache */
             be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);

@@ -27,6 +27,8 @@ typedef struct {
     void *k_cache, *v_cache;  /* (L, Tc, KVD) act-typed, RoPE applied to k */
     void *h, *x, *qkv, *att, *gate_up, *wide, *xa;   /* (chunk, C / C + 3R / QKV / QD / 2FF / FF / R) act */
     float *rstd;           /* (chunk) */
+    void *qk_raw;          /* (chunk, QD + KVD) act, Qwen3 only: q | k before q_norm / k_norm, else NULL */
+    float *qk_rstd;        /* (chunk, NH + NKV) Qwen3 only, else NULL */
     int32_t *ids, *pos, *ignore;  /* (chunk) backend memory; ignore = -100 targets for the LM head */
     float *logits;         /* (V) backend f32 */
 } fl_decoder;

@@ -90,6 +90,26 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
+/* Qwen3: sliding-window attention (use_sliding_window true: layers from max_window_layers on, or
+ * layer_types naming "sliding_attention") is not implemented; real checkpoints have it off. */
+static int check_qwen3_window(const char *path, json_t *root) {
+    int use = 0;
+    FL_TRY(get_bool(path, root, "use_sliding_window", 0, &use));
+    if (use)
+        return fl_input_error("%s: field 'use_sliding_window' is true; sliding-window attention is not implemented "
+                              "(Qwen3 checkpoints have it false)", path);
+    json_t *types = json_object_get(root, "layer_types");
+    if (types && !json_is_null(types) && !json_is_array(types))
+        return fl_input_error("%s: field 'layer_types' must be a list of strings", path);
+    for (size_t i = 0; json_is_array(types) && i < json_array_size(types); i++) {
+        json_t *t = json_array_get(types, i);
+        if (!json_is_string(t) || strcmp(json_string_value(t), "full_attention") != 0)
+            return fl_input_error("%s: field 'layer_types[%zu]' must be \"full_attention\"; sliding-window attention is "
+                                  "not implemented", path, i);
+    }
+    return 0;
+}
+
 static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!json_is_object(root)) return fl_input_error("%s: top level must be a JSON object", path);
     json_t *archs = json_object_get(root, "architectures");
@@ -104,14 +124,18 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         arch = !strcmp(mt, "llama")   ? "LlamaForCausalLM"
                : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM"
                : !strcmp(mt, "mistral") ? "MistralForCausalLM"
+               : !strcmp(mt, "qwen3") ? "Qwen3ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
     int mistral = !strcmp(arch, "MistralForCausalLM");
     if (!strcmp(arch, "LlamaForCausalLM") || mistral) cfg->arch = FL_ARCH_LLAMA; /* Mistral's layers are Llama's */
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM)", path, arch);
+    else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)", path, arch);
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
+    cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
+    if (cfg->qk_norm) FL_TRY(check_qwen3_window(path, root));
     if (mistral) { /* null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096) */
         json_t *sw = json_object_get(root, "sliding_window");
         if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
@@ -129,7 +153,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: vocab_size, hidden_size, intermediate_size, num_hidden_layers and num_attention_heads must be positive", path);
     if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
-    FL_TRY(get_int(path, root, "head_dim", 0, cfg->hidden_size / cfg->n_heads, &cfg->head_dim));
+    /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
+    FL_TRY(get_int(path, root, "head_dim", 0, cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads, &cfg->head_dim));
     if (cfg->head_dim <= 0 || cfg->head_dim % 2 || cfg->head_dim > FL_MAX_HEAD_DIM)
         return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number <= %d", path, cfg->head_dim,
                               FL_MAX_HEAD_DIM);
@@ -158,7 +183,9 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
 
     int flag;
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
-    if (flag) return fl_input_error("%s: field 'attention_bias' is true; only bias-free Llama attention is supported", path);
+    if (flag)   /* Qwen3's attention_bias also puts a bias on o_proj, which no architecture here has */
+        return fl_input_error("%s: field 'attention_bias' is true; only bias-free %s attention is supported", path,
+                              cfg->qk_norm ? "Qwen3" : "Llama");
     FL_TRY(get_bool(path, root, "mlp_bias", 0, &flag));
     if (flag) return fl_input_error("%s: field 'mlp_bias' is true; only bias-free MLPs are supported", path);
     json_t *act = json_object_get(root, "hidden_act");
@@ -216,6 +243,9 @@ static const preset presets[] = {
     {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0},
     {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2},
     {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001},
+    /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
+     * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645},
 };
 
 const char *fl_config_preset_hf_name(const char *name) {
@@ -235,7 +265,8 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 }
 
 const char *fl_config_preset_names(void) {
-    return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b";
+    return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
+           "qwen3-0.6b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -257,6 +288,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         cfg->rms_norm_eps = p->eps;
         cfg->tie_word_embeddings = p->tied;
         cfg->qkv_bias = p->arch == FL_ARCH_QWEN2;
+        cfg->qk_norm = p->arch == FL_ARCH_QWEN3;
         cfg->dtype = FL_BF16;
         cfg->bos_token_id = p->bos;
         cfg->eos_token_id = p->eos;
@@ -282,6 +314,7 @@ int64_t fl_config_total_params(const fl_model_config *c) {
     int64_t C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c);
     int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * (int64_t)c->intermediate_size + 2 * C;
     if (c->qkv_bias) per_layer += QD + 2 * KVD;
+    if (c->qk_norm) per_layer += 2 * (int64_t)c->head_dim;
     int64_t embed = (int64_t)c->vocab_size * C * (c->tie_word_embeddings ? 1 : 2);
     return c->n_layers * per_layer + embed + C;
 }

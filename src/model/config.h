@@ -12,7 +12,7 @@
 
 #include "common/dtype.h"
 
-typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2 } fl_arch;
+typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3 } fl_arch;
 
 /* Limits fl_config_load enforces: the CPU RoPE keeps HS/2 angles on the stack, and NH*HS (an int,
  * passed to the GEMMs) must stay far from overflow. */
@@ -37,6 +37,8 @@ typedef struct {
     float rms_norm_eps;
     int tie_word_embeddings;
     int qkv_bias;            /* Qwen2: q/k/v projections carry a bias */
+    int qk_norm;             /* Qwen3: RMSNorm over each head (HS) of q and of k (weights q_norm, k_norm;
+                                eps rms_norm_eps) between the projection and RoPE */
     fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
     int bos_token_id, eos_token_id;  /* -1 when absent */
     int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
@@ -45,7 +47,8 @@ typedef struct {
 
 /* Parses `path` (a config.json). Errors name the file and the field. Architectures:
  * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window kept in
- * cfg->sliding_window). */
+ * cfg->sliding_window), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
+ * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused). */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* 0 when sequences of `T` positions run exactly under cfg (no sliding window, or T within it); else

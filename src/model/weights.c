@@ -29,7 +29,9 @@ int fl_quant_parse(const char *s, fl_quant *out) {
     return 0;
 }
 
-typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD } dim_kind;
+typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD, DIM_HS } dim_kind;
+/* Which configs hold a tensor: every one, those with q/k/v biases (Qwen2), those with q/k norms (Qwen3). */
+typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM } present_kind;
 typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 
 /* Where a layer's tensors are stored: one entry per field of fl_layer_weights, in storage order.
@@ -37,15 +39,17 @@ typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 typedef struct {
     size_t field;           /* offset of the pointer in fl_layer_weights */
     dim_kind rows, cols;
-    int is_bias;            /* present only when cfg.qkv_bias */
+    present_kind present;
     int fused;              /* 0 no, 1 q/k/v, 2 gate/up */
 } layer_storage;
 
-#define LS(field, r, c, bias, fused) {offsetof(fl_layer_weights, field), r, c, bias, fused}
+#define LS(field, r, c, present, fused) {offsetof(fl_layer_weights, field), r, c, present, fused}
 static const layer_storage layer_storage_table[] = {
     LS(attn_norm, DIM_C, DIM_ONE, 0, 0),
     LS(qkv, DIM_QD_KVD, DIM_C, 0, 1),
-    LS(qkv_bias, DIM_QD_KVD, DIM_ONE, 1, 0),
+    LS(qkv_bias, DIM_QD_KVD, DIM_ONE, FOR_QKV_BIAS, 0),
+    LS(q_norm, DIM_HS, DIM_ONE, FOR_QK_NORM, 0),
+    LS(k_norm, DIM_HS, DIM_ONE, FOR_QK_NORM, 0),
     LS(o, DIM_C, DIM_QD, 0, 0),
     LS(mlp_norm, DIM_C, DIM_ONE, 0, 0),
     LS(gate_up, DIM_FF, DIM_C, 0, 2), /* rows: 2·FF (doubled below) */
@@ -60,19 +64,21 @@ typedef struct {
     size_t field;
     dim_kind rows, cols;
     dim_kind row0, row0_plus;   /* first row: row0 + row0_plus */
-    int is_bias;            /* present only when cfg.qkv_bias */
+    present_kind present;
     init_kind init;
 } layer_tensor;
 
-#define LT(name, field, r, c, r0, r0b, bias, init) {name, offsetof(fl_layer_weights, field), r, c, r0, r0b, bias, init}
+#define LT(name, field, r, c, r0, r0b, present, init) {name, offsetof(fl_layer_weights, field), r, c, r0, r0b, present, init}
 static const layer_tensor layer_tensor_table[] = {
     LT("input_layernorm.weight", attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
     LT("self_attn.q_proj.weight", qkv, DIM_QD, DIM_C, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
-    LT("self_attn.q_proj.bias", qkv_bias, DIM_QD, DIM_ONE, DIM_ZERO, DIM_ZERO, 1, INIT_BIAS),
+    LT("self_attn.q_proj.bias", qkv_bias, DIM_QD, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QKV_BIAS, INIT_BIAS),
     LT("self_attn.k_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_ZERO, 0, INIT_LINEAR),
-    LT("self_attn.k_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_ZERO, 1, INIT_BIAS),
+    LT("self_attn.k_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_ZERO, FOR_QKV_BIAS, INIT_BIAS),
     LT("self_attn.v_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_KVD, 0, INIT_LINEAR),
-    LT("self_attn.v_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_KVD, 1, INIT_BIAS),
+    LT("self_attn.v_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_KVD, FOR_QKV_BIAS, INIT_BIAS),
+    LT("self_attn.q_norm.weight", q_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
+    LT("self_attn.k_norm.weight", k_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
     LT("self_attn.o_proj.weight", o, DIM_C, DIM_QD, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
     LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
     LT("mlp.gate_proj.weight", gate_up, DIM_FF, DIM_C, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
@@ -89,8 +95,13 @@ static int64_t dim_value(const fl_model_config *c, dim_kind d) {
     case DIM_KVD: return fl_config_kv_dim(c);
     case DIM_FF: return c->intermediate_size;
     case DIM_QD_KVD: return fl_config_q_dim(c) + 2 * (int64_t)fl_config_kv_dim(c);
+    case DIM_HS: return c->head_dim;
     default: return 1;
     }
+}
+
+static int is_present(const fl_model_config *c, present_kind p) {
+    return p == FOR_ALL || (p == FOR_QKV_BIAS && c->qkv_bias) || (p == FOR_QK_NORM && c->qk_norm);
 }
 
 /* One entry of the full tensor list: name, shape, destination. */
@@ -139,7 +150,7 @@ static storage_plan plan_storage(const fl_model_config *cfg, size_t weight_size,
     for (size_t i = 0; i < N_LAYER_STORAGE; i++) {
         const layer_storage *ls = &layer_storage_table[i];
         sp.field_off[i] = SIZE_MAX;
-        if (ls->is_bias && !cfg->qkv_bias) continue;
+        if (!is_present(cfg, ls->present)) continue;
         if (nf4 && ls->cols != DIM_ONE) continue;   /* the projection matrices live in the NF4 region */
         sp.field_off[i] = in_layer;
         int64_t rows = dim_value(cfg, ls->rows) * (ls->fused == 2 ? 2 : 1);
@@ -196,7 +207,7 @@ static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *b
     for (int l = 0; l < L; l++)
         for (size_t t = 0; t < N_LAYER_TENSORS; t++) {
             const layer_tensor *lt = &layer_tensor_table[t];
-            if (lt->is_bias && !cfg->qkv_bias) continue;
+            if (!is_present(cfg, lt->present)) continue;
             const layer_storage *ls = &layer_storage_table[storage_index(lt->field)];
             int vec = lt->cols == DIM_ONE, proj = suffix_proj(lt->suffix);
             int64_t ld = ls->fused ? sp->ld[ls->fused] : dim_value(cfg, lt->cols);
@@ -417,7 +428,8 @@ static int n_tensors_in(const shard_set *s) {
  * before anything is sized from the config. */
 static int check_count(const shard_set *s, const fl_model_config *cfg, const char *dir) {
     int status = 0;
-    int64_t per_layer = (int64_t)N_LAYER_TENSORS - (cfg->qkv_bias ? 0 : 3);
+    int64_t per_layer = 0;
+    for (size_t t = 0; t < N_LAYER_TENSORS; t++) per_layer += is_present(cfg, layer_tensor_table[t].present);
     int64_t needed = 2 + !cfg->tie_word_embeddings + (int64_t)cfg->n_layers * per_layer;
     if (needed > n_tensors_in(s)) {
         /* some tensor is missing: name the first one (found within n_tensors + 1 names) */
@@ -429,7 +441,7 @@ static int check_count(const shard_set *s, const fl_model_config *cfg, const cha
                     if (t == 1 && cfg->tie_word_embeddings) continue;
                     snprintf(name, sizeof name, "%s", t == 0 ? "model.embed_tokens.weight" : t == 1 ? "lm_head.weight" : "model.norm.weight");
                 } else {
-                    if (layer_tensor_table[t].is_bias && !cfg->qkv_bias) continue;
+                    if (!is_present(cfg, layer_tensor_table[t].present)) continue;
                     snprintf(name, sizeof name, "model.layers.%d.%s", l, layer_tensor_table[t].suffix);
                 }
                 if (!find_tensor(s, name, &file))

@@ -1,4 +1,4 @@
-/* weights.h — the frozen base weights of a Llama/Qwen2 model: loaded from a Hugging Face folder
+/* weights.h — the frozen base weights of a Llama/Qwen2/Qwen3 model: loaded from a Hugging Face folder
  * (model.safetensors or a sharded model.safetensors.index.json; BF16/F16/F32 tensors, checked
  * against config.json) or filled with seeded random values for the presets.
  *
@@ -34,6 +34,7 @@ typedef struct {
     void *attn_norm;   /* (C) */
     void *qkv;         /* (QD + 2·KVD, ld_qkv): rows q | k | v, columns [0, C) */
     void *qkv_bias;    /* (QD + 2·KVD) — only when cfg.qkv_bias, else NULL */
+    void *q_norm, *k_norm;  /* (HS) each — only when cfg.qk_norm (Qwen3), else NULL */
     void *o;           /* (C, QD) */
     void *mlp_norm;    /* (C) */
     void *gate_up;     /* (2·FF, ld_gate_up): rows gate | up, columns [0, C) */

@@ -168,6 +168,11 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
      * q,k (2(QD+KVD)), 2 residual adds (3C each), SwiGLU (3FF); backward 2 RMSNorm backward (4C
      * each), 2 residual-gradient adds (3C), RoPE backward (2(QD+KVD)), SwiGLU backward (5FF) */
     double fwd = 10 * C + 2 * (QD + KVD) + 3 * FF, bwd = 14 * C + 2 * (QD + KVD) + 5 * FF;
+    if (cfg->qk_norm) { /* Qwen3's q/k norms (engine/model.c): forward copy out, norm, copy back (2 + 2 +
+                           2 per element); backward copy out, zero, norm backward (4), copy back */
+        fwd += 6 * (QD + KVD);
+        bwd += 9 * (QD + KVD);
+    }
     /* NF4: each frozen product first dequantizes its weight (reads 4.13 bits, writes the tile) */
     double bytes = L * N * (fwd * passes + bwd) * e + dropout_bytes + dequant_bytes;
     bytes += 2 * N * C * e + 6 * N * C * e;        /* embedding, final RMSNorm forward + backward */

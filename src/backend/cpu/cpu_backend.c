@@ -17,6 +17,7 @@
     .upload = cpu_copy,                                  \
     .download = cpu_copy,                                \
     .copy = cpu_copy,                                    \
+    .copy_2d = cpu_copy_2d,                              \
     .zero = cpu_zero,                                    \
     .synchronize = cpu_synchronize,                      \
     .upload_act = cpu_upload_act,                        \

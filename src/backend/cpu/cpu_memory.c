@@ -19,6 +19,9 @@ void *cpu_alloc(size_t bytes) {
 }
 void cpu_free(void *ptr) { free(ptr); }
 void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+void cpu_copy_2d(void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t width, size_t rows) {
+    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * ld_dst, (const char *)src + r * ld_src, width);
+}
 void cpu_zero(void *ptr, size_t bytes) { memset(ptr, 0, bytes); }
 void cpu_synchronize(void) {}
 void cpu_upload_act(void *dst, const float *host_src, size_t n) { memcpy(dst, host_src, n * sizeof(float)); }

@@ -17,6 +17,7 @@ void *cpu_alloc(size_t bytes);
 void *cpu_alloc_scratch(size_t bytes);
 void cpu_free(void *ptr);
 void cpu_copy(void *dst, const void *src, size_t bytes);
+void cpu_copy_2d(void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t width, size_t rows);
 void cpu_zero(void *ptr, size_t bytes);
 void cpu_synchronize(void);
 

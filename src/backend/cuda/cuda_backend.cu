@@ -113,6 +113,7 @@ static const fl_backend cuda_backend = {
     .upload = cuda_upload,
     .download = cuda_download,
     .copy = cuda_copy,
+    .copy_2d = cuda_copy_2d,
     .zero = cuda_zero,
     .synchronize = cuda_synchronize,
     .upload_act = cuda_upload_act,

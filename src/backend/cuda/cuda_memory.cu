@@ -109,6 +109,13 @@ void cuda_copy(void *dst, const void *src, size_t bytes) {
     fl_cuda_count_op();
 }
 
+/* Mirrors backend/cpu/cpu_memory.c's cpu_copy_2d: one strided copy on the stream (recordable). */
+void cuda_copy_2d(void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t width, size_t rows) {
+    if (!width || !rows) return;
+    CUDA_CHECK(cudaMemcpy2DAsync(dst, ld_dst, src, ld_src, width, rows, cudaMemcpyDeviceToDevice, fl_cuda.stream));
+    fl_cuda_count_op();
+}
+
 void cuda_zero(void *ptr, size_t bytes) {
     if (!bytes) return;
     CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, fl_cuda.stream));

@@ -12,6 +12,7 @@ void cuda_free(void *ptr);
 void cuda_upload(void *dst, const void *host_src, size_t bytes);
 void cuda_download(void *host_dst, const void *src, size_t bytes);
 void cuda_copy(void *dst, const void *src, size_t bytes);
+void cuda_copy_2d(void *dst, size_t ld_dst, const void *src, size_t ld_src, size_t width, size_t rows);
 void cuda_zero(void *ptr, size_t bytes);
 void cuda_synchronize(void);
 void cuda_upload_act(void *dst, const float *host_src, size_t n);
