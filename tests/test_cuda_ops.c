@@ -194,27 +194,35 @@ TEST(cuda_op_copy_2d_per_head_norm) {
 TEST(cuda_op_rope) {
     CUDA_OR_SKIP(cu);
     const fl_backend *cpu = fl_backend_cpu();
-    int HSs[3] = {64, 128, 40};
-    for (int hi = 0; hi < 3; hi++) {
+    /* HS, RD, scale: full heads (the 8-wide and the 1-wide kernel), Phi-4-mini's partial rotary
+     * (96 of 128, longrope's factor 1.19), and a partial one that takes the 1-wide path (RD/2 = 12) */
+    int HSs[5] = {64, 128, 40, 128, 32}, RDs[5] = {64, 128, 40, 96, 24};
+    float scales[5] = {1.0f, 1.0f, 1.0f, 1.19f, 1.0f};
+    for (int hi = 0; hi < 5; hi++) {
         /* q and k heads of a q/k/v row (H = 3 + 1 of 3 + 2·1 heads): v stays untouched */
-        int HS = HSs[hi], H = 4, ld = 5 * HS;
+        int HS = HSs[hi], RD = RDs[hi], H = 4, ld = 5 * HS;
+        float sc = scales[hi];
         size_t N = 2 * 2048;
         float *x_h = rand_bf16(N * ld, 60 + hi, -1, 1), inv[64];
         int32_t *pos = malloc(sizeof(int32_t) * N);
         for (size_t i = 0; i < N; i++) pos[i] = (int32_t)(i % 2048);
-        for (int j = 0; j < HS / 2; j++) inv[j] = 1.0f / powf(1e6f, (float)(2 * j) / HS);
-        pair x = pair_act(cu, x_h, N * ld), f = pair_f32(cu, inv, HS / 2);
+        for (int j = 0; j < RD / 2; j++) inv[j] = 1.0f / powf(1e6f, (float)(2 * j) / RD);
+        pair x = pair_act(cu, x_h, N * ld), f = pair_f32(cu, inv, RD / 2);
         int32_t *pos_d = dev_i32(cu, pos, N);
-        cpu->rope_forward(x.cpu, pos, f.cpu, N, H, HS, ld);
-        cu->rope_forward(x.dev, pos_d, f.dev, N, H, HS, ld);
+        cpu->rope_forward(x.cpu, pos, f.cpu, sc, N, H, HS, RD, ld);
+        cu->rope_forward(x.dev, pos_d, f.dev, sc, N, H, HS, RD, ld);
         float *g = down_act(cu, &x);
         CHECK_REL(g, x.cpu, N * ld, 1e-2);
+        for (size_t n = 0; n < N; n++)   /* the pass-through dims are the input, bit for bit */
+            for (int h = 0; h < H; h++)
+                for (int j = RD; j < HS; j++) CHECK(g[n * ld + h * HS + j] == x_h[n * ld + h * HS + j]);
         free(g);
-        cpu->rope_backward(x.cpu, pos, f.cpu, N, H, HS, ld);
-        cu->rope_backward(x.dev, pos_d, f.dev, N, H, HS, ld);
+        cpu->rope_backward(x.cpu, pos, f.cpu, sc, N, H, HS, RD, ld);
+        cu->rope_backward(x.dev, pos_d, f.dev, sc, N, H, HS, RD, ld);
         g = down_act(cu, &x);
         CHECK_REL(g, x.cpu, N * ld, 1e-2);
-        CHECK_REL(g, x_h, N * ld, 1.5e-2); /* rotate then rotate back: the input again */
+        /* rotate then rotate back: the input again, times scale² on the rotated dims */
+        if (sc == 1.0f) CHECK_REL(g, x_h, N * ld, 1.5e-2);
         free(g); free(x_h); free(pos); cu->free(pos_d);
         pair_free(cu, &x); pair_free(cu, &f);
     }

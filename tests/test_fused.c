@@ -87,7 +87,8 @@ static double f32_paths_bound(const fl_model_config *c, int R, int B, int T) {
 }
 
 typedef struct {
-    int qwen;           /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q/k norms, tied */
+    int qwen;           /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q/k norms, tied; 3: Phi-3's fused
+                           modules (one LoRA over q|k|v and one over gate|up), partial rotary, longrope */
     unsigned targets;   /* LoRA target mask */
     float dropout;
     int head_dim, T;    /* 0: 8 and 7 */
@@ -102,6 +103,15 @@ static void compare_fused(const fl_backend *be, const fl_backend *ref, const fus
                            .n_kv_heads = 2, .head_dim = HS, .max_position_embeddings = 128, .rope_theta = 10000.0,
                            .rms_norm_eps = 1e-5f, .tie_word_embeddings = fc->qwen != 0, .qkv_bias = fc->qwen == 1,
                            .qk_norm = fc->qwen == 2};
+    if (fc->qwen == 3) {   /* RD 6 of HS 8, the long factors (T 7 > 4) and an attention factor */
+        cfg.arch = FL_ARCH_PHI3;
+        cfg.fused_modules = 1;
+        cfg.rotary_dim = 6;
+        cfg.rope_longrope = 1;
+        cfg.rope_original_max_position = 4;
+        cfg.rope_attention_factor = 1.2;
+        for (int j = 0; j < 3; j++) { cfg.rope_short_factor[j] = 1.0f + j; cfg.rope_long_factor[j] = 1.5f + 2 * j; }
+    }
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 4;
     lc.alpha = 7;
@@ -164,6 +174,11 @@ static void both_backends(const fused_case *fc) {
 TEST(fused_projections_match_unfused_llama_all) { both_backends(&(fused_case){0, ALL, 0.0f, 0, 0}); }
 TEST(fused_projections_match_unfused_qwen_partial_rslora) { both_backends(&(fused_case){1, PARTIAL, 0.0f, 0, 0}); }
 TEST(fused_projections_match_unfused_qwen3_qk_norm) { both_backends(&(fused_case){2, ALL, 0.0f, 12, 0}); }
+/* Phi-3: the fused modules' one LoRA each (B spanning the group's rows), with and without dropout */
+TEST(fused_projections_match_unfused_phi3_fused_modules) {
+    both_backends(&(fused_case){3, ALL, 0.0f, 0, 0});
+    both_backends(&(fused_case){3, ALL, 0.2f, 0, 0});
+}
 TEST(fused_projections_match_unfused_dropout) {
     both_backends(&(fused_case){0, ALL, 0.2f, 0, 0});
     both_backends(&(fused_case){1, PARTIAL, 0.2f, 0, 0});

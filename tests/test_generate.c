@@ -31,8 +31,10 @@ static int load_fixture(fl_model *m, const char *name) {
 }
 
 TEST(generate_kv_cache_logits_match_full_forward) {
-    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm"};
-    for (int k = 0; k < 4; k++) {
+    /* phi3_longrope: fused qkv_proj/gate_up_proj LoRA, partial rotary; T 80 passes its
+     * original_max_position_embeddings 8 from the first chunk on, so both use the long factors */
+    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope"};
+    for (int k = 0; k < 5; k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }
         enum { T = 80 }; /* > the decoder's 64-token chunk, so prefill takes two chunks */

@@ -86,29 +86,37 @@ TEST(gradcheck_rmsnorm) {
     free(c.x); free(c.w); free(c.y); free(c.dy); free(c.rstd); free(dx);
 }
 
-/* ---- RoPE (the first H heads of rows of stride ld: q and k of a q/k/v row) ---- */
-typedef struct { float *x, *y, *dy, *inv_freq; int32_t *pos; int N, H, HS, ld; } rope_ctx;
+/* ---- RoPE (the first H heads of rows of stride ld: q and k of a q/k/v row; the first RD dims of
+ * each head rotate, scaled by `scale`) ---- */
+typedef struct { float *x, *y, *dy, *inv_freq; int32_t *pos; int N, H, HS, RD, ld; float scale; } rope_ctx;
 static double rope_loss(void *p) {
     rope_ctx *c = p;
     memcpy(c->y, c->x, sizeof(float) * c->N * c->ld);
-    rope_forward_cpu(c->y, c->pos, c->inv_freq, c->N, c->H, c->HS, c->ld);
+    rope_forward_cpu(c->y, c->pos, c->inv_freq, c->scale, c->N, c->H, c->HS, c->RD, c->ld);
     return weighted_sum(c->dy, c->y, (size_t)c->N * c->ld);
 }
-TEST(gradcheck_rope) {
-    int N = 4, H = 2, HS = 8, ld = H * HS + 8, n = N * ld; /* 8 columns after the heads: left alone */
+static void rope_check(int HS, int RD, float scale) {
+    int N = 4, H = 2, ld = H * HS + 8, n = N * ld; /* 8 columns after the heads: left alone */
     int32_t pos[4] = {0, 3, 7, 100};
     float inv_freq[4] = {1.0f, 0.3f, 0.05f, 0.001f};
-    rope_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), inv_freq, pos, N, H, HS, ld};
+    rope_ctx c = {malloc(4 * n), malloc(4 * n), malloc(4 * n), inv_freq, pos, N, H, HS, RD, ld, scale};
     fill(c.x, n, 4, -1, 1); fill(c.dy, n, 5, -1, 1);
     float *dx = malloc(4 * n);
     memcpy(dx, c.dy, 4 * n); /* the untouched columns' gradient is dy itself */
-    rope_backward_cpu(dx, pos, inv_freq, N, H, HS, ld);
+    rope_backward_cpu(dx, pos, inv_freq, scale, N, H, HS, RD, ld);
     fd_compare("rope dx", c.x, dx, n, rope_loss, &c);
     rope_loss(&c);
-    for (int r = 0; r < N; r++)
+    for (int r = 0; r < N; r++) {
         for (int j = H * HS; j < ld; j++) CHECK(c.y[r * ld + j] == c.x[r * ld + j]);
+        for (int h = 0; h < H; h++)   /* partial rotary: dims RD..HS-1 of every head pass through */
+            for (int j = RD; j < HS; j++) CHECK(c.y[r * ld + h * HS + j] == c.x[r * ld + h * HS + j]);
+    }
     free(c.x); free(c.y); free(c.dy); free(dx);
 }
+TEST(gradcheck_rope) { rope_check(8, 8, 1.0f); }
+/* Phi-3: partial rotary (RD 6 of HS 10: pairs j, j + 3, the last 4 dims untouched; an odd RD/2)
+ * and longrope's attention factor on cos and sin */
+TEST(gradcheck_rope_partial_rotary_scaled) { rope_check(10, 6, 1.19f); }
 
 /* ---- attention (GQA, with a document boundary, q/k/v in one buffer with a padded row) ---- */
 typedef struct { float *qkv, *out, *lse, *dout; int32_t *seg; int B, T, NH, NKV, HS, ld; } attn_ctx;

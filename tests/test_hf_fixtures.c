@@ -76,7 +76,7 @@ static void compare_lora(fixture *f, const fl_lora_buffer *buf, const char *pref
             if (!buf->layers[l].a[p]) continue;
             for (int which = 0; which < 2; which++) {
                 char key[160], name[200];
-                fl_adapter_tensor_name(key, sizeof key, l, (fl_proj)p, which ? 'B' : 'A');
+                fl_adapter_tensor_name(key, sizeof key, cfg, l, (fl_proj)p, which ? 'B' : 'A');
                 snprintf(name, sizeof name, "%s%s", prefix, key);
                 const fl_st_tensor *t = fl_safetensors_find(&f->expected, name);
                 CHECK_MSG(t != NULL, "expected tensor %s missing", name);
@@ -162,9 +162,17 @@ TEST(hf_mistral_window_three_clipped_steps) { check_three_steps("mistral_window"
 TEST(hf_qwen3_qk_norm_logits) { check_logits("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_loss_and_grads) { check_loss_and_grads("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_three_clipped_steps) { check_three_steps("qwen3_qk_norm"); }
+/* Phi3ForCausalLM: fused checkpoint modules qkv_proj and gate_up_proj, one LoRA over each (PEFT's
+ * target_modules qkv_proj, o_proj, gate_up_proj, down_proj), GQA, partial rotary 0.75 (RD 6 of HS 8)
+ * and longrope with T 12 past original_max_position_embeddings 8: the long factors and the attention
+ * factor sqrt(2) on cos/sin, as transformers 5.x picks them per forward; sliding_window 64 kept */
+TEST(hf_phi3_longrope_logits) { check_logits("phi3_longrope"); }
+TEST(hf_phi3_longrope_loss_and_grads) { check_loss_and_grads("phi3_longrope"); }
+TEST(hf_phi3_longrope_three_clipped_steps) { check_three_steps("phi3_longrope"); }
 /* the same fixtures with activation recompute: same tolerances (test_recompute.c holds the
  * gradients equal bit for bit to the run without it) */
 TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama_gqa"); recompute = 0; }
 TEST(hf_qwen2_bias_tied_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen2_bias_tied"); recompute = 0; }
 TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama3_rope"); recompute = 0; }
 TEST(hf_qwen3_qk_norm_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_qk_norm"); recompute = 0; }
+TEST(hf_phi3_longrope_three_clipped_steps_recompute) { recompute = 1; check_three_steps("phi3_longrope"); recompute = 0; }

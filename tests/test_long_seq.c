@@ -121,7 +121,7 @@ TEST(long_seq_rope_llama3_beyond_original_context_matches_float64) {
     fl_rope_inv_freq(&cfg, inv);
     fl_rng_fill_uniform(x, (size_t)N * HS, fl_rng_stream(5, 1, 1, 1), -1.0f, 1.0f);
     memcpy(orig, x, sizeof(float) * (size_t)N * HS);
-    fl_backend_cpu()->rope_forward(x, pos, inv, (size_t)N, 1, HS, HS);
+    fl_backend_cpu()->rope_forward(x, pos, inv, 1.0f, (size_t)N, 1, HS, HS, HS);
     for (int n = 0; n < N; n++)
         for (int j = 0; j < half; j++) {
             double th = pos[n] * llama3_inv_freq(&cfg, j);

@@ -58,11 +58,12 @@ from safetensors.torch import save_file  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
 ALL_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+PHI3_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]   # Phi-3's modules: q/k/v and gate/up fused
 
 # --------------------------------------------------------------------------------------------------
 # Model specs.  Dimensions are deliberately not powers of two where the architecture allows.
@@ -155,6 +156,28 @@ SPECS = [
         opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
         expect_clip=None,
     ),
+    dict(
+        name="phi3_longrope",
+        arch="phi3",
+        seed=181920,
+        config=dict(
+            vocab_size=64, hidden_size=32, intermediate_size=24, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,                # GQA; head_dim 8 = hidden / heads
+            max_position_embeddings=64, original_max_position_embeddings=8, rms_norm_eps=1e-5,
+            # partial rotary 0.75: RD 6 of HS 8 (pairs j, j + 3; 2 dims pass through); longrope with T 12 past
+            # original_max_position_embeddings 8, so the long factors apply; attention factor
+            # sqrt(1 + ln(64/8) / ln 8) = sqrt(2)
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                             "short_factor": [1.0, 1.3, 2.1], "long_factor": [1.1, 2.7, 5.3],
+                             "original_max_position_embeddings": 8},
+            sliding_window=64,                                           # kept, longer than T: it does not bind
+            tie_word_embeddings=False, pad_token_id=0,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=PHI3_TARGETS),   # one LoRA per fused module
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
 ]
 
 STEPS = 3
@@ -164,7 +187,7 @@ def build_base(spec):
     """Random base model, float32, eager attention, deterministic weights."""
     cfg_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM),
                           "mistral": (MistralConfig, MistralForCausalLM),
-                          "qwen3": (Qwen3Config, Qwen3ForCausalLM)}[spec["arch"]]
+                          "qwen3": (Qwen3Config, Qwen3ForCausalLM), "phi3": (Phi3Config, Phi3ForCausalLM)}[spec["arch"]]
     cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
     torch.manual_seed(spec["seed"])
     model = model_cls(cfg).to(torch.float32)
@@ -226,7 +249,8 @@ def load_trainable(model_dir, adapter_dir):
 
 def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
-    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "phi3": Phi3ForCausalLM}.get(cfg.model_type,
+                                                                                          Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 

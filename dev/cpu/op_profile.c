@@ -44,8 +44,8 @@ static void w_mbi(void *d, const void *g, const void *w, float a, float be, size
     if (I <= 64 || O <= 64) { spent[OP_MM_BI_LORA] += now() - t0; calls[OP_MM_BI_LORA]++; }
 }
 static void w_mbw(float *d, const void *g, const void *x, float a, size_t N, int I, int O, int lg, int lx) { TIMED(OP_MM_BW, inner->matmul_backward_weight(d, g, x, a, N, I, O, lg, lx)); }
-static void w_rf(void *x, const int32_t *p, const float *f, size_t N, int H, int S, int ld) { TIMED(OP_ROPE, inner->rope_forward(x, p, f, N, H, S, ld)); }
-static void w_rb(void *x, const int32_t *p, const float *f, size_t N, int H, int S, int ld) { TIMED(OP_ROPE, inner->rope_backward(x, p, f, N, H, S, ld)); }
+static void w_rf(void *x, const int32_t *p, const float *f, float sc, size_t N, int H, int S, int RD, int ld) { TIMED(OP_ROPE, inner->rope_forward(x, p, f, sc, N, H, S, RD, ld)); }
+static void w_rb(void *x, const int32_t *p, const float *f, float sc, size_t N, int H, int S, int RD, int ld) { TIMED(OP_ROPE, inner->rope_backward(x, p, f, sc, N, H, S, RD, ld)); }
 static void w_af(void *o, float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS, int ld) { TIMED(OP_ATT_F, inner->attention_forward(o, l, q, k, v, s, B, T, NH, NKV, HS, ld)); }
 static void w_ab(void *dq, void *dk, void *dv, const void *d, const void *o, const float *l, const void *q, const void *k, const void *v, const int32_t *s, int B, int T, int NH, int NKV, int HS, int ld) { TIMED(OP_ATT_B, inner->attention_backward(dq, dk, dv, d, o, l, q, k, v, s, B, T, NH, NKV, HS, ld)); }
 static void w_sf(void *o, const void *gu, size_t N, int FF) { TIMED(OP_SWI_F, inner->swiglu_forward(o, gu, N, FF)); }

@@ -64,7 +64,7 @@ int main(void) {
     int n = 0;
     rows[n++] = {"rmsnorm_forward", N * C * 4.0, lab_time_ms([&] { rmsnorm_forward(y, rstd, x, w, 1e-6f, N, C, C, s); })};
     rows[n++] = {"rmsnorm_backward", N * C * 8.0, lab_time_ms([&] { rmsnorm_backward(y, z, x, w, rstd, N, C, C, s); })};
-    rows[n++] = {"rope_forward (q)", N * NH * HS * 4.0, lab_time_ms([&] { rope_forward(x, pos, inv, N, NH, HS, NH * HS, s); })};
+    rows[n++] = {"rope_forward (q)", N * NH * HS * 4.0, lab_time_ms([&] { rope_forward(x, pos, inv, 1.0f, N, NH, HS, HS, NH * HS, s); })};
     bf16 *gu = lab_dev_bf16(lab_rand(N * 2 * FF, 12)), *dgu; /* fused gate/up rows (N, 2FF) */
     CUDA_CHECK(cudaMalloc(&dgu, N * 2 * FF * 2));
     rows[n++] = {"swiglu_forward", N * FF * 6.0, lab_time_ms([&] { swiglu_forward(d1, gu, N, FF, s); })};

@@ -149,12 +149,16 @@ typedef struct fl_backend {
     /* dweight (OC, IC) f32 += alpha · doutᵀ (OC, N; ld_dout) · inp (N, IC; ld_inp) — LoRA matrices only */
     void (*matmul_backward_weight)(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
                                    int OC, int ld_dout, int ld_inp);
-    /* In-place rotate-half RoPE on the first n_heads heads (HS each) of every row of x (N rows of
-     * stride ld), at positions pos (N); inv_freq (HS/2). One call rotates q and k together: they
-     * are adjacent in a q/k/v row (NH + NKV heads). */
-    void (*rope_forward)(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
-    /* In-place: dx = RoPEᵀ(dx) (the inverse rotation), same layout. */
-    void (*rope_backward)(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
+    /* In-place rotate-half RoPE on the first RD dims of each of the first n_heads heads (HS each) of
+     * every row of x (N rows of stride ld), at positions pos (N); inv_freq (RD/2); cos and sin times
+     * scale (longrope's attention factor; 1 otherwise). Dims RD..HS-1 pass through (partial rotary:
+     * Phi-4-mini's RD = 0.75·HS). One call rotates q and k together: they are adjacent in a q/k/v row
+     * (NH + NKV heads). */
+    void (*rope_forward)(void *x, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS,
+                         int RD, int ld);
+    /* In-place: dx = RoPEᵀ(dx) (scale times the inverse rotation), same layout. */
+    void (*rope_backward)(void *dx, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads,
+                          int HS, int RD, int ld);
     /* Causal grouped-query attention over one q/k/v buffer: token n (= b·T + t), head h of q is at
      * q + n·ld_qkv + h·HS elements, of k and v likewise (their own bases, NKV heads, same ld_qkv).
      * out (N, NH·HS) contiguous, lse (B, NH, T) log-sum-exp of the scaled scores (saved for

@@ -53,7 +53,8 @@ typedef struct {
     fl_base_weights base;
     fl_lora_buffer lora, grads, adam_m, adam_v;   /* f32: master weights, gradients, AdamW moments */
     void *lora_w;             /* weight-typed compute copy of lora.data (== lora.data when weights are f32) */
-    float *inv_freq;          /* (HS/2) backend memory, RoPE frequencies (llama3-scaled when configured) */
+    float *inv_freq;          /* (2, RD/2) backend memory, RoPE frequencies (llama3-scaled when configured):
+                                 the default (longrope: short_factor) table, then longrope's long_factor one */
     fl_activations act;
     int training;             /* dropout active */
     int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
@@ -170,7 +171,17 @@ fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc);
  * moments, and the activations a (B, T) step allocates) on one line. */
 void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out);
 
-/* RoPE inverse frequencies as transformers computes them (f32), llama3 scaling applied. */
-void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (HS/2) */);
+/* RoPE inverse frequencies as transformers computes them (f32) over the rotary dims RD
+ * (fl_config_rotary_dim), llama3 scaling applied; longrope divides by its short_factor (or with
+ * long_factors its long_factor). fl_rope_inv_freq: the default (short) table. */
+void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *inv_freq /* (RD/2) */);
+void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (RD/2) */);
+/* The table for a forward over positions 0 .. seq-1 (backend memory): longrope takes the long
+ * factors when seq passes original_max_position_embeddings, as transformers 5.x decides per forward
+ * (torch.max(position_ids) + 1 > original_max_position_embeddings). */
+const float *fl_model_rope_freq(const fl_model *m, int seq);
+/* RoPE in place on the q and k heads of qkv (N rows of (QD + 2·KVD)) at positions pos (N, backend
+ * memory), the table for `seq` (fl_model_rope_freq), the attention factor on cos/sin. */
+void fl_model_rope_forward(const fl_model *m, void *qkv, const int32_t *pos, size_t N, int seq);
 
 #endif

@@ -19,12 +19,16 @@ fl_adamw_config fl_adamw_config_default(void) {
     return c;
 }
 
-void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) {
-    int HS = cfg->head_dim;
-    for (int j = 0; j < HS / 2; j++) {
-        /* transformers: 1 / theta ** (arange(0, HS, 2).float() / HS), in f32 */
-        float exponent = (float)(2 * j) / (float)HS;
+void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *inv_freq) {
+    int RD = fl_config_rotary_dim(cfg);
+    for (int j = 0; j < RD / 2; j++) {
+        /* transformers: 1 / theta ** (arange(0, RD, 2).float() / RD), in f32 (RD = HS unless partial) */
+        float exponent = (float)(2 * j) / (float)RD;
         float f = 1.0f / powf((float)cfg->rope_theta, exponent);
+        if (cfg->rope_longrope) {   /* 1 / (ext_factors * base ** shape), in f32 */
+            float ext = long_factors ? cfg->rope_long_factor[j] : cfg->rope_short_factor[j];
+            f = 1.0f / (ext * powf((float)cfg->rope_theta, exponent));
+        }
         if (cfg->rope_llama3) {
             double factor = cfg->rope_factor, lo = cfg->rope_low_freq_factor, hi = cfg->rope_high_freq_factor;
             double orig = cfg->rope_original_max_position;
@@ -39,6 +43,20 @@ void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) {
         }
         inv_freq[j] = f;
     }
+}
+
+void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) { fl_rope_inv_freq_set(cfg, 0, inv_freq); }
+
+const float *fl_model_rope_freq(const fl_model *m, int seq) {
+    int long_factors = m->cfg.rope_longrope && seq > m->cfg.rope_original_max_position;
+    return m->inv_freq + (long_factors ? fl_config_rotary_dim(&m->cfg) / 2 : 0);
+}
+
+void fl_model_rope_forward(const fl_model *m, void *qkv, const int32_t *pos, size_t N, int seq) {
+    const fl_model_config *c = &m->cfg;
+    m->be->rope_forward(qkv, pos, fl_model_rope_freq(m, seq), fl_config_rope_attention_factor(c), N,
+                        c->n_heads + c->n_kv_heads, c->head_dim, fl_config_rotary_dim(c),
+                        fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));
 }
 
 /* ---- construction --------------------------------------------------------------------------- */
@@ -69,11 +87,12 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     m->lora_w = be->weight_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->weight_size);
     build_cast_blocks(m);
     fl_model_sync_lora(m);
-    int half = m->cfg.head_dim / 2;
-    float *host = fl_malloc(sizeof(float) * (size_t)half);
-    fl_rope_inv_freq(&m->cfg, host);
-    m->inv_freq = be->alloc(sizeof(float) * (size_t)half);
-    be->upload(m->inv_freq, host, sizeof(float) * (size_t)half);
+    int half = fl_config_rotary_dim(&m->cfg) / 2;   /* (2, RD/2): the short (default) then the long table */
+    float *host = fl_malloc(sizeof(float) * 2 * (size_t)half);
+    fl_rope_inv_freq_set(&m->cfg, 0, host);
+    fl_rope_inv_freq_set(&m->cfg, 1, host + half);
+    m->inv_freq = be->alloc(sizeof(float) * 2 * (size_t)half);
+    be->upload(m->inv_freq, host, sizeof(float) * 2 * (size_t)half);
     free(host);
     m->training = 1;
     m->fused = 1;
@@ -87,6 +106,8 @@ int fl_model_init_dir_quant(fl_model *m, const char *dir, const fl_backend *be, 
     memset(m, 0, sizeof *m);
     m->be = be;
     FL_TRY(fl_weights_load_quant(&m->base, &m->cfg, dir, be, fl_model_weights_reserve(lc), quant));
+    int status = fl_lora_check_targets(&m->cfg, lc->target_mask);   /* Phi-3: qkv_proj whole or not at all */
+    if (status) { fl_weights_free(&m->base); return status; }
     model_finish_init(m, lc);
     return 0;
 }

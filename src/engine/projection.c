@@ -55,7 +55,7 @@ group_view group_at(const fl_model *m, int l, fl_group g, int use_lora) {
     default: v.w = w->down; v.ld_w = v.IC; break;
     }
     v.nf4 = w->nf4;
-    v.R_g = use_lora ? fl_lora_group_rank(&m->lora_cfg, g) : 0;
+    v.R_g = use_lora ? fl_lora_group_rank(c, &m->lora_cfg, g) : 0;
     v.dropout = use_lora && m->training && m->lora_cfg.dropout > 0.0f;
     return v;
 }
@@ -137,6 +137,16 @@ static const void *member_dout(fl_model *m, const group_view *v, fl_proj p, void
     return dout_p;
 }
 
+/* The module whose LoRA runs once member p's frozen product is in place: p's module when p is its
+ * last member and it is adapted, else FL_N_PROJ. *off, *oc: the module's output columns in the group. */
+static fl_proj lora_after(const fl_model *m, const group_view *v, fl_proj p, int *off, int *oc) {
+    fl_proj h = fl_module_head(&m->cfg, p);
+    if (!v->R_g || fl_module_last(&m->cfg, h) != p || !fl_lora_adapts(&m->cfg, &m->lora_cfg, h)) return FL_N_PROJ;
+    int in;
+    fl_module_dims(&m->cfg, h, &in, oc, off);
+    return h;
+}
+
 /* out (N, OC; ld_out) = beta·out + x·Wᵀ + bias + LoRA of every adapted member.
  * concat groups: x (N, ld_x) has the input in columns [0, IC) and receives xa = drop(x)·Aᵀ in the
  * columns after it (member j of the adapted ones at IC + j·R); o, down: xa (N, R) receives it.
@@ -168,23 +178,26 @@ void group_forward(fl_model *m, int l, const group_view *v, void *out, int ld_ou
         }
         int j = 0;
         for (fl_proj p = v->first; p < v->end; p++) {
-            int oc;
-            void *out_p = member_out(m, v, p, out, ld_out, beta, x, ld_x, N, &oc);
-            if (v->R_g && lora->a[p])
-                be->matmul_forward(out_p, act_at(m, x, (size_t)v->IC + (size_t)j++ * R), lora_compute(m, lora->b[p]),
-                                   NULL, s, 1.0f, N, R, oc, ld_out, ld_x, R);
+            int oc, off;
+            member_out(m, v, p, out, ld_out, beta, x, ld_x, N, &oc);
+            fl_proj h = lora_after(m, v, p, &off, &oc);
+            if (h != FL_N_PROJ)
+                be->matmul_forward(act_at(m, out, (size_t)off), act_at(m, x, (size_t)v->IC + (size_t)j++ * R),
+                                   lora_compute(m, lora->b[h]), NULL, s, 1.0f, N, R, oc, ld_out, ld_x, R);
         }
         return;
     }
     int j = 0;
     for (fl_proj p = v->first; p < v->end; p++) {
-        int oc;
-        void *out_p = member_out(m, v, p, out, ld_out, beta, x, ld_x, N, &oc);
-        if (!v->R_g || !lora->a[p]) continue;
+        int oc, off;
+        member_out(m, v, p, out, ld_out, beta, x, ld_x, N, &oc);
+        fl_proj h = lora_after(m, v, p, &off, &oc);
+        if (h == FL_N_PROJ) continue;
         int ld_xa = v->concat ? ld_x : R;
         void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
-        member_xa(m, v, l, p, x, ld_x, xa_p, ld_xa, N);
-        be->matmul_forward(out_p, xa_p, lora_compute(m, lora->b[p]), NULL, s, 1.0f, N, R, oc, ld_out, ld_xa, R);
+        member_xa(m, v, l, h, x, ld_x, xa_p, ld_xa, N);
+        be->matmul_forward(act_at(m, out, (size_t)off), xa_p, lora_compute(m, lora->b[h]), NULL, s, 1.0f, N, R, oc,
+                           ld_out, ld_xa, R);
     }
 }
 
@@ -220,11 +233,13 @@ static void concat_backward_input(fl_model *m, int l, const group_view *v, void 
     }
     int j = 0, first = 1;
     for (fl_proj p = v->first; p < v->end; p++) {
-        int oc;
-        const void *dout_p = member_dout(m, v, p, dx, ld_dx, need_dx, &first, dout, ld_dout, N, &oc);
-        if (v->R_g && lora->a[p])
-            be->matmul_backward_input(act_at(m, dx, (size_t)v->IC + (size_t)j++ * R), dout_p, lora_compute(m, lora->b[p]),
-                                      fl_lora_scale(&m->lora_cfg), 0.0f, N, R, oc, ld_dx, ld_dout, R);
+        int oc, off;
+        member_dout(m, v, p, dx, ld_dx, need_dx, &first, dout, ld_dout, N, &oc);
+        fl_proj h = lora_after(m, v, p, &off, &oc);
+        if (h != FL_N_PROJ)
+            be->matmul_backward_input(act_at(m, dx, (size_t)v->IC + (size_t)j++ * R), act_at(m, dout, (size_t)off),
+                                      lora_compute(m, lora->b[h]), fl_lora_scale(&m->lora_cfg), 0.0f, N, R, oc, ld_dx,
+                                      ld_dout, R);
     }
 }
 
@@ -249,10 +264,10 @@ void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx
         for (fl_proj p = v->first; p < v->end; p++) {
             if (!lora->a[p]) continue;
             if (first_adapted == FL_N_PROJ) first_adapted = p;
-            int in, oc;
-            fl_proj_dims(&m->cfg, p, &in, &oc);
+            int in, oc, off;
+            fl_module_dims(&m->cfg, p, &in, &oc, &off);
             /* dB_p (OC_p, R) += s · dout_pᵀ · xa_p */
-            be->matmul_backward_weight(grad->b[p], act_at(m, dout, (size_t)fl_proj_group_offset(&m->cfg, p)),
+            be->matmul_backward_weight(grad->b[p], act_at(m, dout, (size_t)off),
                                        act_at(m, x, (size_t)v->IC + (size_t)j * R), s, N, R, oc, ld_dout, ld_x);
             if (v->dropout) { /* dA_p += dxa_pᵀ · drop_p(x) */
                 const void *xd = dropped_input(m, v, l, p, x, ld_x, N, &ld_d);
@@ -272,10 +287,12 @@ void group_backward(fl_model *m, int l, const group_view *v, void *dx, int ld_dx
         return;
     }
     int j = 0, first = 1;
-    for (fl_proj p = v->first; p < v->end; p++) {
-        int oc;
-        const void *dout_p = member_dout(m, v, p, dx, ld_dx, need_dx, &first, dout, ld_dout, N, &oc);
-        if (!v->R_g || !lora->a[p]) continue;
+    for (fl_proj q = v->first; q < v->end; q++) {
+        int oc, off;
+        member_dout(m, v, q, dx, ld_dx, need_dx, &first, dout, ld_dout, N, &oc);
+        fl_proj p = lora_after(m, v, q, &off, &oc);
+        if (p == FL_N_PROJ) continue;
+        const void *dout_p = act_at(m, dout, (size_t)off);
         int ld_xa = v->concat ? ld_x : R;
         const void *xa_p = v->concat ? act_at(m, x, (size_t)v->IC + (size_t)j++ * R) : xa;
         /* dB_p += s · dout_pᵀ · xa_p;  dxa (N, R) = dout_p · B_p;  dA_p += s · dxaᵀ · drop(x);  dx += s · dxa · A_p */
@@ -301,9 +318,9 @@ void build_cast_blocks(fl_model *m) {
             int j = 0;
             for (fl_proj p = v.first; p < v.end; p++) {
                 if (!m->lora.layers[l].b[p]) continue;
-                int in, oc;
-                fl_proj_dims(&m->cfg, p, &in, &oc);
-                size_t row = (size_t)fl_proj_group_offset(&m->cfg, p);
+                int in, oc, off;
+                fl_module_dims(&m->cfg, p, &in, &oc, &off);
+                size_t row = (size_t)off;
                 m->cast_blocks[n++] = (fl_cast_block){
                     .dst = weight_at(m, v.w, row * v.ld_w + (size_t)v.IC + (size_t)j++ * R),
                     .src = m->lora.layers[l].b[p], .rows = (size_t)oc, .ld = v.ld_w};

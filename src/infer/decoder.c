@@ -85,7 +85,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
         if (c->qk_norm) /* Qwen3: att (Tn, QD) is free until the attention: the norms' scratch */
             fl_model_qk_norm_forward(m, l, d->qkv, d->qk_raw, at(d, d->qk_raw, (size_t)Tn * QD), d->qk_rstd, d->att,
                                      (size_t)Tn);
-        be->rope_forward(d->qkv, d->pos, m->inv_freq, (size_t)Tn, NH + NKV, HS, QKV);
+        fl_model_rope_forward(m, d->qkv, d->pos, (size_t)Tn, d->n + Tn);   /* positions up to d->n + Tn - 1 */
         for (int i = 0; i < Tn; i++) { /* k and v rows into the cache */
             be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);
             be->copy(at(d, vc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD + KVD), row);

@@ -55,12 +55,15 @@ static int merged_in_range(const void *data, size_t n, fl_dtype dtype, const cha
     return 0;
 }
 
-static int adapted_slot(const char *name, int n_layers, int *layer, fl_proj *proj) {
-    int l, used = 0;
+/* Which (layer, module) a base tensor name is, or -1: a projection, or a fused module of cfg
+ * (Phi-3's qkv_proj, gate_up_proj: its first member, model/projections.h). */
+static int adapted_slot(const char *name, const fl_model_config *cfg, int *layer, fl_proj *proj) {
+    int l, used = 0, n_layers = cfg->n_layers;
     if (sscanf(name, "model.layers.%d.%n", &l, &used) != 1 || used == 0 || l < 0 || l >= n_layers) return -1;
     for (int p = 0; p < FL_N_PROJ; p++) {
         char want[96];
-        snprintf(want, sizeof want, "%s.weight", fl_proj_modules[p]);
+        if (!fl_is_module(cfg, (fl_proj)p)) continue;
+        snprintf(want, sizeof want, "%s.weight", fl_module_path(cfg, (fl_proj)p));
         if (!strcmp(name + used, want)) { *layer = l; *proj = (fl_proj)p; return 0; }
     }
     return -1;
@@ -118,9 +121,9 @@ static int merge_shard(const char *in_path, const char *out_path, const fl_model
         if ((status = fl_st_check_finite(t, in_path))) break; /* copied or merged, a NaN would pass on */
         int l;
         fl_proj p;
-        if (adapted_slot(t->name, cfg->n_layers, &l, &p) || !lora->layers[l].a[p]) continue;
-        int in, oc; /* shape and dtype were checked by fl_weights_check_dir */
-        fl_proj_dims(cfg, p, &in, &oc);
+        if (adapted_slot(t->name, cfg, &l, &p) || !lora->layers[l].a[p]) continue;
+        int in, oc, off; /* shape and dtype were checked by fl_weights_check_dir */
+        fl_module_dims(cfg, p, &in, &oc, &off);
         float *w = fl_malloc(t->numel * sizeof(float));
         fl_convert_to_f32(w, t->data, t->dtype, t->numel);
         /* W (OC, IC) += s · B (OC, R) · A (R, IC) */

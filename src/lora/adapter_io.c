@@ -10,8 +10,8 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 
-void fl_adapter_tensor_name(char *out, size_t cap, int layer, fl_proj p, char which) {
-    snprintf(out, cap, "base_model.model.model.layers.%d.%s.lora_%c.weight", layer, fl_proj_modules[p], which);
+void fl_adapter_tensor_name(char *out, size_t cap, const fl_model_config *cfg, int layer, fl_proj p, char which) {
+    snprintf(out, cap, "base_model.model.model.layers.%d.%s.lora_%c.weight", layer, fl_module_path(cfg, p), which);
 }
 
 int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_model_config *cfg,
@@ -22,7 +22,7 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
     json_t *root = json_object();
     json_t *targets = json_array();
     for (int p = 0; p < FL_N_PROJ; p++)
-        if (lc->target_mask & (1u << p)) json_array_append_new(targets, json_string(fl_proj_names[p]));
+        if (fl_lora_adapts(cfg, lc, (fl_proj)p)) json_array_append_new(targets, json_string(fl_module_name(cfg, (fl_proj)p)));
     json_object_set_new(root, "alpha_pattern", json_object());
     json_object_set_new(root, "auto_mapping", json_null());
     json_object_set_new(root, "base_model_name_or_path", base_model_name ? json_string(base_model_name) : json_null());
@@ -62,11 +62,11 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
     for (int l = 0; l < cfg->n_layers; l++)
         for (int p = 0; p < FL_N_PROJ; p++) {
             if (!params->layers[l].a[p]) continue;
-            int in, out;
-            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            int in, out, off;
+            fl_module_dims(cfg, (fl_proj)p, &in, &out, &off);
             for (int which = 0; which < 2; which++) {
                 fl_st_write_tensor *t = &tensors[n_tensors];
-                fl_adapter_tensor_name(names[n_tensors], 128, l, (fl_proj)p, which ? 'B' : 'A');
+                fl_adapter_tensor_name(names[n_tensors], 128, cfg, l, (fl_proj)p, which ? 'B' : 'A');
                 t->name = names[n_tensors];
                 t->dtype = FL_F32;
                 t->ndim = 2;
@@ -139,14 +139,16 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
             json_t *item;
             json_array_foreach(v, i, item) {
                 const char *name = json_is_string(item) ? json_string_value(item) : "";
-                int found = -1;
+                unsigned bits = 0;
                 for (int p = 0; p < FL_N_PROJ; p++)
-                    if (!strcmp(name, fl_proj_names[p])) found = p;
-                if (found < 0) {
-                    status = fl_input_error("%s: field 'target_modules' has '%s' (supported: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)", path, name);
+                    if (!strcmp(name, fl_proj_names[p])) bits = 1u << p;
+                if (!strcmp(name, "qkv_proj")) bits = 7u << FL_PROJ_Q;      /* Phi-3's fused modules */
+                if (!strcmp(name, "gate_up_proj")) bits = 3u << FL_PROJ_GATE;
+                if (!bits) {
+                    status = fl_input_error("%s: field 'target_modules' has '%s' (supported: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; Phi-3: qkv_proj, gate_up_proj)", path, name);
                     break;
                 }
-                lc->target_mask |= 1u << found;
+                lc->target_mask |= bits;
             }
             if (!status && !lc->target_mask) status = fl_input_error("%s: field 'target_modules' is empty", path);
         }
@@ -161,24 +163,25 @@ int fl_adapter_check_weights(const char *dir, const fl_model_config *cfg, const 
     fl_safetensors st;
     int status = fl_safetensors_open(&st, path);
     if (status) { free(path); return status; }
+    if ((status = fl_lora_check_targets(cfg, lc->target_mask))) { fl_safetensors_close(&st); free(path); return status; }
     int per_layer = 0;
-    for (int p = 0; p < FL_N_PROJ; p++) per_layer += (lc->target_mask >> p) & 1;
+    for (int p = 0; p < FL_N_PROJ; p++) per_layer += fl_lora_adapts(cfg, lc, (fl_proj)p);
     if ((int64_t)cfg->n_layers * per_layer * 2 > st.n_tensors) {
         char name[128];
         int missing_layer = st.n_tensors / (2 * (per_layer ? per_layer : 1));
-        fl_adapter_tensor_name(name, sizeof name, missing_layer < cfg->n_layers ? missing_layer : cfg->n_layers - 1,
+        fl_adapter_tensor_name(name, sizeof name, cfg, missing_layer < cfg->n_layers ? missing_layer : cfg->n_layers - 1,
                                FL_PROJ_Q, 'A');
         status = fl_input_error("%s: holds %d tensors but the model's %d layers need %lld (e.g. '%s')", path,
                                 st.n_tensors, cfg->n_layers, (long long)cfg->n_layers * per_layer * 2, name);
     }
     for (int l = 0; l < cfg->n_layers && !status; l++)
         for (int p = 0; p < FL_N_PROJ && !status; p++) {
-            if (!(lc->target_mask & (1u << p))) continue;
-            int in, out;
-            fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+            if (!fl_lora_adapts(cfg, lc, (fl_proj)p)) continue;
+            int in, out, off;
+            fl_module_dims(cfg, (fl_proj)p, &in, &out, &off);
             for (int which = 0; which < 2 && !status; which++) {
                 char name[128];
-                fl_adapter_tensor_name(name, sizeof name, l, (fl_proj)p, which ? 'B' : 'A');
+                fl_adapter_tensor_name(name, sizeof name, cfg, l, (fl_proj)p, which ? 'B' : 'A');
                 const fl_st_tensor *t = fl_safetensors_find(&st, name);
                 int64_t rows = which ? out : lc->rank, cols = which ? lc->rank : in;
                 if (!t) status = fl_input_error("%s: tensor '%s' is missing", path, name);
@@ -211,7 +214,7 @@ int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_mo
             if (!params->layers[l].a[p]) continue;
             for (int which = 0; which < 2; which++) {
                 char name[128];
-                fl_adapter_tensor_name(name, sizeof name, l, (fl_proj)p, which ? 'B' : 'A');
+                fl_adapter_tensor_name(name, sizeof name, cfg, l, (fl_proj)p, which ? 'B' : 'A');
                 const fl_st_tensor *t = fl_safetensors_find(&st, name);
                 host = realloc(host, t->numel * sizeof(float));
                 fl_convert_to_f32(host, t->data, t->dtype, t->numel);

@@ -29,6 +29,6 @@ int fl_adapter_load_weights(const char *dir, fl_lora_buffer *params, const fl_mo
 int fl_adapter_check_weights(const char *dir, const fl_model_config *cfg, const fl_lora_config *lc);
 
 /* The PEFT key of lora_A (which = 'A') or lora_B of projection p in layer l. */
-void fl_adapter_tensor_name(char *out, size_t cap, int layer, fl_proj p, char which);
+void fl_adapter_tensor_name(char *out, size_t cap, const fl_model_config *cfg, int layer, fl_proj p, char which);
 
 #endif

@@ -28,21 +28,28 @@ typedef struct {
     float alpha;
     int use_rslora;
     float dropout;         /* p, applied to x before lora_a */
-    unsigned target_mask;  /* bit p set: projection p is adapted */
+    unsigned target_mask;  /* bit p set: projection p is adapted (a fused module: all its members' bits) */
     uint64_t seed;
 } fl_lora_config;
 
 /* Defaults: r 16, alpha 32, no rsLoRA, dropout 0, all seven projections. */
 fl_lora_config fl_lora_config_default(void);
 float fl_lora_scale(const fl_lora_config *lc);
-/* Parses "q,k,v,o,gate,up,down" (also the *_proj spellings, or "all"). */
+/* Parses "q,k,v,o,gate,up,down" (also the *_proj spellings, or "all"); Phi-3's module names
+ * "qkv_proj" and "gate_up_proj" set their members' bits. */
 int fl_lora_parse_targets(const char *list, unsigned *mask);
-/* Columns of the group's stacked x·lora_aᵀ: R times its adapted members (0: none adapted). */
-int fl_lora_group_rank(const fl_lora_config *lc, fl_group g);
+/* 0 unless a fused module of cfg (model/projections.h) has some members in mask and not others: its
+ * members are one module, adapted whole or not at all (one line naming the module). */
+int fl_lora_check_targets(const fl_model_config *cfg, unsigned mask);
+/* 1 when projection p carries a LoRA: in the mask and a module of cfg (a fused module's LoRA lives at
+ * its first member, spans the group's rows: fl_module_dims). */
+int fl_lora_adapts(const fl_model_config *cfg, const fl_lora_config *lc, fl_proj p);
+/* Columns of the group's stacked x·lora_aᵀ: R times its adapted modules (0: none adapted). */
+int fl_lora_group_rank(const fl_model_config *cfg, const fl_lora_config *lc, fl_group g);
 
 typedef struct {
-    float *a[FL_N_PROJ];  /* (R, IC) or NULL when not adapted */
-    float *b[FL_N_PROJ];  /* (OC, R) */
+    float *a[FL_N_PROJ];  /* (R, IC) or NULL when not adapted (or not a module: fl_lora_adapts) */
+    float *b[FL_N_PROJ];  /* (OC, R); a fused module's OC spans its group (fl_module_dims) */
 } fl_lora_layer;
 
 /* A flat buffer of all LoRA matrices in backend memory, with per-layer views. */

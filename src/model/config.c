@@ -56,28 +56,80 @@ static int get_token_id(const char *path, json_t *obj, const char *key, int *out
     return 0;
 }
 
-/* RoPE: `rope_theta` + `rope_scaling` (transformers 4.x) or `rope_parameters` (5.x). */
+/* A longrope factor list (short_factor, long_factor): rotary_dim/2 positive numbers. */
+static int get_factors(const char *path, json_t *scaling, const char *field, const char *key, int n, float *out) {
+    json_t *v = json_object_get(scaling, key);
+    if (!json_is_array(v) || (int)json_array_size(v) != n)
+        return fl_input_error("%s: field '%s.%s' must be a list of %d numbers (rotary_dim / 2)", path, field, key, n);
+    for (int i = 0; i < n; i++) {
+        json_t *x = json_array_get(v, (size_t)i);
+        if (!json_is_number(x) || !(json_number_value(x) > 0) || isinf(json_number_value(x)))
+            return fl_input_error("%s: field '%s.%s[%d]' must be a positive number", path, field, key, i);
+        out[i] = (float)json_number_value(x);
+    }
+    return 0;
+}
+
+/* Phi-3's longrope (transformers' _compute_longrope_parameters): short/long factor lists, the
+ * pretraining length original_max_position_embeddings (in the scaling object, else top level, else
+ * Phi3Config's 4096), attention_factor given or sqrt(1 + ln(factor) / ln(original)) with factor given or
+ * max_position_embeddings / original (1 when factor <= 1). */
+static int parse_longrope(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg) {
+    int half = fl_config_rotary_dim(cfg) / 2;
+    cfg->rope_longrope = 1;
+    FL_TRY(get_factors(path, scaling, field, "short_factor", half, cfg->rope_short_factor));
+    FL_TRY(get_factors(path, scaling, field, "long_factor", half, cfg->rope_long_factor));
+    int orig_top = 0;
+    FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &orig_top));
+    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 0, orig_top, &cfg->rope_original_max_position));
+    if (cfg->rope_original_max_position <= 0)
+        return fl_input_error("%s: field 'original_max_position_embeddings' must be a positive integer", path);
+    double factor = 0, attn = 0;
+    FL_TRY(get_number(path, scaling, "factor", 0,
+                      (double)cfg->max_position_embeddings / cfg->rope_original_max_position, &factor));
+    FL_TRY(get_number(path, scaling, "attention_factor", 0, 0, &attn));
+    if (!(factor > 0)) return fl_input_error("%s: field '%s.factor' must be positive", path, field);
+    if (attn == 0) attn = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)cfg->rope_original_max_position));
+    if (!(attn > 0) || isinf(attn)) return fl_input_error("%s: field '%s.attention_factor' must be positive", path, field);
+    cfg->rope_factor = factor;
+    cfg->rope_attention_factor = attn;
+    return 0;
+}
+
+/* RoPE: `rope_theta` + `rope_scaling` (transformers 4.x) or `rope_parameters` (5.x); the rotated
+ * share of a head, partial_rotary_factor, at the top level (4.x) or in rope_parameters (5.x). */
 static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     json_t *params = json_object_get(root, "rope_parameters");
     json_t *scaling = json_object_get(root, "rope_scaling");
     const char *field = "rope_scaling";
+    double partial = 1.0;
+    FL_TRY(get_number(path, root, "partial_rotary_factor", 0, 1.0, &partial));
     if (params && !json_is_null(params)) {
         if (!json_is_object(params)) return fl_input_error("%s: field 'rope_parameters' must be an object", path);
         FL_TRY(get_number(path, params, "rope_theta", 0, 10000.0, &cfg->rope_theta));
+        FL_TRY(get_number(path, params, "partial_rotary_factor", 0, partial, &partial));
         scaling = params;
         field = "rope_parameters";
     } else {
         FL_TRY(get_number(path, root, "rope_theta", 0, 10000.0, &cfg->rope_theta));
     }
     if (!(cfg->rope_theta > 0)) return fl_input_error("%s: field 'rope_theta' must be positive", path);
+    int rd = (int)(cfg->head_dim * partial);   /* transformers: int(head_dim * partial_rotary_factor) */
+    if (!(partial > 0 && partial <= 1) || rd < 2 || rd % 2)
+        return fl_input_error("%s: field 'partial_rotary_factor' (%g) must be in (0, 1] and give an even rotary "
+                              "dimension >= 2 of head_dim %d", path, partial, cfg->head_dim);
+    cfg->rotary_dim = rd;
     if (!scaling || json_is_null(scaling)) return 0;
     if (!json_is_object(scaling)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
     json_t *type = json_object_get(scaling, "rope_type");
     if (!type) type = json_object_get(scaling, "type");
     const char *kind = json_is_string(type) ? json_string_value(type) : "default";
     if (!strcmp(kind, "default")) return 0;
+    /* Phi3Config reads the older names "su" and "yarn" as longrope */
+    if (!strcmp(kind, "longrope") || (cfg->arch == FL_ARCH_PHI3 && (!strcmp(kind, "su") || !strcmp(kind, "yarn"))))
+        return parse_longrope(path, root, scaling, field, cfg);
     if (strcmp(kind, "llama3") != 0)
-        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, llama3", path, field, kind);
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, llama3, longrope", path, field, kind);
     cfg->rope_llama3 = 1;
     FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_factor));
     FL_TRY(get_number(path, scaling, "low_freq_factor", 1, 0, &cfg->rope_low_freq_factor));
@@ -125,6 +177,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM"
                : !strcmp(mt, "mistral") ? "MistralForCausalLM"
                : !strcmp(mt, "qwen3") ? "Qwen3ForCausalLM"
+               : !strcmp(mt, "phi3") ? "Phi3ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
@@ -132,11 +185,13 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!strcmp(arch, "LlamaForCausalLM") || mistral) cfg->arch = FL_ARCH_LLAMA; /* Mistral's layers are Llama's */
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)", path, arch);
+    else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM)", path, arch);
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
+    cfg->fused_modules = cfg->arch == FL_ARCH_PHI3;
     if (cfg->qk_norm) FL_TRY(check_qwen3_window(path, root));
-    if (mistral) { /* null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096) */
+    if (mistral || cfg->fused_modules) {   /* Phi-3 keeps its sliding_window (3.5-mini: 262144) as Mistral's */ /* null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096) */
         json_t *sw = json_object_get(root, "sliding_window");
         if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
             return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
@@ -168,17 +223,19 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: hidden_size %d, intermediate_size %d, num_hidden_layers %d and vocab_size %d make more "
                               "than 10^15 parameters", path, cfg->hidden_size, cfg->intermediate_size, cfg->n_layers,
                               cfg->vocab_size);
-    FL_TRY(get_int(path, root, "max_position_embeddings", 0, 2048, &cfg->max_position_embeddings));
+    FL_TRY(get_int(path, root, "max_position_embeddings", 0, cfg->fused_modules ? 4096 : 2048,
+                   &cfg->max_position_embeddings));
     if (cfg->max_position_embeddings <= 0)
         return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,
                               cfg->max_position_embeddings);
     double eps = 0;
-    FL_TRY(get_number(path, root, "rms_norm_eps", 0, 1e-6, &eps));
+    FL_TRY(get_number(path, root, "rms_norm_eps", 0, cfg->fused_modules ? 1e-5 : 1e-6, &eps));
     cfg->rms_norm_eps = (float)eps;
     /* RMSNorm divides by sqrt(mean(x^2) + eps): eps <= 0 (or one that is 0 or Inf in f32) gives Inf/NaN */
     if (!(cfg->rms_norm_eps > 0) || isinf(cfg->rms_norm_eps))
         return fl_input_error("%s: field 'rms_norm_eps' must be a positive number representable in f32, got %g", path, eps);
-    FL_TRY(get_bool(path, root, "tie_word_embeddings", 1, &cfg->tie_word_embeddings));
+    /* Phi3Config's tie_word_embeddings defaults to false */
+    FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules, &cfg->tie_word_embeddings));
     FL_TRY(parse_rope(path, root, cfg));
 
     int flag;

@@ -12,7 +12,7 @@
 
 #include "common/dtype.h"
 
-typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3 } fl_arch;
+typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_PHI3 } fl_arch;
 
 /* Limits fl_config_load enforces: the CPU RoPE keeps HS/2 angles on the stack, and NH*HS (an int,
  * passed to the GEMMs) must stay far from overflow. */
@@ -34,11 +34,19 @@ typedef struct {
     int rope_llama3;                 /* llama3 frequency scaling (Llama-3.x) */
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_position;
+    int rope_longrope;               /* longrope (Phi-3.5, Phi-4-mini): inv_freq[j] divided by short_factor[j],
+                                        or long_factor[j] when a sequence passes rope_original_max_position */
+    float rope_short_factor[FL_MAX_HEAD_DIM / 2], rope_long_factor[FL_MAX_HEAD_DIM / 2];   /* (rotary_dim/2) */
+    double rope_attention_factor;    /* cos and sin scaled by it (longrope); 0 reads as 1 */
+    int rotary_dim;                  /* the first dims of each head RoPE rotates: int(HS·partial_rotary_factor)
+                                        (Phi-4-mini: 96 of 128), the rest pass through; 0 reads as HS */
     float rms_norm_eps;
     int tie_word_embeddings;
     int qkv_bias;            /* Qwen2: q/k/v projections carry a bias */
     int qk_norm;             /* Qwen3: RMSNorm over each head (HS) of q and of k (weights q_norm, k_norm;
                                 eps rms_norm_eps) between the projection and RoPE */
+    int fused_modules;       /* Phi-3: q/k/v are one checkpoint module (self_attn.qkv_proj), gate/up one
+                                (mlp.gate_up_proj), and a LoRA adapts each as one (model/projections.h) */
     fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
     int bos_token_id, eos_token_id;  /* -1 when absent */
     int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
@@ -48,7 +56,9 @@ typedef struct {
 /* Parses `path` (a config.json). Errors name the file and the field. Architectures:
  * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window kept in
  * cfg->sliding_window), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
- * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused). */
+ * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused),
+ * Phi3ForCausalLM (Llama's layers from fused checkpoint modules: cfg->fused_modules; partial rotary
+ * and longrope; its sliding_window kept as Mistral's). */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* 0 when sequences of `T` positions run exactly under cfg (no sliding window, or T within it); else
@@ -69,6 +79,11 @@ const char *fl_config_preset_for_hf_name(const char *hf_name);
 /* Derived sizes. */
 static inline int fl_config_q_dim(const fl_model_config *c) { return c->n_heads * c->head_dim; }
 static inline int fl_config_kv_dim(const fl_model_config *c) { return c->n_kv_heads * c->head_dim; }
+/* RoPE's rotated dims per head (RD, even, <= HS) and its cos/sin factor. */
+static inline int fl_config_rotary_dim(const fl_model_config *c) { return c->rotary_dim ? c->rotary_dim : c->head_dim; }
+static inline float fl_config_rope_attention_factor(const fl_model_config *c) {
+    return c->rope_attention_factor > 0 ? (float)c->rope_attention_factor : 1.0f;
+}
 /* Parameter counts: every weight a token passes through (embedding excluded, LM head included)
  * and the total stored (embedding + untied head + layers + norms). */
 int64_t fl_config_matmul_params(const fl_model_config *c);

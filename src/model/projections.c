@@ -31,3 +31,35 @@ int fl_proj_group_offset(const fl_model_config *cfg, fl_proj p) {
     default: return 0;
     }
 }
+
+static int fused_group(const fl_model_config *cfg, fl_proj p) {
+    return cfg->fused_modules && p != FL_PROJ_O && p != FL_PROJ_DOWN;
+}
+
+fl_proj fl_module_head(const fl_model_config *cfg, fl_proj p) {
+    if (!fused_group(cfg, p)) return p;
+    return p <= FL_PROJ_V ? FL_PROJ_Q : FL_PROJ_GATE;
+}
+
+fl_proj fl_module_last(const fl_model_config *cfg, fl_proj p) {
+    if (!fused_group(cfg, p)) return p;
+    return p <= FL_PROJ_V ? FL_PROJ_V : FL_PROJ_UP;
+}
+
+const char *fl_module_name(const fl_model_config *cfg, fl_proj p) {
+    if (!fused_group(cfg, p)) return fl_proj_names[p];
+    return p <= FL_PROJ_V ? "qkv_proj" : "gate_up_proj";
+}
+
+const char *fl_module_path(const fl_model_config *cfg, fl_proj p) {
+    if (!fused_group(cfg, p)) return fl_proj_modules[p];
+    return p <= FL_PROJ_V ? "self_attn.qkv_proj" : "mlp.gate_up_proj";
+}
+
+void fl_module_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out, int *off) {
+    fl_proj_dims(cfg, p, in, out);
+    *off = fl_proj_group_offset(cfg, p);
+    if (!fused_group(cfg, p)) return;
+    *off = 0;
+    *out = p <= FL_PROJ_V ? fl_config_q_dim(cfg) + 2 * fl_config_kv_dim(cfg) : 2 * cfg->intermediate_size;
+}

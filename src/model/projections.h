@@ -32,4 +32,24 @@ void fl_proj_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out);
  * 0 for the first member of a group. */
 int fl_proj_group_offset(const fl_model_config *cfg, fl_proj p);
 
+/* ---- checkpoint modules: what a checkpoint stores and PEFT adapts --------------------------
+ * Llama's modules are the seven projections. With cfg->fused_modules (Phi-3) q, k, v are one module
+ * self_attn.qkv_proj ((QD + 2·KVD), C) and gate, up one mlp.gate_up_proj ((2·FF), C; gate rows first,
+ * as Phi3MLP's chunk(2)): the group's first member stands for the module (its LoRA spans the group's
+ * rows), the others belong to it and have no module of their own. */
+
+/* The projection that stands for p's module: p, or the first member of its fused group. */
+fl_proj fl_module_head(const fl_model_config *cfg, fl_proj p);
+/* 1 when p stands for a module (p == fl_module_head(cfg, p)). */
+static inline int fl_is_module(const fl_model_config *cfg, fl_proj p) { return fl_module_head(cfg, p) == p; }
+/* A module's name ("q_proj", "qkv_proj", ...) and its path in the layer ("self_attn.qkv_proj", ...). */
+const char *fl_module_name(const fl_model_config *cfg, fl_proj p);
+const char *fl_module_path(const fl_model_config *cfg, fl_proj p);
+/* The widths of module p (its LoRA's lora_a is (R, *in), lora_b (*out, R)) and its first column in
+ * the group's stacked output (*off): fl_proj_dims and fl_proj_group_offset unless fused, else the
+ * whole group from column 0. */
+void fl_module_dims(const fl_model_config *cfg, fl_proj p, int *in, int *out, int *off);
+/* The last member of module p's group span (the member after whose frozen product its LoRA runs). */
+fl_proj fl_module_last(const fl_model_config *cfg, fl_proj p);
+
 #endif

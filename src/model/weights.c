@@ -29,9 +29,10 @@ int fl_quant_parse(const char *s, fl_quant *out) {
     return 0;
 }
 
-typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD, DIM_HS } dim_kind;
-/* Which configs hold a tensor: every one, those with q/k/v biases (Qwen2), those with q/k norms (Qwen3). */
-typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM } present_kind;
+typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD, DIM_HS, DIM_FF2 } dim_kind;
+/* Which configs hold a tensor: every one, those with q/k/v biases (Qwen2), those with q/k norms (Qwen3),
+ * those storing q/k/v and gate/up as separate tensors (all but Phi-3) or as fused ones (Phi-3). */
+typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM, FOR_SPLIT, FOR_FUSED } present_kind;
 typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 
 /* Where a layer's tensors are stored: one entry per field of fl_layer_weights, in storage order.
@@ -71,18 +72,20 @@ typedef struct {
 #define LT(name, field, r, c, r0, r0b, present, init) {name, offsetof(fl_layer_weights, field), r, c, r0, r0b, present, init}
 static const layer_tensor layer_tensor_table[] = {
     LT("input_layernorm.weight", attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
-    LT("self_attn.q_proj.weight", qkv, DIM_QD, DIM_C, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
+    LT("self_attn.q_proj.weight", qkv, DIM_QD, DIM_C, DIM_ZERO, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
     LT("self_attn.q_proj.bias", qkv_bias, DIM_QD, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QKV_BIAS, INIT_BIAS),
-    LT("self_attn.k_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_ZERO, 0, INIT_LINEAR),
+    LT("self_attn.k_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
     LT("self_attn.k_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_ZERO, FOR_QKV_BIAS, INIT_BIAS),
-    LT("self_attn.v_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_KVD, 0, INIT_LINEAR),
+    LT("self_attn.v_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_KVD, FOR_SPLIT, INIT_LINEAR),
     LT("self_attn.v_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_KVD, FOR_QKV_BIAS, INIT_BIAS),
+    LT("self_attn.qkv_proj.weight", qkv, DIM_QD_KVD, DIM_C, DIM_ZERO, DIM_ZERO, FOR_FUSED, INIT_LINEAR),
     LT("self_attn.q_norm.weight", q_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
     LT("self_attn.k_norm.weight", k_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
     LT("self_attn.o_proj.weight", o, DIM_C, DIM_QD, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
     LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
-    LT("mlp.gate_proj.weight", gate_up, DIM_FF, DIM_C, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
-    LT("mlp.up_proj.weight", gate_up, DIM_FF, DIM_C, DIM_FF, DIM_ZERO, 0, INIT_LINEAR),
+    LT("mlp.gate_proj.weight", gate_up, DIM_FF, DIM_C, DIM_ZERO, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
+    LT("mlp.up_proj.weight", gate_up, DIM_FF, DIM_C, DIM_FF, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
+    LT("mlp.gate_up_proj.weight", gate_up, DIM_FF2, DIM_C, DIM_ZERO, DIM_ZERO, FOR_FUSED, INIT_LINEAR),
     LT("mlp.down_proj.weight", down, DIM_C, DIM_FF, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
 };
 #define N_LAYER_TENSORS (sizeof layer_tensor_table / sizeof layer_tensor_table[0])
@@ -96,12 +99,14 @@ static int64_t dim_value(const fl_model_config *c, dim_kind d) {
     case DIM_FF: return c->intermediate_size;
     case DIM_QD_KVD: return fl_config_q_dim(c) + 2 * (int64_t)fl_config_kv_dim(c);
     case DIM_HS: return c->head_dim;
+    case DIM_FF2: return 2 * (int64_t)c->intermediate_size;
     default: return 1;
     }
 }
 
 static int is_present(const fl_model_config *c, present_kind p) {
-    return p == FOR_ALL || (p == FOR_QKV_BIAS && c->qkv_bias) || (p == FOR_QK_NORM && c->qk_norm);
+    return p == FOR_ALL || (p == FOR_QKV_BIAS && c->qkv_bias) || (p == FOR_QK_NORM && c->qk_norm) ||
+           (p == FOR_SPLIT && !c->fused_modules) || (p == FOR_FUSED && c->fused_modules);
 }
 
 /* One entry of the full tensor list: name, shape, destination. */
@@ -304,6 +309,8 @@ void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint
 void fl_weights_init_random_quant(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
                                   fl_weights_reserve reserve, fl_quant quant) {
     memset(w, 0, sizeof *w);
+    if (quant == FL_QUANT_NF4 && cfg->fused_modules)
+        fl_die("%s: NF4 is not supported for Phi-3's fused qkv_proj / gate_up_proj weights", cfg->name);
     int n;
     storage_plan sp = plan_storage(cfg, be->weight_size, be->act_size, reserve, quant == FL_QUANT_NF4, 1);
     tensor_slot *slots = plan_tensors(cfg, be, &sp, &n);
@@ -473,6 +480,9 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
     int nf4 = qc.nf4 || quant == FL_QUANT_NF4;
     fl_nf4_source source = quant == FL_QUANT_NF4 ? FL_NF4_QUANTIZE : FL_NF4_STORED;
     int double_quant = qc.nf4 ? qc.double_quant : 1;
+    if (nf4 && cfg->fused_modules)   /* the NF4 region holds one matrix per projection, not per fused module */
+        return fl_input_error("%s: NF4 (--quant nf4 or a 4-bit checkpoint) is not supported for Phi-3's fused "
+                              "qkv_proj / gate_up_proj weights; load it unquantized", dir);
     snprintf(cfg->name, sizeof cfg->name, "%s", dir);
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));

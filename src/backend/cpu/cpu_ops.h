@@ -47,8 +47,10 @@ void matmul_nf4_backward_input_cpu_bf16(void *dinp, const void *dout, const fl_n
                                         size_t N, int ld_dinp, int ld_dout);
 void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,
                                 int OC, int ld_dout, int ld_inp);
-void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
-void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld);
+void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS,
+                      int RD, int ld);
+void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS,
+                       int RD, int ld);
 void attention_forward_cpu(void *out, float *lse, const void *q, const void *k, const void *v,
                            const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
 void attention_backward_cpu(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,

@@ -39,11 +39,13 @@ static void matmul_backward_weight_cuda(float *dweight, const void *dout, const 
     matmul_backward_weight(dweight, (const bf16 *)dout, (const bf16 *)inp, alpha, N, IC, OC, ld_dout, ld_inp,
                            fl_cuda.stream);
 }
-static void rope_forward_cuda(void *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld) {
-    rope_forward((bf16 *)x, pos, inv_freq, N, n_heads, HS, ld, fl_cuda.stream);
+static void rope_forward_cuda(void *x, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads,
+                              int HS, int RD, int ld) {
+    rope_forward((bf16 *)x, pos, inv_freq, scale, N, n_heads, HS, RD, ld, fl_cuda.stream);
 }
-static void rope_backward_cuda(void *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld) {
-    rope_backward((bf16 *)dx, pos, inv_freq, N, n_heads, HS, ld, fl_cuda.stream);
+static void rope_backward_cuda(void *dx, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads,
+                               int HS, int RD, int ld) {
+    rope_backward((bf16 *)dx, pos, inv_freq, scale, N, n_heads, HS, RD, ld, fl_cuda.stream);
 }
 static void attention_forward_cuda(void *out, float *lse, const void *q, const void *k, const void *v,
                                    const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv) {

@@ -152,10 +152,10 @@ void matmul_backward_weight(float *dweight, const bf16 *dout, const bf16 *inp, f
 void matmul_forward_f32out(float *out, const bf16 *inp, const bf16 *weight, size_t N, int IC, int OC,
                            cudaStream_t stream);
 /* cuda_rope.cu */
-void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
-                  cudaStream_t stream);
-void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, size_t N, int n_heads, int HS, int ld,
-                   cudaStream_t stream);
+void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS, int RD,
+                  int ld, cudaStream_t stream);
+void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS,
+                   int RD, int ld, cudaStream_t stream);
 /* cuda_attention.cu (dispatch: mma kernels for HS 64/128 on sm_80+, simple kernels otherwise) */
 /* q, k, v and dq, dk, dv: token n, head h at base + n·ld_qkv + h·HS; out, dout contiguous (N, NH·HS) */
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,
