@@ -53,6 +53,8 @@ TEST(presets_parameter_counts) {
         {"tinyllama-1.1b", 1100048384LL}, {"llama-3.2-1b", 1235814400LL},
         /* Qwen3-0.6B's card: 0.6B, 0.44B non-embedding (155,582,464 embedding; q_norm, k_norm per layer) */
         {"qwen3-0.6b", 596049920LL},
+        /* the cards' 3.8B: Phi-3.5-mini 3,821,079,552 (untied 32064 vocab), Phi-4-mini 3,836,021,760 (tied 200064) */
+        {"phi-3.5-mini", 3821079552LL}, {"phi-4-mini", 3836021760LL},
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         fl_model_config cfg;

@@ -3,6 +3,7 @@
  * untouched tensors are byte-identical; config and other files are copied; a mismatched adapter is
  * a clear error. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -44,6 +45,82 @@ static double max_diff(const float *a, const float *b, size_t n) {
     double d = 0;
     for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
     return d;
+}
+
+/* Phi-3: a LoRA on a fused module (qkv_proj: lora_a (R, C), lora_b ((QD + 2·KVD), R); gate_up_proj)
+ * folds into the fused matrix: every merged weight of the four adapted modules equals base + s·B·A
+ * computed here in double (f32 storage: within 1 ulp of the result plus the f32 product's rounding,
+ * R + 1 terms: 1e-6 relative to the largest term), the rest are untouched, and the merged folder's
+ * logits equal base + adapter (as the llama test). */
+TEST(merge_phi3_fused_modules_fold_into_the_fused_weights) {
+    const char *model = "tests/fixtures/hf/phi3_longrope/model", *adapter = "tests/fixtures/hf/phi3_longrope/adapter";
+    char out[] = "/tmp/fastlora-merge-XXXXXX";
+    CHECK(mkdtemp(out) != NULL);
+    CHECK(fl_merge_adapter(model, adapter, out, 0) == 0);
+    fl_lora_config lc;
+    CHECK(fl_adapter_load_config(adapter, &lc) == 0);
+    double s = lc.alpha / lc.rank;
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/model.safetensors", model);
+    snprintf(b, sizeof b, "%s/model.safetensors", out);
+    fl_safetensors base, merged, ad;
+    CHECK(fl_safetensors_open(&base, a) == 0 && fl_safetensors_open(&merged, b) == 0);
+    char ap[512];
+    snprintf(ap, sizeof ap, "%s/adapter_model.safetensors", adapter);
+    CHECK(fl_safetensors_open(&ad, ap) == 0);
+    const char *modules[] = {"self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj"};
+    int checked = 0, changed = 0;
+    double worst = 0;
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 4; k++) {
+            char wn[160], an[200], bn[200];
+            snprintf(wn, sizeof wn, "model.layers.%d.%s.weight", l, modules[k]);
+            snprintf(an, sizeof an, "base_model.model.model.layers.%d.%s.lora_A.weight", l, modules[k]);
+            snprintf(bn, sizeof bn, "base_model.model.model.layers.%d.%s.lora_B.weight", l, modules[k]);
+            const fl_st_tensor *w = fl_safetensors_find(&base, wn), *m = fl_safetensors_find(&merged, wn);
+            const fl_st_tensor *ta = fl_safetensors_find(&ad, an), *tb = fl_safetensors_find(&ad, bn);
+            CHECK(w && m && ta && tb && w->dtype == FL_F32 && m->dtype == FL_F32);
+            if (!w || !m || !ta || !tb) continue;
+            int64_t OC = w->shape[0], IC = w->shape[1], R = ta->shape[0];
+            CHECK(tb->shape[0] == OC && ta->shape[1] == IC);   /* one B over the whole fused output */
+            const float *W = w->data, *M = m->data, *A = ta->data, *B = tb->data;
+            for (int64_t i = 0; i < OC; i++)
+                for (int64_t j = 0; j < IC; j++) {
+                    double want = W[i * IC + j], big = fabs(want);
+                    for (int64_t r = 0; r < R; r++) {
+                        want += s * (double)B[i * R + r] * A[r * IC + j];
+                        big = fmax(big, fabs(s * (double)B[i * R + r] * A[r * IC + j]));
+                    }
+                    double d = fabs(M[i * IC + j] - want) / (big + 1e-30);
+                    worst = fmax(worst, d);
+                }
+            checked++;
+        }
+    for (int i = 0; i < base.n_tensors; i++) {
+        const fl_st_tensor *t = &base.tensors[i], *u = fl_safetensors_find(&merged, t->name);
+        CHECK(u && u->nbytes == t->nbytes);
+        if (u && memcmp(t->data, u->data, t->nbytes)) changed++;
+    }
+    printf("    merged fused weights vs base + s·B·A (double): worst %.2e relative to the largest term\n", worst);
+    CHECK(worst < 1e-6);
+    CHECK_EQ_INT(checked, 8);
+    CHECK_EQ_INT(changed, 8);   /* 2 layers x 4 modules; norms and embeddings untouched */
+    fl_safetensors_close(&base);
+    fl_safetensors_close(&merged);
+    fl_safetensors_close(&ad);
+    int32_t ids[12];
+    for (int i = 0; i < 12; i++) ids[i] = (i * 29 + 3) % 64;
+    int V = 0, V2 = 0;
+    float *ref = logits_of(model, adapter, ids, 12, &V), *got = logits_of(out, NULL, ids, 12, &V2);
+    CHECK(ref && got && V == V2);
+    if (ref && got) {
+        double d = max_diff(ref, got, 12 * (size_t)V);
+        printf("    max |logit diff| merged vs base+adapter: %.2e\n", d);
+        CHECK(d < 1e-4);
+    }
+    free(ref);
+    free(got);
+    rm_rf(out);
 }
 
 TEST(merge_f32_logits_equal_base_plus_adapter) {

@@ -205,6 +205,7 @@ int fl_bench_run(fl_bench_options *o) {
     }
     for (int si = 0; !status && si < o->n_sweep_seq; si++) /* a Mistral window shorter than a sequence: refused */
         status = fl_config_check_window(&pre, o->sweep_seq[si], "--seq");
+    if (!status) status = fl_lora_check_targets(&pre, lc.target_mask);   /* Phi-3: whole fused modules */
     if (status) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return status;

@@ -295,6 +295,7 @@ int cmd_plan(int argc, char **argv) {
             free(path);
             snprintf(rep.model_label, sizeof rep.model_label, "%s", model_dir);
         }
+        if (!status) status = fl_lora_check_targets(&rq.cfg, rq.lc.target_mask);   /* Phi-3: whole fused modules */
     }
     if (!status && data)
         status = count_data_tokens(data, &how, model_dir, &rq.cfg, objective, seq, &rq.tokens, rep.tokens_note,

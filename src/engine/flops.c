@@ -12,10 +12,10 @@ fl_flop_terms fl_model_flop_terms(const fl_model_config *cfg, const fl_lora_conf
     /* LoRA: per adapted projection, forward x·Aᵀ and xa·Bᵀ (2R(IC+OC)), backward the input
      * gradient through both and both weight gradients (4R(IC+OC)): 6R(IC+OC) per token */
     f.lora = 0.0;
-    for (int p = 0; p < FL_N_PROJ; p++) {
-        if (!(lc->target_mask & (1u << p))) continue;
-        int in, out;
-        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+    for (int p = 0; p < FL_N_PROJ; p++) {   /* per adapted module (Phi-3: qkv_proj and gate_up_proj are one each) */
+        if (!fl_lora_adapts(cfg, lc, (fl_proj)p)) continue;
+        int in, out, off;
+        fl_module_dims(cfg, (fl_proj)p, &in, &out, &off);
         f.lora += 6.0 * lc->rank * (double)(in + out);
     }
     f.lora *= (double)cfg->n_layers * tokens;

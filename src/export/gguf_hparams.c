@@ -13,6 +13,12 @@ const char *fl_gguf_arch_name(fl_arch arch) {
 }
 
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
+    /* llama.cpp's phi3 graph (fused attn_qkv and ffn_up, rope_factors_long/short, the rotary dimension
+     * count) is not written here */
+    if (cfg->arch == FL_ARCH_PHI3)
+        return fl_input_error("%s: GGUF export of Phi3ForCausalLM (llama.cpp's phi3) is not supported; merge the "
+                              "adapter (fastlora merge) and convert the merged folder with llama.cpp's "
+                              "convert_hf_to_gguf.py", path);
     /* llama.cpp's qwen2 graph builds q and o as (C, C): it has no separate head size */
     if (cfg->arch == FL_ARCH_QWEN2 && fl_config_q_dim(cfg) != cfg->hidden_size)
         return fl_input_error("%s: qwen2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",

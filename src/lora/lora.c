@@ -49,9 +49,14 @@ int fl_lora_parse_targets(const char *list, unsigned *mask) {
 
 int fl_lora_check_targets(const fl_model_config *cfg, unsigned mask) {
     for (int p = 0; p < FL_N_PROJ; p++) {
-        fl_proj h = fl_module_head(cfg, (fl_proj)p);
-        if (h == (fl_proj)p || ((mask >> p) & 1u) == ((mask >> h) & 1u)) continue;
-        return fl_input_error("--targets: %s has no module %s (%s is one module: give %s)", cfg->name, fl_proj_names[p],
+        fl_proj h = fl_module_head(cfg, (fl_proj)p), last = fl_module_last(cfg, (fl_proj)p);
+        if (h != (fl_proj)p || last == h) continue;   /* one check per fused module */
+        unsigned bits = ((2u << last) - 1) & ~((1u << h) - 1), got = mask & bits;
+        if (!got || got == bits) continue;
+        int given = h;
+        while (!((got >> given) & 1u)) given++;
+        return fl_input_error("--targets: %s has no module %s (%s are one module, %s): give %s", cfg->name,
+                              fl_proj_names[given], h == FL_PROJ_Q ? "q, k and v" : "gate and up",
                               fl_module_path(cfg, h), fl_module_name(cfg, h));
     }
     return 0;

@@ -289,20 +289,33 @@ typedef struct {
     float eps;
     int tied, llama3;
     int bos, eos;
+    int rotary_dim, sliding_window, original_max;   /* Phi-3: 0 elsewhere */
 } preset;
 
 static const preset presets[] = {
-    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643},
-    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643},
-    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643},
-    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
-    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
-    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0},
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001},
+    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0},
+    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0},
+    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0},
+    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0},
+    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0},
+    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001, 0, 0, 0},
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0},
+    /* https://huggingface.co/microsoft/Phi-3.5-mini-instruct/raw/main/config.json: fused qkv_proj /
+     * gate_up_proj, MHA 32 heads of 96, untied, sliding_window 262144, original_max_position_embeddings
+     * 4096, rope_scaling longrope. https://huggingface.co/microsoft/Phi-4-mini-instruct/raw/main/config.json
+     * (dims as quoted in public copies, e.g. apxml.com/models/phi-4-mini): GQA 24/8 of 128, vocab 200064,
+     * tied, partial_rotary_factor 0.75 (RD 96), sliding_window 262144, longrope. The presets carry
+     * plain RoPE over the rotary dims, not the 48-entry short/long factor lists: those change the
+     * frequencies' values, none of the shapes, memory or FLOPs the presets serve (plan, bench, random
+     * models); a checkpoint's own config.json brings them. */
+    {"phi-3.5-mini",   "microsoft/Phi-3.5-mini-instruct", FL_ARCH_PHI3, 32064, 3072, 8192, 32, 32, 32,  96, 131072, 1e4,   1e-5f, 0, 0, 1, 32000,
+     96, 262144, 4096},
+    {"phi-4-mini",     "microsoft/Phi-4-mini-instruct", FL_ARCH_PHI3, 200064, 3072, 8192, 32, 24,  8, 128, 131072, 1e4,   1e-5f, 1, 0, 199999, 199999,
+     96, 262144, 4096},
 };
 
 const char *fl_config_preset_hf_name(const char *name) {
@@ -323,7 +336,7 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
-           "qwen3-0.6b";
+           "qwen3-0.6b, phi-3.5-mini, phi-4-mini";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -346,6 +359,10 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         cfg->tie_word_embeddings = p->tied;
         cfg->qkv_bias = p->arch == FL_ARCH_QWEN2;
         cfg->qk_norm = p->arch == FL_ARCH_QWEN3;
+        cfg->fused_modules = p->arch == FL_ARCH_PHI3;
+        cfg->rotary_dim = p->rotary_dim;
+        cfg->sliding_window = p->sliding_window;
+        cfg->rope_original_max_position = p->original_max;
         cfg->dtype = FL_BF16;
         cfg->bos_token_id = p->bos;
         cfg->eos_token_id = p->eos;

@@ -130,7 +130,7 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
             int in, out;
             fl_proj_dims(cfg, (fl_proj)p, &in, &out);
             double IC = in, OC = out;
-            int adapted = (lc->target_mask >> p) & 1;
+            int adapted = fl_lora_adapts(cfg, lc, (fl_proj)p);   /* Phi-3: one LoRA per fused module */
             if (l == 0) n_adapted += adapted;
             /* recompute (engine/model.c): every layer but the last runs its forward again in the
              * backward, without the down projection's frozen product (its x·Aᵀ is rerun) */

@@ -1,0 +1,159 @@
+/* test_phi3_config.c — Phi3ForCausalLM's config and its bad input: the fixture's config read as
+ * transformers 5.x writes it (rope_parameters) and as 4.x checkpoints spell it (rope_scaling, a
+ * top-level partial_rotary_factor and original_max_position_embeddings) gives the same fields;
+ * longrope's attention factor default; an unknown rope type, a factor list of the wrong length, a
+ * partial_rotary_factor giving an odd rotary dimension, a missing fused tensor, part of a fused
+ * module in --targets and GGUF export are each one line naming the field, tensor or module. The
+ * numerics are test_hf_fixtures.c's (phi3_longrope). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "io/file_util.h"
+#include "io/safetensors.h"
+#include "lora/lora.h"
+#include "model/config.h"
+#include "test.h"
+
+#define PHI3 "tests/fixtures/hf/phi3_longrope/model"
+
+/* A copy of the fixture's model folder with `from` replaced by `to` in config.json (static name). */
+static const char *phi3_copy(const char *from, const char *to) {
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/fastlora-phi3-XXXXXX");
+    if (!mkdtemp(dir)) return NULL;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "cp " PHI3 "/* '%s'/", dir);
+    if (system(cmd) != 0) return NULL;
+    if (!from) return dir;
+    char path[128];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    if (fl_file_read_all(path, FL_FILE_CONFIG, &text, &len)) return NULL;
+    char *at = strstr(text, from);
+    CHECK_MSG(at != NULL, "config.json has no '%s'", from);
+    if (at) {
+        FILE *f = fopen(path, "w");
+        fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+        fclose(f);
+    }
+    free(text);
+    return dir;
+}
+
+static void remove_copy(const char *dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("    cannot remove %s\n", dir);
+}
+
+static int load_copy(const char *dir, fl_model_config *cfg) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    return fl_config_load(cfg, path);
+}
+
+TEST(phi3_config_fields_both_spellings) {
+    fl_model_config a, b;
+    CHECK_EQ_INT(fl_config_load(&a, PHI3 "/config.json"), 0);
+    CHECK(a.arch == FL_ARCH_PHI3 && a.fused_modules && !a.qkv_bias && !a.qk_norm && !a.tie_word_embeddings);
+    CHECK_EQ_INT(a.head_dim, 8);
+    CHECK_EQ_INT(fl_config_rotary_dim(&a), 6);   /* int(8 · 0.75) */
+    CHECK(a.rope_longrope && a.rope_original_max_position == 8 && a.sliding_window == 64);
+    CHECK_CLOSE(a.rope_attention_factor, sqrt(2.0), 0, 1e-12);   /* sqrt(1 + ln(64/8) / ln 8) */
+    CHECK(a.rope_short_factor[1] == 1.3f && a.rope_long_factor[2] == 5.3f);
+    /* 4.x: rope_scaling {type: longrope, ...}, partial_rotary_factor and original_max at the top level */
+    const char *dir = phi3_copy("\"rope_parameters\": {",
+                                "\"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.75, \"rope_scaling\": {\"type\": \"longrope\", ");
+    CHECK(dir != NULL);
+    CHECK_EQ_INT(load_copy(dir, &b), 0);   /* the copy still has rope_parameters' keys inside rope_scaling */
+    CHECK(b.rope_longrope && fl_config_rotary_dim(&b) == 6 && b.rope_original_max_position == 8);
+    CHECK(b.rope_attention_factor == a.rope_attention_factor && b.rope_long_factor[0] == a.rope_long_factor[0]);
+    remove_copy(dir);
+    /* "su" is Phi3Config's old name for longrope */
+    dir = phi3_copy("\"rope_type\": \"longrope\"", "\"rope_type\": \"su\"");
+    CHECK_EQ_INT(load_copy(dir, &b), 0);
+    CHECK(b.rope_longrope);
+    remove_copy(dir);
+    /* an explicit attention_factor wins over the default */
+    dir = phi3_copy("\"rope_type\": \"longrope\"", "\"rope_type\": \"longrope\", \"attention_factor\": 1.25");
+    CHECK_EQ_INT(load_copy(dir, &b), 0);
+    CHECK(b.rope_attention_factor == 1.25);
+    remove_copy(dir);
+}
+
+TEST(phi3_bad_config_one_line_each) {
+    const char *cases[][3] = {
+        {"\"rope_type\": \"longrope\"", "\"rope_type\": \"dynamic\"", "field 'rope_parameters.rope_type' is 'dynamic'"},
+        {"\"short_factor\": [", "\"short_factor\": [0.5, ", "field 'rope_parameters.short_factor' must be a list of 3 numbers"},
+        {"\"long_factor\": [", "\"long_factor\": [0, 1, 2], \"x\": [", "field 'rope_parameters.long_factor[0]' must be a positive number"},
+        {"\"partial_rotary_factor\": 0.75", "\"partial_rotary_factor\": 0.625", "field 'partial_rotary_factor' (0.625)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *dir = phi3_copy(cases[i][0], cases[i][1]);
+        fl_model_config cfg;
+        CHECK_EQ_INT(load_copy(dir, &cfg), 2);
+        CHECK_STR_CONTAINS(fl_last_error(), cases[i][2]);
+        CHECK_MSG(!strchr(fl_last_error(), '\n'), "more than one line: %s", fl_last_error());
+        remove_copy(dir);
+    }
+}
+
+/* a fused module is adapted whole: q alone (or gate without up) names the module to give */
+TEST(phi3_targets_whole_fused_modules) {
+    fl_model_config cfg;
+    CHECK_EQ_INT(fl_config_load(&cfg, PHI3 "/config.json"), 0);
+    unsigned mask;
+    CHECK_EQ_INT(fl_lora_parse_targets("qkv_proj,o_proj,gate_up_proj,down_proj", &mask), 0);
+    CHECK_EQ_INT(mask, (1u << FL_N_PROJ) - 1);
+    CHECK_EQ_INT(fl_lora_check_targets(&cfg, mask), 0);
+    CHECK_EQ_INT(fl_lora_parse_targets("q,o", &mask), 0);
+    CHECK_EQ_INT(fl_lora_check_targets(&cfg, mask), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "has no module q_proj (q, k and v are one module, self_attn.qkv_proj): give qkv_proj");
+    CHECK_EQ_INT(fl_lora_parse_targets("gate", &mask), 0);
+    CHECK_EQ_INT(fl_lora_check_targets(&cfg, mask), 2);
+    CHECK_STR_CONTAINS(fl_last_error(), "give gate_up_proj");
+    fl_lora_config lc = fl_lora_config_default();
+    lc.rank = 4;
+    lc.target_mask = (1u << FL_N_PROJ) - 1;
+    /* per layer: qkv_proj R·(C + QD + 2·KVD), o R·(QD + C), gate_up R·(C + 2·FF), down R·(FF + C) */
+    size_t want = 2 * 4 * ((32 + 64) + (32 + 32) + (32 + 48) + (24 + 32));
+    CHECK_EQ_INT((long long)fl_lora_param_count(&cfg, &lc), (long long)want);
+    /* a plain Llama config keeps its seven modules: qkv_proj means q, k and v there */
+    fl_model_config llama = cfg;
+    llama.fused_modules = 0;
+    CHECK_EQ_INT(fl_lora_check_targets(&llama, 1u << FL_PROJ_Q), 0);
+}
+
+/* the fused checkpoint tensors are what a Phi-3 folder must hold; export refuses phi3 in one line */
+TEST(phi3_missing_fused_tensor_and_export_refused) {
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    const char *dir = phi3_copy(NULL, NULL);
+    fl_safetensors st;
+    CHECK(fl_safetensors_open(&st, PHI3 "/model.safetensors") == 0);
+    fl_st_write_tensor *keep = calloc((size_t)st.n_tensors, sizeof *keep);
+    int n = 0;
+    for (int i = 0; i < st.n_tensors; i++)
+        if (strcmp(st.tensors[i].name, "model.layers.1.mlp.gate_up_proj.weight") != 0)
+            keep[n++] = fl_st_write_tensor_of(&st.tensors[i]);
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(fl_safetensors_write(path, keep, n, NULL, 0) == 0);
+    free(keep);
+    fl_safetensors_close(&st);
+    char out[4096];
+    int rc = fl_test_run_cli(out, sizeof out, "bench --model %s --steps 1 --warmup 0 --batch 1 --seq 4 --device cpu", dir);
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "model.layers.1.mlp.gate_up_proj.weight");
+    remove_copy(dir);
+    rc = fl_test_run_cli(out, sizeof out, "export --model " PHI3 " --gguf /tmp/fastlora-phi3-never.gguf --no-tokenizer");
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "GGUF export of Phi3ForCausalLM (llama.cpp's phi3) is not supported");
+    CHECK_MSG(strchr(out, '\n') == strrchr(out, '\n'), "more than one line: %s", out);
+    CHECK(!fl_file_exists("/tmp/fastlora-phi3-never.gguf"));
+}
