@@ -248,9 +248,11 @@ static int target_modules(yctx *c, yaml_node_t *v, const char *key) {
         yaml_node_t *e = v->type == YAML_SEQUENCE_NODE ? node(c, v->data.sequence.items.start[i]) : v;
         if (!is_scalar(e)) return refuse(c, e, key, "expected a list of module names (q_proj, ..., down_proj)");
         if (!strcmp(text_of(e), "all-linear")) { mask = ALL; break; }
+        if (!strcmp(text_of(e), "qkv_proj")) { mask |= 7u << FL_PROJ_Q; continue; }       /* Phi-3's fused modules */
+        if (!strcmp(text_of(e), "gate_up_proj")) { mask |= 3u << FL_PROJ_GATE; continue; }
         size_t k = 0;
         while (k < FL_N_PROJ && strcmp(text_of(e), fl_proj_names[k])) k++;
-        if (k == FL_N_PROJ) return refuse(c, e, key, "not a projection fastlora adapts (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)");
+        if (k == FL_N_PROJ) return refuse(c, e, key, "not a projection fastlora adapts (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; Phi-3: qkv_proj, gate_up_proj)");
         mask |= 1u << k;
     }
     /* in projection order, "all" for all seven (as train_config.json writes them) */

@@ -51,7 +51,7 @@
     X("rank", INT, rank, 16, "LoRA rank r")                                                                  \
     X("alpha", DOUBLE, alpha, 32.0, "LoRA alpha (scale alpha/r)")                                           \
     X("dropout", DOUBLE, dropout, 0.0, "LoRA dropout")                                                      \
-    X("targets", STRING, targets, "all", "adapted projections: q,k,v,o,gate,up,down or all")                  \
+    X("targets", STRING, targets, "all", "adapted: q,k,v,o,gate,up,down, all; Phi-3 qkv_proj,gate_up_proj") \
     X("rslora", FLAG, rslora, 0, "scale alpha/sqrt(r)")                                                      \
     X("seed", U64, seed, 1234, "seed of the LoRA init, shuffle, eval split and dropout")                     \
     X("no-packing", FLAG, no_packing, 0, "one document per row (default: pack several)")                     \
