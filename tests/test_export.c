@@ -594,3 +594,75 @@ TEST(bad_input_export) {
     else CHECK_MSG(0, "%s", fl_last_error());
     rm_rf(work);
 }
+
+/* Phi-3 as llama.cpp's phi3 (convert_hf_to_gguf.py's Phi3MiniModel): the fused modules stay fused
+ * (blk.N.attn_qkv ((QD + 2·KVD), C), blk.N.ffn_up (2·FF, C), HF row order: NEOX RoPE), longrope's
+ * factor lists as rope_factors_long / rope_factors_short (f32, RD/2, written first), the rotary
+ * dimension count RD = 6 of HS 8, the pretraining length, the window and the attention factor; merged
+ * with the adapter each fused matrix is W + s·B·A over all its rows (f32: 1e-5 as the llama test);
+ * --lora-only writes one lora_a / lora_b pair per module under the fused names. Not run through
+ * llama.cpp here (tools/llama_cpp_check.py covers llama and qwen2). */
+TEST(export_phi3_fused_modules_longrope_partial_rotary) {
+    const char *model = FIX "phi3_longrope/model", *adapter = FIX "phi3_longrope/adapter";
+    char *dir = temp_dir(), out[128];
+    snprintf(out, sizeof out, "%s/phi3.gguf", dir);
+    CHECK(export_to(out, model, adapter, FL_EXPORT_F32, 0, 1) == 0);
+    fl_model_config cfg;
+    fl_lora_config lc;
+    CHECK(fl_config_load(&cfg, FIX "phi3_longrope/model/config.json") == 0 && fl_adapter_load_config(adapter, &lc) == 0);
+    fl_lora_buffer lora;
+    fl_lora_buffer_init(&lora, &cfg, &lc, fl_backend_cpu());
+    CHECK(fl_adapter_load_weights(adapter, &lora, &cfg, &lc) == 0);
+    fl_gguf_file g;
+    fl_safetensors st;
+    CHECK(fl_gguf_open(&g, out) == 0);
+    CHECK(fl_safetensors_open(&st, FIX "phi3_longrope/model/model.safetensors") == 0);
+    check_str_kv(&g, "general.architecture", "phi3");
+    CHECK_EQ_INT(get_u32(&g, "phi3.rope.dimension_count"), 6);
+    CHECK_EQ_INT(get_u32(&g, "phi3.rope.scaling.original_context_length"), 8);
+    CHECK_EQ_INT(get_u32(&g, "phi3.attention.sliding_window"), 64);
+    CHECK_EQ_INT(get_u32(&g, "phi3.attention.head_count_kv"), 2);
+    CHECK_EQ_INT(get_u32(&g, "phi3.vocab_size"), 64);
+    float af = 0;
+    CHECK(fl_gguf_get_f32(&g, "phi3.rope.scaling.attn_factor", &af) == 0 && fabs(af - sqrt(2.0)) < 1e-6);
+    CHECK(g.n_tensors > 1 && g.tensors[0].name_len == 24 && !memcmp(g.tensors[0].name, "rope_factors_long.weight", 24) &&
+          g.tensors[1].name_len == 25 && !memcmp(g.tensors[1].name, "rope_factors_short.weight", 25));
+    const fl_gguf_tensor *fl = fl_gguf_find_tensor(&g, "rope_factors_long.weight"),
+                         *fs = fl_gguf_find_tensor(&g, "rope_factors_short.weight");
+    CHECK(fl && fs && fl->type == FL_GGML_F32 && fl->n_dims == 1 && fl->ne[0] == 3 && fs->ne[0] == 3);
+    if (fl && fs) {
+        CHECK(!memcmp(fl->data, cfg.rope_long_factor, 3 * sizeof(float)));
+        CHECK(!memcmp(fs->data, cfg.rope_short_factor, 3 * sizeof(float)));
+    }
+    CHECK(fl_gguf_find_tensor(&g, "blk.0.attn_q.weight") == NULL && fl_gguf_find_tensor(&g, "blk.0.ffn_gate.weight") == NULL);
+    double s = fl_lora_scale(&lc);
+    for (int l = 0; l < 2; l++) {
+        const fl_lora_layer *L = &lora.layers[l];
+        char name[64], hf[96];
+        static const struct { const char *gguf, *hf; fl_proj p; } mods[] = {
+            {"attn_qkv", "self_attn.qkv_proj", FL_PROJ_Q}, {"attn_output", "self_attn.o_proj", FL_PROJ_O},
+            {"ffn_up", "mlp.gate_up_proj", FL_PROJ_GATE}, {"ffn_down", "mlp.down_proj", FL_PROJ_DOWN}};
+        for (int k = 0; k < 4; k++) {
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, mods[k].gguf);
+            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, mods[k].hf);
+            check_tensor(&g, &st, name, hf, 0, L->b[mods[k].p], L->a[mods[k].p], lc.rank, s, 1e-5);
+        }
+    }
+    fl_gguf_close(&g);
+    /* the adapter alone: the module names, B over the fused rows */
+    snprintf(out, sizeof out, "%s/phi3-lora.gguf", dir);
+    CHECK(export_to(out, model, adapter, FL_EXPORT_AUTO, 1, 0) == 0);
+    if (fl_gguf_open(&g, out) == 0) {
+        CHECK_EQ_INT(g.n_tensors, 2 * 2 * 4);
+        const fl_gguf_tensor *ta = fl_gguf_find_tensor(&g, "blk.1.attn_qkv.weight.lora_a"),
+                             *tb = fl_gguf_find_tensor(&g, "blk.1.attn_qkv.weight.lora_b"),
+                             *tu = fl_gguf_find_tensor(&g, "blk.0.ffn_up.weight.lora_b");
+        CHECK(ta && tb && tu && ta->ne[0] == 32 && ta->ne[1] == 4 && tb->ne[0] == 4 && tb->ne[1] == 32 + 2 * 16 &&
+              tu->ne[1] == 2 * 24);
+        if (tb) CHECK(!memcmp(tb->data, lora.layers[1].b[FL_PROJ_Q], sizeof(float) * 64 * 4));
+        fl_gguf_close(&g);
+    }
+    fl_safetensors_close(&st);
+    fl_lora_buffer_free(&lora);
+    rm_rf(dir);
+}

@@ -30,7 +30,7 @@ void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const ch
  * general.quantization_version. */
 void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_type ftype);
 /* llama.cpp's name of projection p's weight in layer l: "blk.3.attn_q.weight". */
-void fl_gguf_proj_name(char *out, size_t cap, int layer, fl_proj p);
+void fl_gguf_proj_name(char *out, size_t cap, const fl_model_config *cfg, int layer, fl_proj p);
 /* Rows of q/k for llama (interleaved RoPE): within each of n_head heads of hd rows, HF row
  * j·hd/2 + i becomes row 2i + j — convert_hf_to_gguf.py's permute. cols = 1 for a bias. */
 void fl_gguf_permute_rows(float *dst, const float *src, int n_head, int64_t rows, int64_t cols);

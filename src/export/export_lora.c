@@ -52,10 +52,10 @@ int fl_export_lora(const fl_export_options *o, const fl_model_config *cfg, int *
     for (int l = 0; l < cfg->n_layers && !status; l++)
         for (int p = 0; p < FL_N_PROJ && !status; p++) {
             if (!lora.layers[l].a[p]) continue;
-            int in, oc;
-            fl_proj_dims(cfg, (fl_proj)p, &in, &oc);
+            int in, oc, off;
+            fl_module_dims(cfg, (fl_proj)p, &in, &oc, &off);
             char base[64], name[96];
-            fl_gguf_proj_name(base, sizeof base, l, (fl_proj)p);
+            fl_gguf_proj_name(base, sizeof base, cfg, l, (fl_proj)p);
             int64_t ne_a[2] = {in, R}, ne_b[2] = {R, oc};
             snprintf(name, sizeof name, "%s.lora_a", base);
             types[n] = fl_gguf_pick_type(name, 2, ne_a[0], want);
@@ -71,8 +71,8 @@ int fl_export_lora(const fl_export_options *o, const fl_model_config *cfg, int *
     for (int l = 0; l < cfg->n_layers && !status; l++)
         for (int p = 0; p < FL_N_PROJ && !status; p++) {
             if (!lora.layers[l].a[p]) continue;
-            int in, oc;
-            fl_proj_dims(cfg, (fl_proj)p, &in, &oc);
+            int in, oc, off;
+            fl_module_dims(cfg, (fl_proj)p, &in, &oc, &off);
             status = write_matrix(&w, lora.layers[l].a[p], R, in, types[k++]);
             const float *b = lora.layers[l].b[p];
             int heads = fl_gguf_permute_heads(cfg, (fl_proj)p);

@@ -28,6 +28,7 @@ typedef struct {
     int64_t rows, cols;       /* torch shape (rows, cols); cols == 0: a vector of rows */
     int layer, proj;          /* the adapted projection, or proj -1 */
     int permute_heads;        /* llama q/k: heads whose rows are permuted */
+    int factors;              /* a generated phi3 tensor: 1 rope_factors_short, 2 rope_factors_long */
     fl_ggml_type type;
 } plan_item;
 
@@ -54,11 +55,15 @@ static plan_item *plan_add(plan *p, const char *hf, const char *name, int64_t ro
     return it;
 }
 
-/* The tensors of a llama / qwen2 / qwen3 model in llama.cpp's names, in HF layout. */
+/* The tensors of a llama / qwen2 / qwen3 / phi3 model in llama.cpp's names, in HF layout. */
 static void plan_model(plan *p, const fl_model_config *cfg) {
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size;
     char hf[96], name[64];
     if (cfg->rope_llama3) plan_add(p, "", "rope_freqs.weight", cfg->head_dim / 2, 0);
+    if (cfg->rope_longrope) { /* phi3: the converter's extra tensors come first */
+        plan_add(p, "", "rope_factors_long.weight", fl_config_rotary_dim(cfg) / 2, 0)->factors = 2;
+        plan_add(p, "", "rope_factors_short.weight", fl_config_rotary_dim(cfg) / 2, 0)->factors = 1;
+    }
     plan_add(p, "model.embed_tokens.weight", "token_embd.weight", V, C);
     static const char *const norm_hf[2] = {"input_layernorm", "post_attention_layernorm"};
     static const char *const norm_gguf[2] = {"attn_norm", "ffn_norm"};
@@ -69,10 +74,11 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
             plan_add(p, hf, name, C, 0);
         }
         for (int j = 0; j < FL_N_PROJ; j++) {
-            int in, oc;
-            fl_proj_dims(cfg, (fl_proj)j, &in, &oc);
-            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, fl_proj_modules[j]);
-            fl_gguf_proj_name(name, sizeof name, l, (fl_proj)j);
+            if (!fl_is_module(cfg, (fl_proj)j)) continue;   /* phi3: k, v, up are rows of qkv_proj, gate_up_proj */
+            int in, oc, off;
+            fl_module_dims(cfg, (fl_proj)j, &in, &oc, &off);
+            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, fl_module_path(cfg, (fl_proj)j));
+            fl_gguf_proj_name(name, sizeof name, cfg, l, (fl_proj)j);
             plan_item *it = plan_add(p, hf, name, oc, in);
             it->layer = l;
             it->proj = j;
@@ -126,9 +132,10 @@ static int write_item(fl_gguf_writer *w, const plan_item *it, const fl_model_con
                       const fl_lora_buffer *lora) {
     const int64_t rows = it->rows, cols = it->cols ? it->cols : 1;
     const size_t n = (size_t)(rows * cols);
-    if (!it->src) { /* rope_freqs */
+    if (!it->src) { /* rope_freqs (llama3), or longrope's factor lists (phi3: rope_factors_long / _short) */
         float *f = fl_malloc(sizeof(float) * n);
-        fl_gguf_rope_factors(cfg, f);
+        if (it->factors) memcpy(f, it->factors == 2 ? cfg->rope_long_factor : cfg->rope_short_factor, sizeof(float) * n);
+        else fl_gguf_rope_factors(cfg, f);
         int status = fl_gguf_write_data(w, f, sizeof(float) * n);
         free(f);
         return status;
@@ -201,7 +208,7 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
     }
     fl_ggml_type want = FL_GGML_F16;
     if (!status) {
-        const fl_st_tensor *embd = p.items[cfg->rope_llama3 ? 1 : 0].src;
+        const fl_st_tensor *embd = p.items[(cfg->rope_llama3 ? 1 : 0) + (cfg->rope_longrope ? 2 : 0)].src;
         want = o->type != FL_EXPORT_AUTO ? fl_gguf_type_of(o->type) : embd->dtype == FL_BF16 ? FL_GGML_BF16 : FL_GGML_F16;
         fl_gguf_put_general(&w, cfg, "model", o->model_dir, o->alignment);
         fl_gguf_put_hparams(&w, cfg, want);

@@ -1,6 +1,7 @@
-/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 / qwen3 model: metadata keys, tensor names,
- * the q/k row permutation, the llama3 rope_freqs factors and the per-tensor storage type, following
- * convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model/Qwen3Model) and gguf-py's constants. */
+/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 / qwen3 / phi3 model: metadata keys, tensor
+ * names, the q/k row permutation, the llama3 rope_freqs factors and the per-tensor storage type,
+ * following convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model/Qwen3Model/Phi3MiniModel) and
+ * gguf-py's constants. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,16 +10,15 @@
 #include "export/export_internal.h"
 
 const char *fl_gguf_arch_name(fl_arch arch) {
-    return arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
+    return arch == FL_ARCH_PHI3 ? "phi3" : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
 }
 
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
-    /* llama.cpp's phi3 graph (fused attn_qkv and ffn_up, rope_factors_long/short, the rotary dimension
-     * count) is not written here */
-    if (cfg->arch == FL_ARCH_PHI3)
-        return fl_input_error("%s: GGUF export of Phi3ForCausalLM (llama.cpp's phi3) is not supported; merge the "
-                              "adapter (fastlora merge) and convert the merged folder with llama.cpp's "
-                              "convert_hf_to_gguf.py", path);
+    /* only llama.cpp's phi3 graph has a rotary dimension of its own and longrope's factor tensors */
+    if (cfg->arch != FL_ARCH_PHI3 && (fl_config_rotary_dim(cfg) != cfg->head_dim || cfg->rope_longrope))
+        return fl_input_error("%s: %s on a %s model has no llama.cpp counterpart", path,
+                              cfg->rope_longrope ? "rope_scaling longrope" : "partial_rotary_factor < 1",
+                              fl_gguf_arch_name(cfg->arch));
     /* llama.cpp's qwen2 graph builds q and o as (C, C): it has no separate head size */
     if (cfg->arch == FL_ARCH_QWEN2 && fl_config_q_dim(cfg) != cfg->hidden_size)
         return fl_input_error("%s: qwen2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",
@@ -63,14 +63,26 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
         fl_gguf_kv_u32(w, KEY("vocab_size"), (uint32_t)cfg->vocab_size);
         fl_gguf_kv_u32(w, KEY("rope.dimension_count"), (uint32_t)cfg->head_dim);
     }
+    if (cfg->arch == FL_ARCH_PHI3) { /* Phi3MiniModel: the rotary dims, the pretraining length, the window */
+        fl_gguf_kv_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)cfg->rope_original_max_position);
+        fl_gguf_kv_u32(w, KEY("rope.dimension_count"), (uint32_t)fl_config_rotary_dim(cfg));
+        fl_gguf_kv_u32(w, KEY("attention.sliding_window"), (uint32_t)cfg->sliding_window);
+        /* longrope's cos/sin factor: the converter derives sqrt(1 + ln(max/original) / ln(original)); this
+         * is the model's own (the same unless config.json gives attention_factor) */
+        if (cfg->rope_longrope) fl_gguf_kv_f32(w, KEY("rope.scaling.attn_factor"), fl_config_rope_attention_factor(cfg));
+    }
 #undef KEY
     fl_gguf_kv_u32(w, "general.quantization_version", FL_GGML_QUANT_VERSION);
 }
 
 static const char *const proj_gguf[FL_N_PROJ] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
 
-void fl_gguf_proj_name(char *out, size_t cap, int layer, fl_proj p) {
-    snprintf(out, cap, "blk.%d.%s.weight", layer, proj_gguf[p]);
+void fl_gguf_proj_name(char *out, size_t cap, const fl_model_config *cfg, int layer, fl_proj p) {
+    /* phi3: the fused modules keep their rows, as attn_qkv ((QD + 2·KVD), C) and ffn_up ((2·FF), C: gate
+     * rows first, which llama.cpp's fused SwiGLU splits in that order) */
+    const char *name = proj_gguf[p];
+    if (fl_module_last(cfg, p) != p) name = p == FL_PROJ_Q ? "attn_qkv" : "ffn_up";
+    snprintf(out, cap, "blk.%d.%s.weight", layer, name);
 }
 
 void fl_gguf_permute_rows(float *dst, const float *src, int n_head, int64_t rows, int64_t cols) {

@@ -236,6 +236,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: field 'rms_norm_eps' must be a positive number representable in f32, got %g", path, eps);
     /* Phi3Config's tie_word_embeddings defaults to false */
     FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules, &cfg->tie_word_embeddings));
+    if (cfg->fused_modules)   /* Phi3Config's pretraining length (4096 by default), longrope or not */
+        FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &cfg->rope_original_max_position));
     FL_TRY(parse_rope(path, root, cfg));
 
     int flag;
