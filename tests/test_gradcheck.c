@@ -264,12 +264,17 @@ static void scale_nf4(fl_nf4_weight *w, float s) {
 static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
     fl_model_config cfg = {.arch = qwen == 2 ? FL_ARCH_QWEN3 : qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23,
                            .hidden_size = 12, .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
-                           .head_dim = qwen == 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
+                           .head_dim = qwen == 3 ? 8 : qwen == 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
                            .rms_norm_eps = 1e-5f, .tie_word_embeddings = qwen != 0, .qkv_bias = qwen == 1,
                            .qk_norm = qwen == 2};
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
+    }
+    if (qwen == 3) {   /* Phi-3: fused modules (one LoRA per qkv_proj, gate_up_proj), RD 6 of HS 8, longrope (T 6 > 4) */
+        cfg.arch = FL_ARCH_PHI3; cfg.fused_modules = 1; cfg.tie_word_embeddings = 0; cfg.qkv_bias = 0;
+        cfg.rotary_dim = 6; cfg.rope_longrope = 1; cfg.rope_original_max_position = 4; cfg.rope_attention_factor = 1.3;
+        for (int j = 0; j < 3; j++) { cfg.rope_short_factor[j] = 1.0f + j; cfg.rope_long_factor[j] = 1.5f + 3 * j; }
     }
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 3;
@@ -335,6 +340,9 @@ TEST(gradcheck_model_nf4_llama3_rope_recompute) { model_gradcheck(0, 0.0f, 1, FL
 TEST(gradcheck_model_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_NONE); }
 TEST(gradcheck_model_qwen3_qk_norm_dropout_recompute) { model_gradcheck(2, 0.3f, 1, FL_QUANT_NONE); }
 TEST(gradcheck_model_nf4_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_NF4); }
+/* Phi-3: a LoRA per fused module through partial rotary (the pass-through dims) and longrope's scale */
+TEST(gradcheck_model_phi3_fused_modules_partial_rotary) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_phi3_dropout_recompute) { model_gradcheck(3, 0.3f, 1, FL_QUANT_NONE); }
 
 /* Dropout: the mask is a pure function of (stream, index), keeps ~1-p, scales by 1/(1-p). */
 TEST(dropout_mask_statistics) {
