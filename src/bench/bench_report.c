@@ -100,8 +100,9 @@ json_t *fl_bench_point_record(const fl_bench_context *c, const fl_bench_point *p
     json_object_set_new(j, "recompute", json_boolean(m->recompute));
     json_object_set_new(j, "alpha", json_real(m->lora_cfg.alpha));
     json_t *targets = json_array();
-    for (int k = 0; k < FL_N_PROJ; k++)
-        if (m->lora_cfg.target_mask & (1u << k)) json_array_append_new(targets, json_string(fl_proj_names[k]));
+    for (int k = 0; k < FL_N_PROJ; k++)   /* the modules adapted (Phi-3: qkv_proj, gate_up_proj) */
+        if (fl_lora_adapts(&m->cfg, &m->lora_cfg, (fl_proj)k))
+            json_array_append_new(targets, json_string(fl_module_name(&m->cfg, (fl_proj)k)));
     json_object_set_new(j, "targets", targets);
     /* a JSON integer is signed 64-bit: a larger seed is written as its decimal string */
     json_object_set_new(j, "seed", o->seed <= INT64_MAX ? json_integer((json_int_t)o->seed)
