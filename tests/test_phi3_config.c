@@ -153,3 +153,19 @@ TEST(phi3_missing_fused_tensor_named) {
     CHECK_MSG(strchr(out, '\n') == strrchr(out, '\n'), "more than one line: %s", out);
     remove_copy(dir);
 }
+
+/* the presets carry the checkpoints' longrope lists (config.c cites them) and derive the attention
+ * factor as transformers does: sqrt(1 + ln(131072 / 4096) / ln 4096) = sqrt(17 / 12) */
+TEST(phi3_presets_longrope) {
+    fl_model_config a, b;
+    CHECK_EQ_INT(fl_config_preset(&a, "phi-3.5-mini"), 0);
+    CHECK_EQ_INT(fl_config_preset(&b, "phi-4-mini"), 0);
+    CHECK(a.fused_modules && a.rope_longrope && fl_config_rotary_dim(&a) == 96 && a.head_dim == 96);
+    CHECK(b.fused_modules && b.rope_longrope && fl_config_rotary_dim(&b) == 96 && b.head_dim == 128);
+    CHECK(a.rope_short_factor[0] == 1.0f && a.rope_long_factor[47] == 64.83999633789062f);
+    CHECK(b.rope_short_factor[47] == 1.0f && b.rope_long_factor[47] == 47.77f && b.rope_long_factor[48] == 0.0f);
+    CHECK_CLOSE(a.rope_attention_factor, sqrt(17.0 / 12.0), 0, 1e-12);
+    CHECK_CLOSE(b.rope_attention_factor, sqrt(17.0 / 12.0), 0, 1e-12);
+    CHECK(a.sliding_window == 262144 && b.sliding_window == 262144);
+    CHECK(a.rope_original_max_position == 4096 && !a.tie_word_embeddings && b.tie_word_embeddings);
+}

@@ -292,32 +292,66 @@ typedef struct {
     int tied, llama3;
     int bos, eos;
     int rotary_dim, sliding_window, original_max;   /* Phi-3: 0 elsewhere */
+    const float *short_factor, *long_factor;         /* longrope (rotary_dim/2 each), or NULL */
 } preset;
 
+/* longrope's lists, as the checkpoints' config.json files give them (cited at the presets below) */
+static const float phi35_short[48] = {
+    1.0f, 1.0199999809265137f, 1.0299999713897705f, 1.0299999713897705f, 1.0499999523162842f, 1.0499999523162842f,
+    1.0499999523162842f, 1.0499999523162842f, 1.0499999523162842f, 1.0699999332427979f, 1.0999999046325684f,
+    1.1099998950958252f, 1.1599998474121094f, 1.1599998474121094f, 1.1699998378753662f, 1.2899998426437378f,
+    1.339999794960022f, 1.679999828338623f, 1.7899998426437378f, 1.8199998140335083f, 1.8499997854232788f,
+    1.8799997568130493f, 1.9099997282028198f, 1.9399996995925903f, 1.9899996519088745f, 2.0199997425079346f,
+    2.0199997425079346f, 2.0199997425079346f, 2.0199997425079346f, 2.0199997425079346f, 2.0199997425079346f,
+    2.0299997329711914f, 2.0299997329711914f, 2.0299997329711914f, 2.0299997329711914f, 2.0299997329711914f,
+    2.0299997329711914f, 2.0299997329711914f, 2.0299997329711914f, 2.0299997329711914f, 2.0799996852874756f,
+    2.0899996757507324f, 2.189999580383301f, 2.2199995517730713f, 2.5899994373321533f, 2.729999542236328f,
+    2.749999523162842f, 2.8399994373321533f};
+static const float phi35_long[48] = {
+    1.0800000429153442f, 1.1100000143051147f, 1.1399999856948853f, 1.340000033378601f, 1.5899999141693115f,
+    1.600000023841858f, 1.6200000047683716f, 2.620000123977661f, 3.2300000190734863f, 3.2300000190734863f,
+    4.789999961853027f, 7.400000095367432f, 7.700000286102295f, 9.09000015258789f, 12.199999809265137f,
+    17.670000076293945f, 24.46000099182129f, 28.57000160217285f, 30.420001983642578f, 30.840002059936523f,
+    32.590003967285156f, 32.93000411987305f, 42.320003509521484f, 44.96000289916992f, 50.340003967285156f,
+    50.45000457763672f, 57.55000305175781f, 57.93000411987305f, 58.21000289916992f, 60.1400032043457f,
+    62.61000442504883f, 62.62000274658203f, 62.71000289916992f, 63.1400032043457f, 63.1400032043457f,
+    63.77000427246094f, 63.93000411987305f, 63.96000289916992f, 63.970001220703125f, 64.02999877929688f,
+    64.06999969482422f, 64.08000183105469f, 64.12000274658203f, 64.41000366210938f, 64.4800033569336f,
+    64.51000213623047f, 64.52999877929688f, 64.83999633789062f};
+static const float phi4_short[48] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+static const float phi4_long[48] = {
+    1.0f, 1.118320672f, 1.250641126f, 1.398617824f, 1.564103225f, 1.74916897f, 1.956131817f, 2.187582649f,
+    2.446418898f, 2.735880826f, 3.059592084f, 3.421605075f, 3.826451687f, 4.279200023f, 4.785517845f, 5.351743533f,
+    5.984965424f, 6.693110555f, 7.485043894f, 8.370679318f, 9.36110372f, 10.4687158f, 11.70738129f, 13.09260651f,
+    14.64173252f, 16.37415215f, 18.31155283f, 20.47818807f, 22.90118105f, 25.61086418f, 28.64115884f, 32.03f,
+    32.1f, 32.13f, 32.23f, 32.6f, 32.61f, 32.64f, 32.66f, 32.7f, 32.71f, 32.93f, 32.97f, 33.28f, 33.49f, 33.5f,
+    44.16f, 47.77f};
+
 static const preset presets[] = {
-    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0},
-    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0},
-    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0},
-    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0},
-    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0},
-    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0},
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001, 0, 0, 0},
+    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL},
+    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL},
+    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL},
+    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001, 0, 0, 0, NULL, NULL},
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0},
-    /* https://huggingface.co/microsoft/Phi-3.5-mini-instruct/raw/main/config.json: fused qkv_proj /
-     * gate_up_proj, MHA 32 heads of 96, untied, sliding_window 262144, original_max_position_embeddings
-     * 4096, rope_scaling longrope. https://huggingface.co/microsoft/Phi-4-mini-instruct/raw/main/config.json
-     * (dims as quoted in public copies, e.g. apxml.com/models/phi-4-mini): GQA 24/8 of 128, vocab 200064,
-     * tied, partial_rotary_factor 0.75 (RD 96), sliding_window 262144, longrope. The presets carry
-     * plain RoPE over the rotary dims, not the 48-entry short/long factor lists: those change the
-     * frequencies' values, none of the shapes, memory or FLOPs the presets serve (plan, bench, random
-     * models); a checkpoint's own config.json brings them. */
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL},
+    /* https://huggingface.co/microsoft/Phi-3.5-mini-instruct/raw/main/config.json (as quoted in public
+     * copies): fused qkv_proj / gate_up_proj, MHA 32 heads of 96, untied, sliding_window 262144,
+     * original_max_position_embeddings 4096, rope_scaling longrope with the 48-entry short/long lists
+     * above. https://huggingface.co/microsoft/Phi-4-mini-instruct/raw/main/config.json (as quoted in
+     * public copies): GQA 24/8 of 128, vocab 200064, tied, partial_rotary_factor 0.75 (RD 96),
+     * sliding_window 262144, longrope (short_factor all 1). Both: attention factor
+     * sqrt(1 + ln 32 / ln 4096) from max_position_embeddings 131072 / 4096. */
     {"phi-3.5-mini",   "microsoft/Phi-3.5-mini-instruct", FL_ARCH_PHI3, 32064, 3072, 8192, 32, 32, 32,  96, 131072, 1e4,   1e-5f, 0, 0, 1, 32000,
-     96, 262144, 4096},
+     96, 262144, 4096, phi35_short, phi35_long},
     {"phi-4-mini",     "microsoft/Phi-4-mini-instruct", FL_ARCH_PHI3, 200064, 3072, 8192, 32, 24,  8, 128, 131072, 1e4,   1e-5f, 1, 0, 199999, 199999,
-     96, 262144, 4096},
+     96, 262144, 4096, phi4_short, phi4_long},
 };
 
 const char *fl_config_preset_hf_name(const char *name) {
@@ -365,6 +399,13 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         cfg->rotary_dim = p->rotary_dim;
         cfg->sliding_window = p->sliding_window;
         cfg->rope_original_max_position = p->original_max;
+        if (p->long_factor) {
+            cfg->rope_longrope = 1;
+            memcpy(cfg->rope_short_factor, p->short_factor, sizeof(float) * (size_t)(p->rotary_dim / 2));
+            memcpy(cfg->rope_long_factor, p->long_factor, sizeof(float) * (size_t)(p->rotary_dim / 2));
+            cfg->rope_factor = (double)p->max_pos / p->original_max;
+            cfg->rope_attention_factor = sqrt(1.0 + log(cfg->rope_factor) / log((double)p->original_max));
+        }
         cfg->dtype = FL_BF16;
         cfg->bos_token_id = p->bos;
         cfg->eos_token_id = p->eos;
