@@ -130,7 +130,10 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
             int in, out;
             fl_proj_dims(cfg, (fl_proj)p, &in, &out);
             double IC = in, OC = out;
-            int adapted = fl_lora_adapts(cfg, lc, (fl_proj)p);   /* Phi-3: one LoRA per fused module */
+            int adapted = fl_lora_adapts(cfg, lc, (fl_proj)p);   /* Phi-3: one LoRA per fused module, */
+            int m_in, m_out, m_off;                               /* its B over the group's rows (LOC) */
+            fl_module_dims(cfg, (fl_proj)p, &m_in, &m_out, &m_off);
+            double LOC = m_out;
             if (l == 0) n_adapted += adapted;
             /* recompute (engine/model.c): every layer but the last runs its forward again in the
              * backward, without the down projection's frozen product (its x·Aᵀ is rerun) */
@@ -141,15 +144,15 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
                 if (!rerun_down && nf4) dequant_bytes += IC * OC * (FL_NF4_BYTES_PER_WEIGHT + e);
                 if (adapted) {
                     gemm(&a, N, IC, R, (N * IC + R * IC + N * R) * e);                 /* xa = x·Aᵀ */
-                    if (!rerun_down) gemm(&a, N, R, OC, (N * R + OC * R + 2 * N * OC) * e);   /* out += s·xa·Bᵀ */
+                    if (!rerun_down) gemm(&a, N, R, LOC, (N * R + LOC * R + 2 * N * LOC) * e);   /* out += s·xa·Bᵀ */
                 }
                 if (adapted && lc->dropout > 0) dropout_bytes += 2 * N * IC * e;
             }
             gemm(&a, N, OC, IC, (N * OC + OC * IC + N * IC) * e);                      /* dinp = dout·W */
             if (nf4) dequant_bytes += IC * OC * (FL_NF4_BYTES_PER_WEIGHT + e);
             if (adapted) {
-                gemm(&a, OC, N, R, (N * OC + N * R) * e + 2 * OC * R * 4);            /* dlora_b += doutᵀ·xa */
-                gemm(&a, N, OC, R, (N * OC + OC * R + N * R) * e);                     /* dxa = dout·B */
+                gemm(&a, LOC, N, R, (N * LOC + N * R) * e + 2 * LOC * R * 4);        /* dlora_b += doutᵀ·xa */
+                gemm(&a, N, LOC, R, (N * LOC + LOC * R + N * R) * e);                 /* dxa = dout·B */
                 gemm(&a, R, N, IC, (N * R + N * IC) * e + 2 * R * IC * 4);            /* dlora_a += dxaᵀ·x */
                 gemm(&a, N, R, IC, (N * R + R * IC + 2 * N * IC) * e);                 /* dinp += dxa·A */
                 if (lc->dropout > 0) dropout_bytes += 2 * N * IC * e;
