@@ -201,3 +201,30 @@ TEST(generate_phi3_longrope_table_per_forward) {
     free(short6); free(long12); free(dec);
     fl_model_free(&m);
 }
+
+/* In training the table follows the batch's largest position + 1 too, so a packed row of two
+ * 6-token documents (positions 0..5 twice, 12 columns > original 8) runs on the short factors: its
+ * loss is the two documents' losses each on its own (f32 sums in another order: 1e-6 relative), and
+ * the same row at positions 0..11 (the long factors) is not. */
+TEST(generate_phi3_longrope_packed_row_takes_the_short_table) {
+    fl_model m;
+    if (load_fixture(&m, "phi3_longrope")) { CHECK(0); return; }
+    int V = m.cfg.vocab_size;
+    int32_t ids[12], tg[12], pos[12], seg[12];
+    for (int t = 0; t < 12; t++) {
+        ids[t] = (int32_t)((t * 31 + 7) % V);
+        tg[t] = t % 6 == 5 ? -100 : (int32_t)(((t + 1) * 31 + 7) % V);
+        pos[t] = t % 6;
+        seg[t] = t < 6 ? 0 : 6;
+    }
+    fl_batch packed = {.B = 1, .T = 12, .ids = ids, .targets = tg, .pos = pos, .seg_start = seg};
+    fl_batch first = {.B = 1, .T = 6, .ids = ids, .targets = tg}, second = {.B = 1, .T = 6, .ids = ids + 6, .targets = tg + 6};
+    fl_batch plain = {.B = 1, .T = 12, .ids = ids, .targets = tg, .seg_start = seg};   /* positions 0..11: long */
+    double both = fl_model_forward(&m, &packed, 0.0f).loss_sum;
+    double a = fl_model_forward(&m, &first, 0.0f).loss_sum, b = fl_model_forward(&m, &second, 0.0f).loss_sum;
+    double as_one = fl_model_forward(&m, &plain, 0.0f).loss_sum;
+    printf("    packed %.7f, documents apart %.7f, positions 0..11 %.7f\n", both, a + b, as_one);
+    CHECK_CLOSE(both, a + b, 0, 1e-6);
+    CHECK(fabs(as_one - both) > 1e-3);
+    fl_model_free(&m);
+}

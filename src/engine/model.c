@@ -125,7 +125,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     be->rmsnorm_forward(v.x_attn, v.rstd_attn, v.h, w->attn_norm, c->rms_norm_eps, N, C, ld_xa);
     group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
     fl_model_qk_norm_forward(m, l, v.qkv, v.q_raw, v.k_raw, v.rstd_qk, a->wide, N);   /* Qwen3; wide: scratch */
-    fl_model_rope_forward(m, v.qkv, a->pos, N, T);   /* q and k: a row's positions run below T */
+    fl_model_rope_forward(m, v.qkv, a->pos, N, m->rope_seq);   /* q and k; the batch's table (staging.c) */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                           a->seg_start, B, T, NH, NKV, HS, QKV);
     be->copy(v.h_mid, v.h, N * C * be->act_size);
@@ -241,8 +241,8 @@ void fl_model_backward(fl_model *m) {
         be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                                a->seg_start, B, T, NH, NKV, HS, QKV);
-        be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, T), fl_config_rope_attention_factor(c), N, NH + NKV, HS,
-                          fl_config_rotary_dim(c), QKV);
+        be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, m->rope_seq), fl_config_rope_attention_factor(c), N,
+                          NH + NKV, HS, fl_config_rotary_dim(c), QKV);
         if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */
         group_backward(m, l, &qkv, a->dx, ld_xa, l > 0, a->dqkv, QKV, v.x_attn, ld_xa, NULL, N);

@@ -68,6 +68,8 @@ typedef struct {
     int adam_step;            /* AdamW steps taken */
     uint64_t micro_step;      /* forward passes taken (dropout stream) */
     int have_forward;         /* a forward with saved activations precedes backward */
+    int rope_seq;             /* the staged batch's largest position + 1: the RoPE table its forward and
+                                 backward take (fl_model_rope_freq) */
     int graphs;               /* 1 (default): fl_model_train_step records a step once and replays it where
                                  the backend can (CUDA graphs); 0: every step op by op */
     fl_step_scalars *sc;      /* (1) backend memory: the step's scalars (backend.h) */

@@ -65,6 +65,7 @@ void refresh_lora_copies(fl_model *m, int flat);
 typedef struct {
     int B, T, n_micro, training, fused;
     uint64_t active;          /* bit i: micro-batch i has counted tokens and runs */
+    uint64_t long_rope;       /* bit i: micro-batch i takes longrope's long table (a recording names it) */
     float beta1, beta2, eps, weight_decay, max_grad_norm;
 } step_key;
 
@@ -73,6 +74,7 @@ struct fl_step_runner {
     size_t slot_bytes, N;
     int slots;
     unsigned char *active;    /* (slots) 1: micro-batch i of the staged step runs here */
+    int *seq;                 /* (slots) largest position + 1 of micro-batch i: its RoPE table (longrope) */
     int pending;              /* uploads from the block may not have run yet: wait before writing it */
     step_key keys[MAX_RECORDINGS];
     void *recordings[MAX_RECORDINGS];

@@ -62,6 +62,7 @@ void free_runner(fl_model *m) {
         else free(m->runner->host);
     }
     free(m->runner->active);
+    free(m->runner->seq);
     free(m->runner);
     m->runner = NULL;
 }
@@ -88,6 +89,8 @@ void ensure_staging(fl_model *m, int slots, size_t N) {
     r->N = N;
     free(r->active);
     r->active = fl_calloc((size_t)r->slots, 1);
+    free(r->seq);
+    r->seq = fl_calloc((size_t)r->slots, sizeof *r->seq);
     r->slot_bytes = STAGE_ALIGN(4 * N * sizeof(int32_t)) + STAGE_ALIGN(sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
     size_t bytes = stage_header_bytes() + (size_t)r->slots * r->slot_bytes;
     r->host = m->be->alloc_host ? m->be->alloc_host(bytes) : fl_calloc(1, bytes);
@@ -99,10 +102,13 @@ void stage_batch(fl_model *m, int i, const fl_batch *batch, uint64_t micro_step)
     int32_t *ids = staged_batch(m, i), *targets = ids + N, *pos = ids + 2 * N, *seg = ids + 3 * N;
     memcpy(ids, batch->ids, sizeof(int32_t) * N);
     memcpy(targets, batch->targets, sizeof(int32_t) * N);
+    int32_t top = 0;   /* transformers' longrope: torch.max(position_ids) + 1 picks the table per forward */
     for (size_t t = 0; t < N; t++) {
         pos[t] = batch->pos ? batch->pos[t] : (int32_t)(t % (size_t)batch->T);
         seg[t] = batch->seg_start ? batch->seg_start[t] : 0;
+        top = pos[t] > top ? pos[t] : top;
     }
+    m->runner->seq[i] = top + 1;
     if (m->lora_cfg.dropout > 0.0f) {
         uint64_t *streams = staged_streams(m, i);
         for (int l = 0; l < m->cfg.n_layers; l++)
@@ -127,6 +133,7 @@ void upload_slot(fl_model *m, int i) {
     }
     if (m->lora_cfg.dropout > 0.0f)
         be->upload(m->dropout_streams, staged_streams(m, i), sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    m->rope_seq = m->runner->seq[i];
     m->runner->pending = 1;
 }
 

@@ -102,6 +102,7 @@ static step_key stage_step(fl_model *m, const fl_batch *micro, int n_micro, int 
         if (!r->active[i]) continue;
         stage_batch(m, i, &micro[i], m->micro_step + (uint64_t)i + 1);
         if (i < 64) key.active |= 1ull << i;
+        if (i < 64 && fl_model_rope_freq(m, r->seq[i]) != m->inv_freq) key.long_rope |= 1ull << i;
         else key.n_micro = -1; /* too many to name: never recorded */
     }
     return key;
