@@ -23,7 +23,9 @@
  * saved input's columns after C, dxa in the input gradient's. o and down read the attention and
  * SwiGLU outputs, which are contiguous: their LoRA is a second GEMM accumulating into the output
  * (beta = 1). With m->fused == 0 every projection runs alone, base then LoRA — the reference the
- * tests compare the fused path with. */
+ * tests compare the fused path with. A fused checkpoint module (Phi-3's qkv_proj, gate_up_proj:
+ * model/projections.h) is one adapted member spanning the group's rows: its s·B is one dense block, and
+ * in the per-member paths its B product runs after the group's last frozen product (lora_after). */
 
 
 /* The weight-typed compute copy of a LoRA matrix, from its f32 master view. */

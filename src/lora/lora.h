@@ -4,7 +4,8 @@
  * lora_a (R, IC), lora_b (OC, R), s = alpha/R (or alpha/√R with rsLoRA). PEFT's init: lora_a ~
  * kaiming_uniform(a=√5) = U(−1/√IC, 1/√IC), lora_b = 0. Every lora_a/lora_b of the model lives in
  * one flat f32 buffer in a fixed order — layer, then projection group (q/k/v, o, gate/up, down),
- * then the lora_a of each adapted member of the group, then their lora_b — so the gradients, both
+ * then the lora_a of each adapted member of the group, then their lora_b (a fused checkpoint module,
+ * Phi-3's qkv_proj or gate_up_proj, is one member: model/projections.h) — so the gradients, both
  * AdamW moments and the optimizer's single launch share that layout, and the lora_a matrices of a
  * group are one stacked (members·R, IC) matrix (one GEMM for q, k and v, which share their input).
  * Not the projections themselves (model/projections.h: fl_proj, fl_group, their widths) and not the
