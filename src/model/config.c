@@ -112,6 +112,8 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
         field = "rope_parameters";
     } else {
         FL_TRY(get_number(path, root, "rope_theta", 0, 10000.0, &cfg->rope_theta));
+        if (json_is_object(scaling))   /* 5.x reads the 4.x rope_scaling object as its rope_parameters */
+            FL_TRY(get_number(path, scaling, "partial_rotary_factor", 0, partial, &partial));
     }
     if (!(cfg->rope_theta > 0)) return fl_input_error("%s: field 'rope_theta' must be positive", path);
     int rd = (int)(cfg->head_dim * partial);   /* transformers: int(head_dim * partial_rotary_factor) */
