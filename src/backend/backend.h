@@ -222,10 +222,11 @@ typedef struct fl_backend {
     /* Attention of Tn new queries of ONE sequence against its K/V cache. q (Tn rows of stride ld_q,
      * NH heads of HS first) holds positions start .. start+Tn-1 (RoPE applied); k_cache/v_cache
      * (>= start+Tn, NKV, HS) hold positions 0 .. start+Tn-1 (k with RoPE). out (Tn, NH, HS)
-     * assigned: query i sees keys 0 .. start+i. The same math as attention_forward with
-     * seg_start 0, without the lse. */
+     * assigned: query i sees keys lo .. start+i, lo = max(0, start+i-window+1) (window 0: lo = 0;
+     * a sliding window, model/config.h). The same math as attention_forward with seg_start lo,
+     * without the lse. */
     void (*attention_decode)(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
-                             int NH, int NKV, int HS, int ld_q);
+                             int window, int NH, int NKV, int HS, int ld_q);
 
     /* ---- describing the device (bench) ----
      * describe fills *info (fl_device_info above); measure_peak != 0 also runs the backend's own

@@ -204,13 +204,6 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-int fl_config_check_window(const fl_model_config *cfg, int T, const char *what) {
-    if (!cfg->sliding_window || T <= cfg->sliding_window) return 0;
-    return fl_input_error("%s %d is longer than the model's sliding_window %d (%s): sliding-window attention is not "
-                          "implemented, so the result would differ from the model's; use %s %d or less", what, T,
-                          cfg->sliding_window, cfg->name, what, cfg->sliding_window);
-}
-
 int fl_config_load(fl_model_config *cfg, const char *path) {
     memset(cfg, 0, sizeof *cfg);
     json_t *root;
