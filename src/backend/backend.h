@@ -159,7 +159,9 @@ typedef struct fl_backend {
      * q + n·ld_qkv + h·HS elements, of k and v likewise (their own bases, NKV heads, same ld_qkv).
      * out (N, NH·HS) contiguous, lse (B, NH, T) log-sum-exp of the scaled scores (saved for
      * backward). Query t of row b sees keys seg_start[b*T+t] .. t, which is how packed documents
-     * stay apart. */
+     * stay apart, and how a sliding window applies (the engine passes max(document start,
+     * t - W + 1): engine/model.h fl_window_key_start); key tiles before every query's first key are
+     * skipped. */
     void (*attention_forward)(void *out, float *lse, const void *q, const void *k, const void *v,
                               const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
     /* dq, dk, dv assigned, laid out as q, k, v (stride ld_qkv: one dqkv buffer); dout, out

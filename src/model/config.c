@@ -90,8 +90,9 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-/* Qwen3: sliding-window attention (use_sliding_window true: layers from max_window_layers on, or
- * layer_types naming "sliding_attention") is not implemented; real checkpoints have it off. */
+/* Qwen3: sliding-window layers (use_sliding_window true: layers from max_window_layers on, or
+ * layer_types naming "sliding_attention") are not read into cfg yet (config.h's window_first_layer
+ * is their place); real checkpoints have them off, so they are refused. */
 static int check_qwen3_window(const char *path, json_t *root) {
     int use = 0;
     FL_TRY(get_bool(path, root, "use_sliding_window", 0, &use));
