@@ -351,7 +351,6 @@ TEST(bad_input_mistral_sliding_window) {
     CHECK_EQ_INT(fl_config_load(&cfg, "tests/fixtures/hf/mistral_window/model/config.json"), 0);
     CHECK(cfg.arch == FL_ARCH_LLAMA && cfg.sliding_window == 32);
     for (int l = 0; l < cfg.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&cfg, l), 32);
-    CHECK(!fl_config_window_binds(&cfg, 32) && fl_config_window_binds(&cfg, 33));
     if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char out[8192];
     int rc = fl_test_run_cli(out, sizeof out, "bench --model %s --seq 64 --batch 1 --steps 1 --device cpu", m);

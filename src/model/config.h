@@ -57,13 +57,6 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
     if (c->window_global_every > 0 && (l + 1) % c->window_global_every == 0) return 0;
     return c->sliding_window;
 }
-/* 1 when some layer of cfg has a window shorter than T (the window binds at sequence length T). */
-static inline int fl_config_window_binds(const fl_model_config *c, int T) {
-    if (c->sliding_window <= 0 || c->sliding_window >= T) return 0;
-    for (int l = 0; l < c->n_layers; l++)
-        if (fl_config_layer_window(c, l)) return 1;
-    return 0;
-}
 
 /* Parses `path` (a config.json). Errors name the file and the field. Architectures:
  * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window on every
