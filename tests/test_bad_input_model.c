@@ -341,27 +341,22 @@ TEST(bad_input_config_positions_and_eps) {
     }
 }
 
-/* MistralForCausalLM runs as Llama; its sliding_window is kept. A sequence longer than the window
- * would need sliding-window attention (not implemented): bench, generate and train refuse it in one
- * line naming the window, before any output, and a window that is not a positive integer is one
- * line naming the field. Within the window the model is exact (test_hf_fixtures.c: mistral_window). */
+/* MistralForCausalLM runs as Llama with its sliding_window on every layer. A sequence longer than
+ * the window runs (sliding-window attention: tests/test_cpu_attention.c, test_hf_fixtures.c
+ * mistral_swa) in bench, generate and train, which used to refuse it; a window that is not a
+ * positive integer is one line naming the field. */
 TEST(bad_input_mistral_sliding_window) {
     const char *m = "tests/fixtures/hf/mistral_window/model";
     fl_model_config cfg;
     CHECK_EQ_INT(fl_config_load(&cfg, "tests/fixtures/hf/mistral_window/model/config.json"), 0);
     CHECK(cfg.arch == FL_ARCH_LLAMA && cfg.sliding_window == 32);
-    CHECK_EQ_INT(fl_config_check_window(&cfg, 32, "--seq"), 0);
-    CHECK_EQ_INT(fl_config_check_window(&cfg, 33, "--seq"), 2);
-    CHECK_STR_CONTAINS(fl_last_error(), "--seq 33 is longer than the model's sliding_window 32");
+    for (int l = 0; l < cfg.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&cfg, l), 32);
     if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
     char out[8192];
     int rc = fl_test_run_cli(out, sizeof out, "bench --model %s --seq 64 --batch 1 --steps 1 --device cpu", m);
-    CHECK_EQ_INT(rc, 2);
-    CHECK_STR_CONTAINS(out, "--seq 64 is longer than the model's sliding_window 32");
-    CHECK_MSG(strchr(out, '\n') == strrchr(out, '\n'), "more than one line: %s", out);
+    CHECK_MSG(rc == 0, "bench --seq 64: %s", out);
     rc = fl_test_run_cli(out, sizeof out, "generate --model %s --prompt-ids 1,2,3 --max-tokens 40 --device cpu", m);
-    CHECK_EQ_INT(rc, 2);
-    CHECK_STR_CONTAINS(out, "sliding_window 32");
+    CHECK_MSG(rc == 0, "generate past the window: %s", out);
     char dir[] = "/tmp/fastlora-window-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char data[300], run[300];
@@ -374,10 +369,7 @@ TEST(bad_input_mistral_sliding_window) {
     CHECK_EQ_INT(fl_tokens_file_write(data, &ds), 0);
     fl_dataset_free(&ds);
     rc = fl_test_run_cli(out, sizeof out, "train --model %s --data %s --out %s --seq 64 --max-steps 1 --device cpu", m, data, run);
-    CHECK_EQ_INT(rc, 2);
-    CHECK_STR_CONTAINS(out, "--seq 64 is longer than the model's sliding_window 32");
-    struct stat st;
-    CHECK_MSG(stat(run, &st) != 0, "train refused but left %s", run);
+    CHECK_MSG(rc == 0, "train --seq 64: %s", out);
     /* a bad window */
     const char *bad = fresh_model_dir();
     rewrite_config(bad, "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"], \"sliding_window\": -3, \"x\": [0");

@@ -139,6 +139,23 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        name="mistral_swa",
+        arch="mistral",
+        seed=181920,
+        config=dict(
+            vocab_size=120, hidden_size=40, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,   # GQA; explicit head_dim: q dim 48 != 40
+            max_position_embeddings=256, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            sliding_window=5,                                            # binds: 16 positions, each sees its last 5
+            tie_word_embeddings=False,
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         name="qwen3_qk_norm",
         arch="qwen3",
         seed=151617,
@@ -226,7 +243,8 @@ def load_trainable(model_dir, adapter_dir):
 
 def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
-    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM}.get(cfg.model_type,
+                                                                                                  Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -350,6 +368,17 @@ def write_fixture(spec, out_root):
         mem_logits = pm(input_ids=ids).logits.clone()
     adapter_delta = (mem_logits - base_logits).abs().max().item()
     assert adapter_delta > 1e-2, f"adapter barely changes logits: {adapter_delta}"
+    window = spec["config"].get("sliding_window")
+    if window and window < spec["T"]:   # the window binds: the first W positions as full causal, later ones not
+        cfg = pm.base_model.model.config
+        cfg.sliding_window = None
+        with torch.no_grad():
+            causal_logits = pm(input_ids=ids).logits.clone()
+        cfg.sliding_window = window
+        assert torch.equal(causal_logits[:, :window], mem_logits[:, :window])
+        apart = (causal_logits[:, window:] - mem_logits[:, window:]).abs().max().item()
+        print(f"    sliding window {window}: full causal attention moves later logits by {apart:.3g}")
+        assert apart > 1e-2, apart
 
     # ---- everything below from the files on disk: proves the saved folders are the reference ----
     pm = load_trainable(model_dir, adapter_dir)

@@ -90,8 +90,9 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-/* Qwen3: sliding-window attention (use_sliding_window true: layers from max_window_layers on, or
- * layer_types naming "sliding_attention") is not implemented; real checkpoints have it off. */
+/* Qwen3: sliding-window layers (use_sliding_window true: layers from max_window_layers on, or
+ * layer_types naming "sliding_attention") are not read into cfg yet (config.h's window_first_layer
+ * is their place); real checkpoints have them off, so they are refused. */
 static int check_qwen3_window(const char *path, json_t *root) {
     int use = 0;
     FL_TRY(get_bool(path, root, "use_sliding_window", 0, &use));
@@ -202,13 +203,6 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     FL_TRY(get_token_id(path, root, "bos_token_id", &cfg->bos_token_id));
     FL_TRY(get_token_id(path, root, "eos_token_id", &cfg->eos_token_id));
     return 0;
-}
-
-int fl_config_check_window(const fl_model_config *cfg, int T, const char *what) {
-    if (!cfg->sliding_window || T <= cfg->sliding_window) return 0;
-    return fl_input_error("%s %d is longer than the model's sliding_window %d (%s): sliding-window attention is not "
-                          "implemented, so the result would differ from the model's; use %s %d or less", what, T,
-                          cfg->sliding_window, cfg->name, what, cfg->sliding_window);
 }
 
 int fl_config_load(fl_model_config *cfg, const char *path) {
