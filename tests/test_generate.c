@@ -180,33 +180,3 @@ TEST(generate_stories260k_greedy_matches_llama2c) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
-
-/* longrope picks its table per forward, as transformers does (the largest position + 1 against
- * original_max_position_embeddings, 8 in phi3_longrope): a 6-token prompt runs on the short factors
- * in the full forward and in the decoder alike, and its logits differ from the first 6 rows of a
- * 12-token forward, which takes the long ones. */
-TEST(generate_phi3_longrope_table_per_forward) {
-    fl_model m;
-    if (load_fixture(&m, "phi3_longrope")) { CHECK(0); return; }
-    int V = m.cfg.vocab_size;
-    int32_t ids[12];
-    for (int t = 0; t < 12; t++) ids[t] = (int32_t)((t * 23 + 5) % V);
-    float *short6 = malloc(sizeof(float) * 6 * V), *long12 = malloc(sizeof(float) * 12 * V),
-          *dec = malloc(sizeof(float) * 6 * V);
-    fl_model_logits(&m, ids, 1, 6, short6);
-    fl_model_logits(&m, ids, 1, 12, long12);
-    fl_decoder d;
-    CHECK(fl_decoder_init(&d, &m, 12, 1) == 0);
-    CHECK(fl_decoder_feed(&d, ids, 6, NULL, dec) == 0);
-    double same = 0, apart = 0;
-    for (size_t i = 0; i < (size_t)6 * V; i++) {
-        same = fmax(same, fabs(short6[i] - dec[i]));
-        apart = fmax(apart, fabs(short6[i] - long12[i]));
-    }
-    printf("    6 tokens: decoder vs full forward %.2e; short vs long table %.2e\n", same, apart);
-    CHECK(same < 1e-4);
-    CHECK(apart > 1e-2);
-    fl_decoder_free(&d);
-    free(short6); free(long12); free(dec);
-    fl_model_free(&m);
-}
