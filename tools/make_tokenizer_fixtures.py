@@ -23,8 +23,9 @@ a TemplateProcessing post-processor adding <|begin_of_text|>, and every encoding
 against `tiktoken` itself (pip install tiktoken). The base model has no chat template, so the chat
 fixtures use the Llama-3 Instruct template written below (LLAMA3_TEMPLATE, Meta-Llama-3-8B-Instruct).
 
-Qwen3: the Qwen3 repositories ship the Qwen2/Qwen2.5 vocab.json and merges.txt (151643 BPE tokens,
-the same pre-tokenizer) with four more added tokens, ids 151665..151668: <tool_response>,
+Qwen3: Qwen3 uses the Qwen2/Qwen2.5 byte-level BPE (151643 tokens, the same pre-tokenizer; its own
+vocab.json and merges.txt are not in ../shared, so they are not compared byte for byte) with four
+more added tokens, ids 151665..151668: <tool_response>,
 </tool_response>, <think>, </think>, all "special": false (Qwen3's tokenizer_config.json
 added_tokens_decoder, as quoted for Qwen3-4B in github.com/akougkas/warpio-cli
 warpio-docs/ai-docs/model_cards/qwen3:4b.md). No Qwen3 tokenizer.json (~11 MB) can be committed, so
