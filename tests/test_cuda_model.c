@@ -80,6 +80,7 @@ TEST(cuda_model_qwen2_bias_tied) { fixture_vs_cpu("qwen2_bias_tied"); }
 TEST(cuda_model_llama3_rope) { fixture_vs_cpu("llama3_rope"); }
 TEST(cuda_model_qwen3_qk_norm) { fixture_vs_cpu("qwen3_qk_norm"); }
 TEST(cuda_model_mistral_swa) { fixture_vs_cpu("mistral_swa"); } /* sliding window 5 over 16 positions */
+TEST(cuda_model_qwen3_swa) { fixture_vs_cpu("qwen3_swa"); } /* window 4 over 12 positions on layers 1, 2 */
 
 /* n AdamW steps on the fixture batch; returns the adapter on the host, losses in `losses` */
 static float *train_steps(const char *name, const fl_backend *be, int steps, double *losses) {

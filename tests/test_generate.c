@@ -32,8 +32,9 @@ static int load_fixture(fl_model *m, const char *name) {
 }
 
 TEST(generate_kv_cache_logits_match_full_forward) {
-    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "mistral_window"};
-    for (int k = 0; k < 5; k++) {
+    /* qwen3_swa: window 4 on layers 1, 2 only (layer 0 full): the cache reads each layer's own window */
+    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "mistral_window", "qwen3_swa"};
+    for (int k = 0; k < 6; k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }
         enum { T = 80 }; /* > the decoder's 64-token chunk, so prefill takes two chunks */

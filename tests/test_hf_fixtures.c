@@ -195,6 +195,15 @@ TEST(hf_mistral_swa_three_clipped_steps_recompute) { recompute = 1; check_three_
 TEST(hf_qwen3_qk_norm_logits) { check_logits("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_loss_and_grads) { check_loss_and_grads("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_three_clipped_steps) { check_three_steps("qwen3_qk_norm"); }
+/* Qwen3ForCausalLM with use_sliding_window: sliding_window 4 over 12 positions, max_window_layers 1, so
+ * layer 0 is full causal and layers 1, 2 slide (Qwen3Config's layer_types, written to config.json); the
+ * fixture script checks that all-full or all-sliding layers would move the later logits. Also packed
+ * and with activation recompute. */
+TEST(hf_qwen3_swa_logits) { check_logits("qwen3_swa"); }
+TEST(hf_qwen3_swa_loss_and_grads) { check_loss_and_grads("qwen3_swa"); }
+TEST(hf_qwen3_swa_three_clipped_steps) { check_three_steps("qwen3_swa"); }
+TEST(hf_qwen3_swa_packed_loss_and_grads) { check_packed_loss_and_grads("qwen3_swa"); }
+TEST(hf_qwen3_swa_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_swa"); recompute = 0; }
 /* the same fixtures with activation recompute: same tolerances (test_recompute.c holds the
  * gradients equal bit for bit to the run without it) */
 TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama_gqa"); recompute = 0; }

@@ -172,6 +172,24 @@ SPECS = [
         opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
         expect_clip=None,
     ),
+    dict(
+        name="qwen3_swa",
+        arch="qwen3",
+        seed=222324,
+        config=dict(
+            vocab_size=80, hidden_size=24, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8,    # GQA; explicit head_dim: q dim 32 != 24
+            max_position_embeddings=256, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            tie_word_embeddings=True, attention_bias=False,
+            # Qwen3Config: layers i >= max_window_layers slide -> layer 0 full, layers 1 and 2 see their last 4
+            use_sliding_window=True, sliding_window=4, max_window_layers=1,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
 ]
 
 STEPS = 3
@@ -369,8 +387,22 @@ def write_fixture(spec, out_root):
     adapter_delta = (mem_logits - base_logits).abs().max().item()
     assert adapter_delta > 1e-2, f"adapter barely changes logits: {adapter_delta}"
     window = spec["config"].get("sliding_window")
-    if window and window < spec["T"]:   # the window binds: the first W positions as full causal, later ones not
-        cfg = pm.base_model.model.config
+    cfg = pm.base_model.model.config
+    if spec["arch"] == "qwen3" and window and window < spec["T"]:
+        # Qwen3: the layers that slide are config.layer_types (built from max_window_layers); both the full
+        # and the sliding layers must matter: every layer full, or every layer sliding, moves later logits
+        types = list(cfg.layer_types)
+        assert "sliding_attention" in types and "full_attention" in types, types
+        for other in ("full_attention", "sliding_attention"):
+            cfg.layer_types = [other] * len(types)
+            with torch.no_grad():
+                other_logits = pm(input_ids=ids).logits.clone()
+            cfg.layer_types = types
+            assert torch.equal(other_logits[:, :window], mem_logits[:, :window])
+            apart = (other_logits[:, window:] - mem_logits[:, window:]).abs().max().item()
+            print(f"    layer_types {types}: all {other} moves later logits by {apart:.3g}")
+            assert apart > 1e-2, apart
+    elif window and window < spec["T"]:   # the window binds: the first W positions as full causal, later ones not
         cfg.sliding_window = None
         with torch.no_grad():
             causal_logits = pm(input_ids=ids).logits.clone()

@@ -61,7 +61,9 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
 /* Parses `path` (a config.json). Errors name the file and the field. Architectures:
  * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window on every
  * layer), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
- * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused). */
+ * defaults to 128 as in Qwen3Config; with use_sliding_window true, layers from max_window_layers on
+ * slide, or those layer_types names when it lists them and the rule above expresses the list;
+ * attention_bias true is refused). */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
