@@ -147,6 +147,27 @@ TEST(gradcheck_attention_gqa_packed) {
     free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
 }
 
+/* Sliding windows W = 1, 2, 3 (engine/model.h's fl_window_key_start as seg_start) over the same
+ * packed rows: the window and the document boundary both bound what a query sees. */
+TEST(gradcheck_attention_sliding_window) {
+    int B = 2, T = 7, NH = 4, NKV = 2, HS = 4, ld = (NH + 2 * NKV) * HS + 1;
+    size_t nq = (size_t)B * T * NH * HS, nqkv = (size_t)B * T * ld;
+    int32_t seg[14] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2}, win[14];
+    for (int W = 1; W <= 3; W++) {
+        fl_window_key_start(win, seg, (size_t)B, T, W);
+        attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), win, B, T, NH, NKV, HS, ld};
+        fill(c.qkv, nqkv, 60 + W, -1, 1); fill(c.dout, nq, 90 + W, -1, 1);
+        for (int n = 0; n < B * T; n++) c.qkv[n * ld + ld - 1] = 0.0f;
+        float *dqkv = malloc(4 * nqkv);
+        for (size_t i = 0; i < nqkv; i++) dqkv[i] = 0.0f;
+        attn_loss(&c);
+        attention_backward_cpu(dqkv, dqkv + NH * HS, dqkv + (NH + NKV) * HS, c.dout, c.out, c.lse, c.qkv,
+                               c.qkv + NH * HS, c.qkv + (NH + NKV) * HS, win, B, T, NH, NKV, HS, ld);
+        fd_compare("windowed attention dq|dk|dv", c.qkv, dqkv, nqkv, attn_loss, &c);
+        free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
+    }
+}
+
 /* ---- SwiGLU (the fused gate/up rows) ---- */
 typedef struct { float *gu, *y, *dy; int N, FF; } swiglu_ctx;
 static double swiglu_loss(void *p) {
@@ -260,13 +281,14 @@ static void scale_nf4(fl_nf4_weight *w, float s) {
 }
 
 /* qwen: 0 Llama (llama3 RoPE), 1 Qwen2 (q/k/v bias, tied), 2 Qwen3 (q_norm/k_norm, tied, head_dim 6:
- * q dim 24 != hidden 12) */
-static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
+ * q dim 24 != hidden 12); window > 0: a sliding window on the layers model/config.h's rule picks
+ * (global_every 2: layer 0 sliding, layer 1 global) */
+static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_quant quant, int window, int global_every) {
     fl_model_config cfg = {.arch = qwen == 2 ? FL_ARCH_QWEN3 : qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23,
                            .hidden_size = 12, .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                            .head_dim = qwen == 3 ? 8 : qwen == 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
                            .rms_norm_eps = 1e-5f, .tie_word_embeddings = qwen != 0, .qkv_bias = qwen == 1,
-                           .qk_norm = qwen == 2};
+                           .qk_norm = qwen == 2, .sliding_window = window, .window_global_every = global_every};
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
@@ -323,6 +345,10 @@ static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant qua
                        1e-3f, model_loss, &ctx);
     free(grad);
     fl_model_free(&m);
+}
+
+static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
+    model_gradcheck_window(qwen, dropout, recompute, quant, 0, 0);
 }
 
 TEST(gradcheck_model_llama3_rope) { model_gradcheck(0, 0.0f, 0, FL_QUANT_NONE); }
@@ -436,3 +462,7 @@ TEST(matmul_backward_weight_small_rank_strided_thread_independent) {
         free(dout); free(inp); free(dw1); free(dw2); free(want);
     }
 }
+/* Sliding-window attention (T = 6, W = 2: row 0's later queries lose their early keys): every layer
+ * windowed (Mistral), and alternating windowed/global layers (model/config.h's rule), with recompute */
+TEST(gradcheck_model_sliding_window) { model_gradcheck_window(0, 0.0f, 0, FL_QUANT_NONE, 2, 0); }
+TEST(gradcheck_model_sliding_window_alternating_recompute) { model_gradcheck_window(0, 0.3f, 1, FL_QUANT_NONE, 2, 2); }

@@ -3,7 +3,8 @@
  * top-level partial_rotary_factor and original_max_position_embeddings) gives the same fields;
  * longrope's attention factor default; an unknown rope type, a factor list of the wrong length, a
  * partial_rotary_factor giving an odd rotary dimension, a missing fused tensor and part of a fused
- * module in --targets are each one line naming the field, tensor or module. The
+ * module in --targets are each one line naming the field, tensor or module; the sliding window on
+ * every layer, a sequence past it running. The
  * numerics are test_hf_fixtures.c's (phi3_longrope). */
 #include <math.h>
 #include <stdio.h>
@@ -86,6 +87,29 @@ TEST(phi3_config_fields_both_spellings) {
     dir = phi3_copy("\"rope_type\": \"longrope\"", "\"rope_type\": \"longrope\", \"attention_factor\": 1.25");
     CHECK_EQ_INT(load_copy(dir, &b), 0);
     CHECK(b.rope_attention_factor == 1.25);
+    remove_copy(dir);
+}
+
+/* transformers 5.x's Phi3 masks every layer with config.sliding_window as it stands (the sliding
+ * mask keeps keys j > t - W): Phi-3-mini-4k's 2047 is a window of 2047, no layer global, and null
+ * means none. A sequence longer than the window slides rather than being refused. */
+TEST(phi3_sliding_window_every_layer) {
+    fl_model_config a;
+    CHECK_EQ_INT(fl_config_load(&a, PHI3 "/config.json"), 0);
+    CHECK(a.window_first_layer == 0 && a.window_global_every == 0);
+    for (int l = 0; l < a.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&a, l), 64);
+    const char *dir = phi3_copy("\"sliding_window\": 64", "\"sliding_window\": 2047");
+    CHECK_EQ_INT(load_copy(dir, &a), 0);
+    for (int l = 0; l < a.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&a, l), 2047);
+    remove_copy(dir);
+    dir = phi3_copy("\"sliding_window\": 64", "\"sliding_window\": null");
+    CHECK_EQ_INT(load_copy(dir, &a), 0);
+    for (int l = 0; l < a.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&a, l), 0);
+    remove_copy(dir);
+    dir = phi3_copy("\"sliding_window\": 64", "\"sliding_window\": 4");   /* shorter than --seq 12 */
+    char out[4096];
+    int rc = fl_test_run_cli(out, sizeof out, "bench --model %s --steps 1 --warmup 0 --batch 1 --seq 12 --device cpu", dir);
+    CHECK_MSG(rc == 0, "bench with a window of 4 over 12 positions: rc %d: %s", rc, out);
     remove_copy(dir);
 }
 

@@ -24,6 +24,8 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "common/rng.h"
+#include "io/file_util.h"
 #include "io/safetensors.h"
 #include "test.h"
 
@@ -205,6 +207,11 @@ TEST(pref_train_resume_equals_one_run) {
     snprintf(fa, sizeof fa, "%s/adapter_model.safetensors", a);
     snprintf(fb, sizeof fb, "%s/adapter_model.safetensors", b);
     CHECK_MSG(cr_files_equal(fa, fb), "the resumed run's adapter differs from the one run's");
+    /* --config OUT/train_config.json repeats the run exactly (every option recorded, none refused) */
+    snprintf(args, sizeof args, "train --config %s/train_config.json --out %s/c", a, dir);
+    CHECK_EQ_INT(cr_run(out, sizeof out, NULL, args), 0);
+    snprintf(fb, sizeof fb, "%s/c/adapter_model.safetensors", dir);
+    CHECK_MSG(cr_files_equal(fa, fb), "the --config rerun's adapter differs: %s", out);
     cr_remove_tree(dir);
     free(dir);
 }
@@ -307,4 +314,92 @@ TEST(pref_plan_counts_pairs_and_rows) {
     rc = cr_run(out, sizeof out, NULL, "plan --model " PREF_MODEL " --objective kto");
     CHECK_EQ_INT(rc, 2);
     CHECK_STR_CONTAINS(out, "--objective: 'kto' (expected sft, dpo, ipo, orpo or simpo)");
+}
+
+/* ---- end to end: stories260K learns which continuation is Shakespeare's (docs/TRAINING.md) ---- */
+
+/* The end of the word boundary at or after `at` (the index of a space), or `at` when there is none. */
+static size_t space_at_or_after(const char *text, size_t n, size_t at) {
+    while (at < n && text[at] != ' ') at++;
+    return at;
+}
+
+static size_t space_before(const char *text, size_t from, size_t limit) {
+    size_t at = limit;
+    while (at > from + 1 && text[at] != ' ') at--;
+    return at;
+}
+
+/* tools/make_preference_pairs.py's rule with this file's own draws: a prompt of ~120 characters
+ * ending at a space, the 60 that follow (chosen), 60 from at least 600 characters away (rejected). */
+static int write_shakespeare_pairs(const char *text, size_t n, const char *path, int n_pairs) {
+    FILE *f = fopen(path, "w");
+    if (!f) return 1;
+    size_t range = n - 1000;
+    for (int i = 0; i < n_pairs; i++) {
+        size_t ps = space_at_or_after(text, n, fl_hash64(0x5eed00 + (uint64_t)i) % range);
+        size_t pe = space_before(text, ps, ps + 120), ce = space_before(text, pe, pe + 60);
+        size_t other = fl_hash64(0xfa11 + (uint64_t)i) % range;
+        if (other + 600 > pe && other < pe + 600) other = (pe + 600 + other) % range;
+        size_t rs = space_at_or_after(text, n, other), re = space_before(text, rs, rs + 60);
+        json_t *o = json_pack("{s:s%,s:s%,s:s%}", "prompt", text + ps + 1, pe - ps - 1, "chosen", text + pe, ce - pe,
+                              "rejected", text + rs, re - rs);
+        char *line = o ? json_dumps(o, 0) : NULL;
+        if (line) fprintf(f, "%s\n", line);
+        free(line);
+        json_decref(o);
+    }
+    return fclose(f);
+}
+
+static json_t *last_eval_line(const char *dir) {
+    char path[512], buf[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    json_t *last = NULL;
+    while (f && fgets(buf, sizeof buf, f)) {
+        json_t *o = json_loads(buf, 0, NULL);
+        if (o && json_object_get(o, "eval_loss")) { json_decref(last); last = o; }
+        else json_decref(o);
+    }
+    if (f) fclose(f);
+    return last;
+}
+
+TEST(pref_train_stories260k_dpo_prefers_the_real_continuation) {
+    const char *shared = fl_test_shared_dir();
+    if (!shared) SKIP("../shared not found");
+    if (!fl_test_bin()) SKIP("no FASTLORA_BIN");
+    char ckpt[512], tokbin[512], text_path[512];
+    snprintf(ckpt, sizeof ckpt, "%s/data/stories260K/stories260K.bin", shared);
+    snprintf(tokbin, sizeof tokbin, "%s/data/stories260K/tok512.bin", shared);
+    snprintf(text_path, sizeof text_path, "%s/data/tinyshakespeare/input.txt", shared);
+    char *text = NULL;
+    size_t n = 0;
+    if (fl_file_read_all(text_path, FL_FILE_DATASET, &text, &n) || n < 100000) {
+        free(text);
+        SKIP("tinyshakespeare missing in ../shared");
+    }
+    char *dir = cr_temp_dir(), args[2048], out[16384], model[300], data[300], run[300];
+    snprintf(model, sizeof model, "%s/s260", dir);
+    snprintf(data, sizeof data, "%s/pairs.jsonl", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(args, sizeof args, "convert-llama2c --checkpoint %s --tokenizer %s --out %s", ckpt, tokbin, model);
+    CHECK_EQ_INT(cr_run(out, sizeof out, NULL, args), 0);
+    CHECK_EQ_INT(write_shakespeare_pairs(text, n, data, 1000), 0);
+    free(text);
+    snprintf(args, sizeof args, "train --objective dpo --model %s --data %s --out %s --eval-frac 0.1 --seq 128 --batch 8 "
+             "--max-steps 150 --lr 1e-3 --warmup 20 --rank 8 --alpha 16 --eval-every 150 --save-every 0 --dtype f32 "
+             "--device cpu", model, data, run);
+    CHECK_EQ_INT(cr_run(out, sizeof out, "OMP_NUM_THREADS=1", args), 0);
+    json_t *e = last_eval_line(run);
+    double acc = json_number_value(json_object_get(e, "eval_rewards/accuracies"));
+    double margin = json_number_value(json_object_get(e, "eval_rewards/margins"));
+    double loss = json_number_value(json_object_get(e, "eval_loss"));
+    /* at the start every reward is 0 (policy = reference): accuracy 0, margin 0, loss ln 2 */
+    CHECK_MSG(acc >= 0.58 && margin > 0.05 && loss < 0.68, "after 150 steps: eval accuracy %.3f, margin %.4f, loss %.4f",
+              acc, margin, loss);
+    json_decref(e);
+    cr_remove_tree(dir);
+    free(dir);
 }

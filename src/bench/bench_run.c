@@ -203,8 +203,6 @@ int fl_bench_run(fl_bench_options *o) {
         snprintf(path, sizeof path, "%s/config.json", o->model_dir);
         status = fl_config_load(&pre, path);
     }
-    for (int si = 0; !status && si < o->n_sweep_seq; si++) /* a Mistral window shorter than a sequence: refused */
-        status = fl_config_check_window(&pre, o->sweep_seq[si], "--seq");
     if (!status) status = fl_lora_check_targets(&pre, lc.target_mask);   /* Phi-3: whole fused modules */
     if (status) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());

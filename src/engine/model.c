@@ -59,6 +59,12 @@ static layer_acts layer_acts_at(const fl_model *m, int l) {
     return v;
 }
 
+/* The first key each query of layer l sees (B, T): the document's start, or on a sliding-window
+ * layer (model/config.h) win_start = max(seg_start, t - W + 1), staged with the batch. */
+static const int32_t *layer_key_start(const fl_model *m, int l) {
+    return fl_config_layer_window(&m->cfg, l) ? m->act.win_start : m->act.seg_start;
+}
+
 /* Row strides of x_attn and x_mlp (activations.h: room for 3R and 2R columns of x·Aᵀ). */
 static int ld_x_attn(const fl_model *m) { return m->cfg.hidden_size + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
 static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
@@ -127,7 +133,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     fl_model_qk_norm_forward(m, l, v.qkv, v.q_raw, v.k_raw, v.rstd_qk, a->wide, N);   /* Qwen3; wide: scratch */
     fl_model_rope_forward(m, v.qkv, a->pos, N, m->rope_seq);   /* q and k; the batch's table (staging.c) */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                          a->seg_start, B, T, NH, NKV, HS, QKV);
+                          layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
     be->copy(v.h_mid, v.h, N * C * be->act_size);
     group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
 
@@ -240,7 +246,7 @@ void fl_model_backward(fl_model *m) {
         group_backward(m, l, &o, a->dwide, QD, 1, a->dresidual, C, v.att, QD, v.xa_o, N);
         be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                               a->seg_start, B, T, NH, NKV, HS, QKV);
+                               layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
         be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, m->rope_seq), fl_config_rope_attention_factor(c), N,
                           NH + NKV, HS, fl_config_rotary_dim(c), QKV);
         if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */

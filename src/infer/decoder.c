@@ -90,7 +90,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
             be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);
             be->copy(at(d, vc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD + KVD), row);
         }
-        be->attention_decode(d->att, d->qkv, kc, vc, d->n, Tn, NH, NKV, HS, QKV);
+        be->attention_decode(d->att, d->qkv, kc, vc, d->n, Tn, fl_config_layer_window(c, l), NH, NKV, HS, QKV);
         fl_model_project(m, l, FL_GROUP_O, d->h, C, 1.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
         be->rmsnorm_forward(d->x, d->rstd, d->h, w->mlp_norm, c->rms_norm_eps, (size_t)Tn, C, ld_x);
         fl_model_project(m, l, FL_GROUP_GATE_UP, d->gate_up, 2 * FF, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);

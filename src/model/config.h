@@ -49,22 +49,31 @@ typedef struct {
                                 (mlp.gate_up_proj), and a LoRA adapts each as one (model/projections.h) */
     fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
     int bos_token_id, eos_token_id;  /* -1 when absent */
-    int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
-                                full causal, exact while a sequence fits the window (fl_config_check_window) */
+    /* Sliding-window attention: on a layer with the window, query t sees only the last sliding_window
+     * positions of its document, itself included (fl_config_layer_window). Which layers have it is a
+     * rule rather than a per-layer table, so the struct stays small and the layer count unbounded:
+     * layers from window_first_layer on, except every window_global_every-th (counting from 1). */
+    int sliding_window;      /* W; 0: every layer global (Llama, Qwen2, Mistral v0.2+) */
+    int window_first_layer;  /* layers before it are global (Qwen3's max_window_layers); Mistral, Phi-3: 0 */
+    int window_global_every; /* every n-th layer is global (Gemma 2: 2, Gemma 3: 6); 0: none (Mistral, Phi-3) */
 } fl_model_config;
 
-/* Parses `path` (a config.json). Errors name the file and the field. Architectures:
- * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window kept in
- * cfg->sliding_window), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
- * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused),
- * Phi3ForCausalLM (Llama's layers from fused checkpoint modules: cfg->fused_modules; partial rotary
- * and longrope; its sliding_window kept as Mistral's). */
-int fl_config_load(fl_model_config *cfg, const char *path);
+/* The window of layer l: cfg->sliding_window when the layer has one, else 0 (full causal). Query t
+ * of a document sees keys j with t - W < j <= t (transformers' sliding_window_overlay). */
+static inline int fl_config_layer_window(const fl_model_config *c, int l) {
+    if (c->sliding_window <= 0 || l < c->window_first_layer) return 0;
+    if (c->window_global_every > 0 && (l + 1) % c->window_global_every == 0) return 0;
+    return c->sliding_window;
+}
 
-/* 0 when sequences of `T` positions run exactly under cfg (no sliding window, or T within it); else
- * an input error naming `what` (e.g. "--seq") and the window: sliding-window attention is not
- * implemented, so a longer sequence would attend further back than the model does. */
-int fl_config_check_window(const fl_model_config *cfg, int T, const char *what);
+/* Parses `path` (a config.json). Errors name the file and the field. Architectures:
+ * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window on every
+ * layer), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
+ * defaults to 128 as in Qwen3Config; with use_sliding_window true, layers from max_window_layers on
+ * slide, or those layer_types names when it lists them and the rule above expresses the list;
+ * attention_bias true is refused), Phi3ForCausalLM (Llama's layers from fused checkpoint modules:
+ * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's). */
+int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
  * when unknown. */

@@ -291,24 +291,24 @@ void fl_train_options_print(const fl_train_options *o, FILE *out) {
 }
 
 /* --objective and the options that belong to it. A preference micro-batch holds 2 x --batch rows
- * (each pair's chosen and rejected). */
+ * (each pair's chosen and rejected). An option of another objective is refused when it is set to
+ * anything but its default (a saved train_config.json records every option at its value). */
 static int check_objective(const fl_train_options *o) {
-    if (!strcmp(o->objective, "sft")) {
-        const char *pref_only[] = {"beta", "simpo-gamma", "cpo-alpha", "ref-adapter"};
-        for (size_t i = 0; i < sizeof pref_only / sizeof pref_only[0]; i++)
-            if (fl_train_options_given(o, pref_only[i]))
-                return fl_input_error("--%s: a preference-tuning option; give --objective dpo, ipo, orpo or simpo with it",
-                                      pref_only[i]);
-        return 0;
-    }
-    int objective = fl_pref_objective_from_name(o->objective);
-    if (objective < 0) return fl_input_error("--objective: '%s' (expected sft, dpo, ipo, orpo or simpo)", o->objective);
+    fl_train_options d;
+    fl_train_options_default(&d);
+    int sft = !strcmp(o->objective, "sft"), objective = sft ? -1 : fl_pref_objective_from_name(o->objective);
+    if (!sft && objective < 0) return fl_input_error("--objective: '%s' (expected sft, dpo, ipo, orpo or simpo)", o->objective);
+    const char *wrong = sft && o->beta != d.beta                                       ? "beta"
+                        : (sft || objective != FL_PREF_SIMPO) && o->simpo_gamma != d.simpo_gamma ? "simpo-gamma"
+                        : (sft || objective != FL_PREF_SIMPO) && o->cpo_alpha != d.cpo_alpha     ? "cpo-alpha"
+                        : sft && o->ref_adapter                                              ? "ref-adapter"
+                                                                                             : NULL;
+    if (wrong && sft)
+        return fl_input_error("--%s: a preference-tuning option; give --objective dpo, ipo, orpo or simpo with it", wrong);
+    if (wrong) return fl_input_error("--%s: a simpo option (--objective is %s)", wrong, o->objective);
+    if (sft) return 0;
     if (o->ref_adapter && !fl_pref_needs_reference(objective))
         return fl_input_error("--ref-adapter: %s has no reference model (dpo and ipo have one)", o->objective);
-    if (fl_train_options_given(o, "simpo-gamma") && objective != FL_PREF_SIMPO)
-        return fl_input_error("--simpo-gamma: a simpo option (--objective is %s)", o->objective);
-    if (fl_train_options_given(o, "cpo-alpha") && objective != FL_PREF_SIMPO)
-        return fl_input_error("--cpo-alpha: a simpo option (--objective is %s)", o->objective);
     if (strcmp(o->format, "auto"))
         return fl_input_error("--format %s: preference data has its own format (rows {\"prompt\", \"chosen\", "
                               "\"rejected\"}, strings or messages); leave --format out with --objective %s",
