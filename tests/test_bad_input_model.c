@@ -233,7 +233,7 @@ TEST(bad_input_safetensors_missing_tensor_and_wrong_shape) {
 
 TEST(bad_input_config_json) {
     const char *cases[][3] = {
-        {"\"architectures\": [", "\"architectures\": [\"Gemma2ForCausalLM\", ", "Gemma2ForCausalLM"},
+        {"\"architectures\": [", "\"architectures\": [\"FalconForCausalLM\", ", "FalconForCausalLM"},
         {"\"hidden_size\": 64", "\"hidden_size\": \"64\"", "hidden_size"},
         {"\"num_attention_heads\": 4", "\"num_attention_heads\": 3", "num_key_value_heads"},
         {",\n  \"vocab_size\": 200", "", "vocab_size"},

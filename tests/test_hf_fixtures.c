@@ -168,3 +168,11 @@ TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grad
 TEST(hf_qwen2_bias_tied_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen2_bias_tied"); recompute = 0; }
 TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama3_rope"); recompute = 0; }
 TEST(hf_qwen3_qk_norm_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_qk_norm"); recompute = 0; }
+/* Gemma3ForCausalLM (gemma3_text): the (1 + w) norms (random offsets), sandwich norms, GeGLU-tanh,
+ * embeddings times sqrt(C), query_pre_attn_scalar 20 != head_dim 12, q_norm/k_norm, one sliding layer
+ * (RoPE base 1e4) and one global (1e6, linear factor 4), tied embeddings, GQA, LoRA on all seven */
+TEST(hf_gemma3_sandwich_logits) { check_logits("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_loss_and_grads) { check_loss_and_grads("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_three_clipped_steps) { check_three_steps("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("gemma3_sandwich"); recompute = 0; }
+TEST(hf_gemma3_sandwich_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma3_sandwich"); recompute = 0; }

@@ -53,7 +53,10 @@ typedef struct {
     fl_base_weights base;
     fl_lora_buffer lora, grads, adam_m, adam_v;   /* f32: master weights, gradients, AdamW moments */
     void *lora_w;             /* weight-typed compute copy of lora.data (== lora.data when weights are f32) */
-    float *inv_freq;          /* (HS/2) backend memory, RoPE frequencies (llama3-scaled when configured) */
+    float *inv_freq;          /* (2, HS/2) backend memory, RoPE frequencies: row 0 the global layers'
+                                 (llama3- or linear-scaled when configured), row 1 Gemma 3's sliding
+                                 layers' (rope_local_theta; a copy of row 0 otherwise) —
+                                 fl_model_layer_inv_freq */
     fl_activations act;
     int training;             /* dropout active */
     int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
@@ -159,6 +162,21 @@ void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, flo
  * rstd, scratch (N, QD) is overwritten. Does nothing when !m->cfg.qk_norm. */
 void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *k_raw, float *rstd, void *scratch,
                               size_t N);
+/* The family's pieces around the layer walk, shared by the training forward and the decoder
+ * (engine/model.c; each is the plain Llama op when the config does not ask for more):
+ *   fl_model_layer_inv_freq  layer l's RoPE frequencies (HS/2), in backend memory
+ *   fl_model_embed           out (N, C) = table[ids] · embed scale (Gemma: sqrt(C) rounded to the weight type)
+ *   fl_model_norm            out (N, C; ld_out) = RMSNorm(inp (N, C)) with cfg.norm_weight_offset
+ *   fl_model_glu_forward     out (N, FF) = act(gate) · up of gate_up (N, 2FF), act = cfg.act
+ *   fl_model_scale_q         the q columns of qkv (N, QD + 2·KVD) times HS^0.5 · query_pre_attn_scalar^-0.5,
+ *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5 */
+const float *fl_model_layer_inv_freq(const fl_model *m, int l);
+void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N);
+void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
+void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N);
+void fl_model_scale_q(fl_model *m, void *qkv, size_t N);
+/* The factor fl_model_scale_q applies (1 when query_pre_attn_scalar is unset or equals HS). */
+float fl_model_q_scale(const fl_model_config *cfg);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
 
@@ -170,7 +188,10 @@ fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc);
  * moments, and the activations a (B, T) step allocates) on one line. */
 void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out);
 
-/* RoPE inverse frequencies as transformers computes them (f32), llama3 scaling applied. */
+/* RoPE inverse frequencies as transformers computes them (f32), llama3 or linear scaling applied. */
 void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (HS/2) */);
+/* Gemma 3's sliding layers' frequencies: base rope_local_theta, no scaling (fl_rope_inv_freq's when the
+ * config has no local theta). */
+void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq /* (HS/2) */);
 
 #endif

@@ -37,8 +37,19 @@ void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) {
                 f = (float)((1.0 - smooth) * f / factor + smooth * f);
             }
         }
+        /* transformers' linear type: inv_freq / factor, in f32 */
+        if (cfg->rope_linear_factor > 0 && cfg->rope_linear_factor != 1.0) f = f / (float)cfg->rope_linear_factor;
         inv_freq[j] = f;
     }
+}
+
+void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq) {
+    if (!(cfg->rope_local_theta > 0)) {
+        fl_rope_inv_freq(cfg, inv_freq);
+        return;
+    }
+    for (int j = 0; j < cfg->head_dim / 2; j++)
+        inv_freq[j] = 1.0f / powf((float)cfg->rope_local_theta, (float)(2 * j) / (float)cfg->head_dim);
 }
 
 /* ---- construction --------------------------------------------------------------------------- */
@@ -70,10 +81,11 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     build_cast_blocks(m);
     fl_model_sync_lora(m);
     int half = m->cfg.head_dim / 2;
-    float *host = fl_malloc(sizeof(float) * (size_t)half);
+    float *host = fl_malloc(sizeof(float) * 2 * (size_t)half);
     fl_rope_inv_freq(&m->cfg, host);
-    m->inv_freq = be->alloc(sizeof(float) * (size_t)half);
-    be->upload(m->inv_freq, host, sizeof(float) * (size_t)half);
+    fl_rope_inv_freq_local(&m->cfg, host + half);
+    m->inv_freq = be->alloc(sizeof(float) * 2 * (size_t)half);
+    be->upload(m->inv_freq, host, sizeof(float) * 2 * (size_t)half);
     free(host);
     m->training = 1;
     m->fused = 1;

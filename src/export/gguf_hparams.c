@@ -13,6 +13,11 @@ const char *fl_gguf_arch_name(fl_arch arch) {
 }
 
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
+    if (cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3)
+        return fl_input_error("%s: GGUF export of %s is not implemented yet (llama.cpp's %s keys and its +1 on the norm "
+                              "weights); supported: llama, qwen2, qwen3", path,
+                              cfg->arch == FL_ARCH_GEMMA3 ? "Gemma 3" : "Gemma 2",
+                              cfg->arch == FL_ARCH_GEMMA3 ? "gemma3" : "gemma2");
     /* llama.cpp's qwen2 graph builds q and o as (C, C): it has no separate head size */
     if (cfg->arch == FL_ARCH_QWEN2 && fl_config_q_dim(cfg) != cfg->hidden_size)
         return fl_input_error("%s: qwen2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",

@@ -110,6 +110,137 @@ static int check_qwen3_window(const char *path, json_t *root) {
     return 0;
 }
 
+/* ---- Gemma 2 / Gemma 3 --------------------------------------------------------------------- */
+
+/* One Gemma 3 RoPE entry ("default" or "linear"): its theta (default `theta0`) and linear factor. */
+static int gemma_rope_entry(const char *path, json_t *e, const char *field, double theta0, int allow_linear,
+                            double *theta, double *factor) {
+    *theta = theta0;
+    *factor = 0;
+    if (!e || json_is_null(e)) return 0;
+    if (!json_is_object(e)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
+    FL_TRY(get_number(path, e, "rope_theta", 0, theta0, theta));
+    json_t *type = json_object_get(e, "rope_type");
+    if (!type) type = json_object_get(e, "type");
+    const char *kind = json_is_string(type) ? json_string_value(type) : "default";
+    if (!strcmp(kind, "default")) return 0;
+    if (strcmp(kind, "linear") != 0 || !allow_linear)
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default%s", path, field, kind,
+                              allow_linear ? ", linear" : "");
+    FL_TRY(get_number(path, e, "factor", 1, 0, factor));
+    if (!(*factor > 0)) return fl_input_error("%s: field '%s.factor' must be positive", path, field);
+    return 0;
+}
+
+/* Gemma 3's two RoPEs: rope_parameters keyed by layer type (5.x), or rope_theta (global, default 1e6),
+ * rope_local_base_freq (sliding, default 1e4) and rope_scaling (global only) in 4.x. */
+static int parse_gemma3_rope(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *params = json_object_get(root, "rope_parameters");
+    double local = 10000.0;
+    if (params && !json_is_null(params)) {
+        if (!json_is_object(params) || json_object_get(params, "rope_theta"))
+            return fl_input_error("%s: field 'rope_parameters' must be an object keyed by layer type "
+                                  "(full_attention, sliding_attention)", path);
+        const char *key;
+        json_t *val;
+        json_object_foreach(params, key, val)
+            if (strcmp(key, "full_attention") != 0 && strcmp(key, "sliding_attention") != 0)
+                return fl_input_error("%s: field 'rope_parameters.%s' is not supported (supported: full_attention, "
+                                      "sliding_attention)", path, key);
+        double unused;
+        FL_TRY(gemma_rope_entry(path, json_object_get(params, "full_attention"), "rope_parameters.full_attention", 1e6,
+                                1, &cfg->rope_theta, &cfg->rope_linear_factor));
+        FL_TRY(gemma_rope_entry(path, json_object_get(params, "sliding_attention"),
+                                "rope_parameters.sliding_attention", 1e4, 0, &local, &unused));
+    } else {
+        FL_TRY(get_number(path, root, "rope_local_base_freq", 0, 1e4, &local));
+        double theta = 1e6;
+        FL_TRY(get_number(path, root, "rope_theta", 0, 1e6, &theta));
+        FL_TRY(gemma_rope_entry(path, json_object_get(root, "rope_scaling"), "rope_scaling", theta, 1, &cfg->rope_theta,
+                                &cfg->rope_linear_factor));
+    }
+    if (!(cfg->rope_theta > 0) || !(local > 0))
+        return fl_input_error("%s: the RoPE thetas (rope_theta, rope_local_base_freq) must be positive", path);
+    cfg->rope_local_theta = local;
+    return 0;
+}
+
+/* Each layer's kind: layer_types (5.x) or sliding_window_pattern (4.x: every Nth layer is global;
+ * Gemma 3's default 6; Gemma 2 alternates, sliding first). The window itself is not implemented:
+ * cfg->sliding_window bounds the sequence (fl_config_check_window) when any layer slides. */
+static int parse_gemma_layers(const char *path, json_t *root, fl_model_config *cfg, int gemma3) {
+    if (cfg->n_layers > FL_MAX_LAYER_KINDS)
+        return fl_input_error("%s: field 'num_hidden_layers' (%d) is larger than %d", path, cfg->n_layers,
+                              FL_MAX_LAYER_KINDS);
+    json_t *types = json_object_get(root, "layer_types");
+    int any = 0;
+    cfg->has_layer_kinds = 1;
+    if (types && !json_is_null(types)) {
+        if (!json_is_array(types) || json_array_size(types) != (size_t)cfg->n_layers)
+            return fl_input_error("%s: field 'layer_types' must be a list of num_hidden_layers (%d) strings", path,
+                                  cfg->n_layers);
+        for (int l = 0; l < cfg->n_layers; l++) {
+            json_t *t = json_array_get(types, (size_t)l);
+            const char *k = json_is_string(t) ? json_string_value(t) : "";
+            if (strcmp(k, "sliding_attention") != 0 && strcmp(k, "full_attention") != 0)
+                return fl_input_error("%s: field 'layer_types[%d]' must be \"sliding_attention\" or \"full_attention\"",
+                                      path, l);
+            cfg->layer_is_sliding[l] = !strcmp(k, "sliding_attention");
+        }
+    } else {
+        int pattern = 2;
+        if (gemma3) FL_TRY(get_int(path, root, "sliding_window_pattern", 0, 6, &pattern));
+        if (pattern < 1) return fl_input_error("%s: field 'sliding_window_pattern' must be positive", path);
+        for (int l = 0; l < cfg->n_layers; l++) cfg->layer_is_sliding[l] = (l + 1) % pattern != 0;
+    }
+    for (int l = 0; l < cfg->n_layers; l++) any |= cfg->layer_is_sliding[l];
+    json_t *sw = json_object_get(root, "sliding_window");
+    if (!sw) cfg->sliding_window = 4096;   /* Gemma2Config's and Gemma3TextConfig's default */
+    else if (json_is_null(sw)) cfg->sliding_window = 0;
+    else if (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX)
+        return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
+    else cfg->sliding_window = (int)json_integer_value(sw);
+    if (!any) cfg->sliding_window = 0;
+    return 0;
+}
+
+/* What Gemma 2 and Gemma 3 add to Llama's fields (config.h). Called after the shared dimensions. */
+static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
+    int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
+    cfg->qk_norm = gemma3;
+    cfg->norm_weight_offset = 1.0f;
+    cfg->sandwich_norms = 1;
+    cfg->act = FL_ACT_GELU_TANH;
+    cfg->embed_scale = sqrt((double)cfg->hidden_size);
+    json_t *act = json_object_get(root, "hidden_activation");
+    if (!act || json_is_null(act)) act = json_object_get(root, "hidden_act");
+    if (act && !json_is_null(act) && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
+        return fl_input_error("%s: field 'hidden_activation' must be \"gelu_pytorch_tanh\" (Gemma's GeGLU)", path);
+    FL_TRY(get_int(path, root, "query_pre_attn_scalar", 0, 256, &cfg->query_pre_attn_scalar));
+    if (cfg->query_pre_attn_scalar <= 0)
+        return fl_input_error("%s: field 'query_pre_attn_scalar' must be a positive integer", path);
+    double cap = gemma3 ? 0.0 : 30.0;
+    FL_TRY(get_number(path, root, "final_logit_softcapping", 0, cap, &cap));
+    if (cap < 0) return fl_input_error("%s: field 'final_logit_softcapping' must be null or positive", path);
+    cfg->final_logit_softcapping = (float)cap;
+    json_t *acap = json_object_get(root, "attn_logit_softcapping");
+    if ((!acap && !gemma3) || (acap && !json_is_null(acap)))   /* Gemma2Config's default is 50.0 */
+        return fl_input_error("%s: field 'attn_logit_softcapping' is set; attention logit soft-capping is not "
+                              "implemented yet (supported: null)", path);
+    int flag = 0;
+    FL_TRY(get_bool(path, root, "use_bidirectional_attention", 0, &flag));
+    if (flag)
+        return fl_input_error("%s: field 'use_bidirectional_attention' is true; only causal attention is supported", path);
+    static const char *const moe[] = {"num_experts", "num_local_experts", "num_experts_per_tok"};
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++)
+        if (json_object_get(root, moe[i]) && !json_is_null(json_object_get(root, moe[i])))
+            return fl_input_error("%s: field '%s': mixture-of-experts layers are not supported (dense Gemma only)", path,
+                                  moe[i]);
+    FL_TRY(parse_gemma_layers(path, root, cfg, gemma3));
+    if (gemma3) return parse_gemma3_rope(path, root, cfg);
+    return parse_rope(path, root, cfg);
+}
+
 static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!json_is_object(root)) return fl_input_error("%s: top level must be a JSON object", path);
     json_t *archs = json_object_get(root, "architectures");
@@ -125,6 +256,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM"
                : !strcmp(mt, "mistral") ? "MistralForCausalLM"
                : !strcmp(mt, "qwen3") ? "Qwen3ForCausalLM"
+               : !strcmp(mt, "gemma3_text") ? "Gemma3ForCausalLM"
+               : !strcmp(mt, "gemma2") ? "Gemma2ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
@@ -132,7 +265,10 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!strcmp(arch, "LlamaForCausalLM") || mistral) cfg->arch = FL_ARCH_LLAMA; /* Mistral's layers are Llama's */
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM)", path, arch);
+    else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
+    else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Gemma2ForCausalLM)", path, arch);
+    int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
     if (cfg->qk_norm) FL_TRY(check_qwen3_window(path, root));
@@ -154,7 +290,9 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
     /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
-    FL_TRY(get_int(path, root, "head_dim", 0, cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads, &cfg->head_dim));
+    /* Gemma2Config's and Gemma3TextConfig's: 256 */
+    FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads,
+                   &cfg->head_dim));
     if (cfg->head_dim <= 0 || cfg->head_dim % 2 || cfg->head_dim > FL_MAX_HEAD_DIM)
         return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number <= %d", path, cfg->head_dim,
                               FL_MAX_HEAD_DIM);
@@ -179,17 +317,18 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!(cfg->rms_norm_eps > 0) || isinf(cfg->rms_norm_eps))
         return fl_input_error("%s: field 'rms_norm_eps' must be a positive number representable in f32, got %g", path, eps);
     FL_TRY(get_bool(path, root, "tie_word_embeddings", 1, &cfg->tie_word_embeddings));
-    FL_TRY(parse_rope(path, root, cfg));
+    if (gemma) FL_TRY(parse_gemma(path, root, cfg));
+    else FL_TRY(parse_rope(path, root, cfg));
 
     int flag;
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
     if (flag)   /* Qwen3's attention_bias also puts a bias on o_proj, which no architecture here has */
         return fl_input_error("%s: field 'attention_bias' is true; only bias-free %s attention is supported", path,
-                              cfg->qk_norm ? "Qwen3" : "Llama");
+                              cfg->arch == FL_ARCH_QWEN3 ? "Qwen3" : gemma ? "Gemma" : "Llama");
     FL_TRY(get_bool(path, root, "mlp_bias", 0, &flag));
     if (flag) return fl_input_error("%s: field 'mlp_bias' is true; only bias-free MLPs are supported", path);
     json_t *act = json_object_get(root, "hidden_act");
-    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
+    if (!gemma && act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
         return fl_input_error("%s: field 'hidden_act' must be \"silu\"", path);
 
     json_t *dtype = json_object_get(root, "dtype");
@@ -315,6 +454,7 @@ int64_t fl_config_total_params(const fl_model_config *c) {
     int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * (int64_t)c->intermediate_size + 2 * C;
     if (c->qkv_bias) per_layer += QD + 2 * KVD;
     if (c->qk_norm) per_layer += 2 * (int64_t)c->head_dim;
+    if (c->sandwich_norms) per_layer += 2 * C;   /* Gemma's post-attention and post-feedforward norms */
     int64_t embed = (int64_t)c->vocab_size * C * (c->tie_word_embeddings ? 1 : 2);
     return c->n_layers * per_layer + embed + C;
 }

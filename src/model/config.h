@@ -12,12 +12,16 @@
 
 #include "common/dtype.h"
 
-typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3 } fl_arch;
+typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_GEMMA2, FL_ARCH_GEMMA3 } fl_arch;
+/* The MLP's gate activation: SwiGLU silu(gate)·up, or GeGLU gelu_tanh(gate)·up (Gemma's gelu_pytorch_tanh). */
+typedef enum { FL_ACT_SILU = 0, FL_ACT_GELU_TANH } fl_act;
 
 /* Limits fl_config_load enforces: the CPU RoPE keeps HS/2 angles on the stack, and NH*HS (an int,
  * passed to the GEMMs) must stay far from overflow. */
 #define FL_MAX_HEAD_DIM 1024
 #define FL_MAX_PROJ_DIM (1 << 20)
+/* Gemma's per-layer attention kinds are kept in the config (layer_is_sliding): at most this many layers. */
+#define FL_MAX_LAYER_KINDS 1024
 
 typedef struct {
     char name[96];          /* preset name, or the folder path */
@@ -43,12 +47,32 @@ typedef struct {
     int bos_token_id, eos_token_id;  /* -1 when absent */
     int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
                                 full causal, exact while a sequence fits the window (fl_config_check_window) */
+    /* ---- Gemma 2 / Gemma 3 (all zero for the other families: the Llama walk) ---- */
+    fl_act act;              /* the MLP's gate activation */
+    float norm_weight_offset; /* every RMSNorm (layers, q/k, final) multiplies by (offset + w): 1 for Gemma,
+                                whose norm weights are stored as offsets from 1; 0 otherwise */
+    int sandwich_norms;      /* Gemma: post_attention_layernorm after attention and post_feedforward_layernorm
+                                after the MLP, both before the residual add; the MLP's pre-norm is then
+                                pre_feedforward_layernorm (weights.h: post_attn_norm, post_mlp_norm) */
+    double embed_scale;      /* embeddings times sqrt(hidden_size), the factor rounded to the weight type
+                                first (Gemma*ScaledWordEmbedding); 0: none. The tied LM head is unscaled */
+    int query_pre_attn_scalar; /* attention scores scaled by query_pre_attn_scalar^-0.5 instead of HS^-0.5;
+                                0: HS */
+    float final_logit_softcapping; /* logits z -> cap·tanh(z/cap) before the loss; 0: none */
+    double rope_local_theta; /* Gemma 3: RoPE base of the sliding layers (rope_local_base_freq / the
+                                sliding_attention rope_parameters), default RoPE; 0: every layer uses rope_theta */
+    double rope_linear_factor; /* linear RoPE scaling of the global layers (inv_freq / factor); 0 or 1: none */
+    int has_layer_kinds;     /* layer_is_sliding below is filled (Gemma) */
+    unsigned char layer_is_sliding[FL_MAX_LAYER_KINDS]; /* (L) 1: a sliding_attention layer (window
+                                sliding_window, not implemented: it bounds the sequence), 0: full_attention */
 } fl_model_config;
 
 /* Parses `path` (a config.json). Errors name the file and the field. Architectures:
  * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window kept in
  * cfg->sliding_window), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
- * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused). */
+ * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused),
+ * Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above; a
+ * non-null attn_logit_softcapping is refused (not implemented). */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* 0 when sequences of `T` positions run exactly under cfg (no sliding window, or T within it); else

@@ -24,6 +24,11 @@
     .download_act = cpu_download_act,                    \
     .rmsnorm_forward = rmsnorm_forward_cpu,              \
     .rmsnorm_backward = rmsnorm_backward_cpu,            \
+    .rmsnorm_offset_forward = rmsnorm_offset_forward_cpu, \
+    .rmsnorm_offset_backward = rmsnorm_offset_backward_cpu, \
+    .geglu_forward = geglu_forward_cpu,                  \
+    .geglu_backward = geglu_backward_cpu,                \
+    .scale_2d = scale_2d_cpu,                            \
     .matmul_backward_weight = matmul_backward_weight_cpu, \
     .rope_forward = rope_forward_cpu,                    \
     .rope_backward = rope_backward_cpu,                  \

@@ -56,6 +56,25 @@ static void attention_backward_cuda(void *dq, void *dk, void *dv, const void *do
     attention_backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, (const bf16 *)out, lse, (const bf16 *)q,
                        (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, ld_qkv, fl_cuda.stream);
 }
+static void rmsnorm_offset_forward_cuda(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
+                                        float eps, size_t N, int C, int ld_out) {
+    rmsnorm_offset_forward((bf16 *)out, rstd, (const bf16 *)inp, (const bf16 *)weight, w_offset, eps, N, C, ld_out,
+                           fl_cuda.stream);
+}
+static void rmsnorm_offset_backward_cuda(void *dinp, const void *dout, const void *inp, const void *weight,
+                                         float w_offset, const float *rstd, size_t N, int C, int ld_dout) {
+    rmsnorm_offset_backward((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight, w_offset, rstd, N,
+                            C, ld_dout, fl_cuda.stream);
+}
+static void geglu_forward_cuda(void *out, const void *gate_up, size_t N, int FF) {
+    geglu_forward((bf16 *)out, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
+}
+static void geglu_backward_cuda(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF) {
+    geglu_backward((bf16 *)dgate_up, (const bf16 *)dout, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
+}
+static void scale_2d_cuda(void *x, float alpha, size_t rows, int cols, int ld) {
+    scale_2d((bf16 *)x, alpha, rows, cols, ld, fl_cuda.stream);
+}
 static void swiglu_forward_cuda(void *out, const void *gate_up, size_t N, int FF) {
     swiglu_forward((bf16 *)out, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
 }
@@ -124,6 +143,8 @@ static const fl_backend cuda_backend = {
     .embedding_forward = embedding_forward_cuda,
     .rmsnorm_forward = rmsnorm_forward_cuda,
     .rmsnorm_backward = rmsnorm_backward_cuda,
+    .rmsnorm_offset_forward = rmsnorm_offset_forward_cuda,
+    .rmsnorm_offset_backward = rmsnorm_offset_backward_cuda,
     .matmul_forward = matmul_forward_cuda,
     .matmul_backward_input = matmul_backward_input_cuda,
     .matmul_nf4_forward = fl_nf4_cuda_matmul_forward,
@@ -135,6 +156,9 @@ static const fl_backend cuda_backend = {
     .attention_backward = attention_backward_cuda,
     .swiglu_forward = swiglu_forward_cuda,
     .swiglu_backward = swiglu_backward_cuda,
+    .geglu_forward = geglu_forward_cuda,
+    .geglu_backward = geglu_backward_cuda,
+    .scale_2d = scale_2d_cuda,
     .dropout = dropout_cuda,
     .add_inplace = add_inplace_cuda,
     .scale_rows = scale_rows_cuda,
