@@ -62,6 +62,7 @@ TEST(cpu_bf16_matches_f32_qwen2_bias_tied) { compare_backends("qwen2_bias_tied")
 TEST(cpu_bf16_matches_f32_llama3_rope) { compare_backends("llama3_rope"); }
 TEST(cpu_bf16_matches_f32_qwen3_qk_norm) { compare_backends("qwen3_qk_norm"); }
 TEST(cpu_bf16_matches_f32_gemma3_sandwich) { compare_backends("gemma3_sandwich"); }
+TEST(cpu_bf16_matches_f32_gemma2_softcap) { compare_backends("gemma2_softcap"); }
 
 TEST(backend_select_dtypes) {
     const fl_backend *be;

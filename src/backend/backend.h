@@ -204,6 +204,11 @@ typedef struct fl_backend {
      * is -100): a sequence's log-probability is minus the sum over its tokens. */
     void (*lm_head_loss)(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                          const int32_t *targets, const void *weight, size_t N, int C, int V);
+    /* The same with the logits soft-capped first (Gemma 2's final_logit_softcapping, softcap > 0):
+     * zc = softcap·tanh(z/softcap) in f32 is what the loss, logits_out and the softmax see, and the
+     * gradient through it is dzc/dz = 1 − (zc/softcap)²; softcap 0 is lm_head_loss. */
+    void (*lm_head_loss_softcap)(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                                 const int32_t *targets, const void *weight, float softcap, size_t N, int C, int V);
     /* Σ x² in double over an f32 buffer into *out (backend memory), in a fixed order (deterministic). */
     void (*sum_squares)(double *out, const float *x, size_t n);
     /* torch.nn.utils.clip_grad_norm_'s factor from sc->grad_sumsq: sc->clip_scale = min(1, max_norm /

@@ -130,6 +130,17 @@ void fl_model_scale_q(fl_model *m, void *qkv, size_t N) {
         m->be->scale_2d(qkv, s, N, fl_config_q_dim(c), fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));
 }
 
+void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                           const void *inp, const int32_t *targets, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    if (c->final_logit_softcapping > 0)
+        m->be->lm_head_loss_softcap(dinp, logits_out, token_loss, sc, inp, targets, m->base.lm_head,
+                                    c->final_logit_softcapping, N, c->hidden_size, c->vocab_size);
+    else
+        m->be->lm_head_loss(dinp, logits_out, token_loss, sc, inp, targets, m->base.lm_head, N, c->hidden_size,
+                            c->vocab_size);
+}
+
 /* ---- Qwen3's q_norm and k_norm --------------------------------------------------------------
  * RMSNorm over each head (HS values) of q and of k — the rmsnorm op over N·NH and N·NKV rows of HS —
  * between the projection (LoRA included) and RoPE. The op reads and writes contiguous rows, and q
@@ -248,8 +259,7 @@ fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_sc
     load_batch(m, batch, grad_scale);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    m->be->lm_head_loss(m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N,
-                        m->cfg.hidden_size, m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, N);
     m->have_forward = 1;
     return fl_model_step_stats(m);
 }
@@ -260,8 +270,7 @@ fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch) {
     load_batch(m, batch, 0.0f);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    m->be->lm_head_loss(NULL, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
-                        m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, NULL, NULL, NULL, m->sc, m->act.x_final, m->act.targets, N);
     m->training = was_training;
     m->have_forward = 0;
     return fl_model_step_stats(m);
@@ -279,8 +288,7 @@ void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logit
     const fl_backend *be = m->be;
     size_t bytes = N * (size_t)m->cfg.vocab_size * sizeof(float);
     float *logits = be->alloc(bytes);
-    be->lm_head_loss(NULL, logits, NULL, NULL, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
-                     m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, NULL, logits, NULL, NULL, m->act.x_final, m->act.targets, N);
     be->download(logits_host, logits, bytes);
     be->free(logits);
     free(ignore);

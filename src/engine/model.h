@@ -171,6 +171,10 @@ void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *
  *   fl_model_scale_q         the q columns of qkv (N, QD + 2·KVD) times HS^0.5 · query_pre_attn_scalar^-0.5,
  *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5 */
 const float *fl_model_layer_inv_freq(const fl_model *m, int l);
+/* The backend's lm_head_loss on the model's LM head (inp (N, C), targets (N)), soft-capped with
+ * cfg.final_logit_softcapping when set (Gemma 2): every loss, logit and gradient path goes through it. */
+void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                           const void *inp, const int32_t *targets, size_t N);
 void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N);
 void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
 void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N);

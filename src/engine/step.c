@@ -111,8 +111,8 @@ static step_key stage_step(fl_model *m, const fl_batch *micro, int n_micro, int 
 static void micro_ops(fl_model *m, int i) {
     upload_slot(m, i);
     forward_layers(m, m->act.B, m->act.T);
-    m->be->lm_head_loss(m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head,
-                        (size_t)m->act.B * m->act.T, m->cfg.hidden_size, m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets,
+                          (size_t)m->act.B * m->act.T);
     m->have_forward = 1;
     fl_model_backward(m);
 }

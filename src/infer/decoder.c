@@ -116,7 +116,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
     /* the LM head on the last row only (or on all rows for tests) */
     int first = all ? 0 : Tn - 1, rows = Tn - first;
     fl_model_norm(m, d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, (size_t)rows, C);
-    be->lm_head_loss(NULL, d->logits, NULL, NULL, d->x, d->ignore, m->base.lm_head, (size_t)rows, C, V);
+    fl_model_lm_head_loss(m, NULL, d->logits, NULL, NULL, d->x, d->ignore, (size_t)rows);
     be->download(logits_host, d->logits, (size_t)rows * V * sizeof(float));
 }
 

@@ -58,6 +58,7 @@ static const fl_backend cpu_backend = {
     .matmul_nf4_forward = matmul_nf4_forward_cpu,
     .matmul_nf4_backward_input = matmul_nf4_backward_input_cpu,
     .lm_head_loss = lm_head_loss_cpu,
+    .lm_head_loss_softcap = lm_head_loss_softcap_cpu,
     .adamw_update = adamw_update_cpu,
 };
 
@@ -75,6 +76,7 @@ static const fl_backend cpu_bf16_backend = {
     .matmul_nf4_forward = matmul_nf4_forward_cpu_bf16,
     .matmul_nf4_backward_input = matmul_nf4_backward_input_cpu_bf16,
     .lm_head_loss = lm_head_loss_cpu_bf16,
+    .lm_head_loss_softcap = lm_head_loss_softcap_cpu_bf16,
     .adamw_update = adamw_update_cpu_bf16,
 };
 

@@ -66,6 +66,11 @@ void swiglu_backward_cpu(void *dgate_up, const void *dout, const void *gate_up, 
 void dropout_cpu(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols, int ld_inp);
 void add_inplace_cpu(void *acc, const void *x, size_t rows, int cols, int ld_acc);
 void scale_rows_cpu(void *x, const float *w, size_t rows, int cols);
+void lm_head_loss_softcap_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                              const int32_t *targets, const void *weight, float softcap, size_t N, int C, int V);
+void lm_head_loss_softcap_cpu_bf16(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                                   const void *inp, const int32_t *targets, const void *weight, float softcap, size_t N,
+                                   int C, int V);
 void lm_head_loss_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                       const int32_t *targets, const void *weight, size_t N, int C, int V);
 void sum_squares_cpu(double *out, const float *x, size_t n);

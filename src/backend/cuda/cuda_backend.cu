@@ -97,6 +97,12 @@ static void lm_head_loss_cuda(void *dinp, float *logits_out, float *token_loss, 
     lm_head_loss((bf16 *)dinp, logits_out, token_loss, sc, (const bf16 *)inp, targets, (const bf16 *)weight, N, C, V,
                  fl_cuda.stream);
 }
+static void lm_head_loss_softcap_cuda(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                                      const void *inp, const int32_t *targets, const void *weight, float softcap,
+                                      size_t N, int C, int V) {
+    lm_head_loss_softcap((bf16 *)dinp, logits_out, token_loss, sc, (const bf16 *)inp, targets, (const bf16 *)weight,
+                         softcap, N, C, V, fl_cuda.stream);
+}
 
 static void adamw_update_cuda(float *params, void *params_w, float *m, float *v, const float *grads,
                               const fl_step_scalars *sc, float beta1, float beta2, float eps, float weight_decay,
@@ -163,6 +169,7 @@ static const fl_backend cuda_backend = {
     .add_inplace = add_inplace_cuda,
     .scale_rows = scale_rows_cuda,
     .lm_head_loss = lm_head_loss_cuda,
+    .lm_head_loss_softcap = lm_head_loss_softcap_cuda,
     .sum_squares = sum_squares_cuda,
     .grad_clip_scale = grad_clip_scale_cuda,
     .adamw_update = adamw_update_cuda,

@@ -200,6 +200,9 @@ void scale_rows(bf16 *x, const float *w, size_t rows, int cols, cudaStream_t str
  * sum and the counted tokens (sc may be NULL when dinp is NULL) */
 void lm_head_loss(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
                   const int32_t *targets, const bf16 *weight, size_t N, int C, int V, cudaStream_t stream);
+void lm_head_loss_softcap(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
+                          const int32_t *targets, const bf16 *weight, float softcap, size_t N, int C, int V,
+                          cudaStream_t stream);
 /* cuda_optim.cu: AdamW with the step's factors and the clip factor read from sc (device memory) */
 void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, const fl_step_scalars *sc,
                   float beta1, float beta2, float eps, float weight_decay, size_t n, cudaStream_t stream);
