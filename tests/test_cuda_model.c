@@ -77,6 +77,8 @@ TEST(cuda_model_llama_gqa) { fixture_vs_cpu("llama_gqa"); }
 TEST(cuda_model_qwen2_bias_tied) { fixture_vs_cpu("qwen2_bias_tied"); }
 TEST(cuda_model_llama3_rope) { fixture_vs_cpu("llama3_rope"); }
 TEST(cuda_model_qwen3_qk_norm) { fixture_vs_cpu("qwen3_qk_norm"); }
+TEST(cuda_model_gemma3_sandwich) { fixture_vs_cpu("gemma3_sandwich"); }
+TEST(cuda_model_gemma2_softcap) { fixture_vs_cpu("gemma2_softcap"); }
 
 /* n AdamW steps on the fixture batch; returns the adapter on the host, losses in `losses` */
 static float *train_steps(const char *name, const fl_backend *be, int steps, double *losses) {
