@@ -385,7 +385,35 @@ static const preset presets[] = {
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
     {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645},
+    /* google/gemma-3-1b-it's config.json (as quoted in public copies, e.g. github.com/Liwink/gemma-jax
+     * models/README.md, transformers 4.52.4): gemma3_text, head_dim 256, query_pre_attn_scalar 256,
+     * rope_theta 1e6, rope_local_base_freq 1e4, rope_scaling null, sliding_window 512 with
+     * sliding_window_pattern 6, eos [1, 106]: 999,885,952 parameters (the card's 1B) */
+    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1},
+    /* google/gemma-2-2b: transformers' Gemma2Config defaults (those of the 2B: e.g.
+     * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
+     * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
+     * final_logit_softcapping 30, rope_theta 1e4: 2,614,341,888 parameters. Its attn_logit_softcapping
+     * 50.0 is not implemented (a Gemma 2 config.json is refused); plan and bench size and time the
+     * rest of the model with this preset */
+    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1},
 };
+
+/* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
+static void preset_gemma(fl_model_config *cfg) {
+    int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
+    cfg->qk_norm = gemma3;
+    cfg->norm_weight_offset = 1.0f;
+    cfg->sandwich_norms = 1;
+    cfg->act = FL_ACT_GELU_TANH;
+    cfg->embed_scale = sqrt((double)cfg->hidden_size);
+    cfg->query_pre_attn_scalar = 256;
+    cfg->final_logit_softcapping = gemma3 ? 0.0f : 30.0f;
+    cfg->rope_local_theta = gemma3 ? 1e4 : 0.0;
+    cfg->sliding_window = gemma3 ? 512 : 4096;
+    cfg->has_layer_kinds = 1;
+    for (int l = 0; l < cfg->n_layers; l++) cfg->layer_is_sliding[l] = (l + 1) % (gemma3 ? 6 : 2) != 0;
+}
 
 const char *fl_config_preset_hf_name(const char *name) {
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
@@ -405,7 +433,7 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
-           "qwen3-0.6b";
+           "qwen3-0.6b, gemma-3-1b, gemma-2-2b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -438,6 +466,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
             cfg->rope_high_freq_factor = 4.0;
             cfg->rope_original_max_position = 8192;
         }
+        if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
         return 0;
     }
     return fl_input_error("unknown preset '%s' (presets: %s)", name, fl_config_preset_names());
