@@ -594,3 +594,20 @@ TEST(bad_input_export) {
     else CHECK_MSG(0, "%s", fl_last_error());
     rm_rf(work);
 }
+
+/* Gemma 3 and Gemma 2 export is not implemented yet (llama.cpp's gemma3 / gemma2 keys, the +1
+ * convert_hf_to_gguf.py adds to every norm weight, the SentencePiece vocabulary): one line, exit
+ * status 2, no file written */
+TEST(export_gemma_refused_in_one_line) {
+    const char *models[2] = {FIX "gemma3_sandwich/model", FIX "gemma2_softcap/model"};
+    for (int k = 0; k < 2; k++) {
+        char *dir = temp_dir(), out[128];
+        snprintf(out, sizeof out, "%s/g.gguf", dir);
+        CHECK_EQ_INT(export_to(out, models[k], NULL, FL_EXPORT_F32, 0, 1), FL_ERR_INPUT);
+        CHECK_STR_CONTAINS(fl_last_error(), "not implemented yet");
+        CHECK_STR_CONTAINS(fl_last_error(), k ? "Gemma 2" : "Gemma 3");
+        CHECK(strchr(fl_last_error(), '\n') == NULL);
+        CHECK(access(out, F_OK) != 0);
+        rmdir(dir);
+    }
+}
