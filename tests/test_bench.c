@@ -39,6 +39,28 @@ TEST(bench_flops_smollm2_135m_hand_count) {
     CHECK_CLOSE(fl_model_flops_per_step(&cfg, &lc, B, T), dense + attention + 6.0 * 16 * 1920 * 30 * tokens, 0, 1e-12);
 }
 
+/* A sliding window (model/config.h): a windowed layer's attention term has W − W²/(2T) mean keys
+ * per query instead of T/2 (the exact mean (1/T)·Σ_t min(t+1, W) differs by W/(2T)); a window
+ * >= T changes nothing, and only windowed layers shrink. smollm2-135m's shape, W = 64 at T = 256. */
+TEST(bench_flops_sliding_window_hand_count) {
+    fl_model_config cfg;
+    CHECK(fl_config_preset(&cfg, "smollm2-135m") == 0);
+    fl_lora_config lc = fl_lora_config_default();
+    int B = 2, T = 256, W = 64;
+    double tokens = B * T, full = fl_model_flop_terms(&cfg, &lc, B, T).attention;
+    CHECK_CLOSE(full, 6.0 * T * 9 * 64 * 30 * tokens, 0, 1e-12);
+    cfg.sliding_window = T;
+    CHECK_CLOSE(fl_model_flop_terms(&cfg, &lc, B, T).attention, full, 0, 0);
+    cfg.sliding_window = W;
+    double keys = W - (double)W * W / (2.0 * T); /* 56 */
+    CHECK_CLOSE(fl_model_flop_terms(&cfg, &lc, B, T).attention, 12.0 * keys * 9 * 64 * 30 * tokens, 0, 1e-12);
+    double exact = 0;
+    for (int t = 0; t < T; t++) exact += t + 1 < W ? t + 1 : W;
+    CHECK_CLOSE(keys, exact / T, 0, (double)W / (2.0 * T) / keys + 1e-12);
+    cfg.window_global_every = 2; /* half the layers global */
+    CHECK_CLOSE(fl_model_flop_terms(&cfg, &lc, B, T).attention, 12.0 * (keys + T / 2.0) * 15 * 9 * 64 * tokens, 0, 1e-12);
+}
+
 TEST(bench_flops_qwen25_7b_hand_count) {
     /* C 3584, FF 18944, L 28, NH 28, NKV 4, HS 128, V 152064, untied head; q/k/v biases are not matmuls */
     double q = 3584.0 * 3584, kv = 3584.0 * 512, o = 3584.0 * 3584, mlp = 3.0 * 3584 * 18944;

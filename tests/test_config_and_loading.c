@@ -53,6 +53,14 @@ TEST(presets_parameter_counts) {
         {"tinyllama-1.1b", 1100048384LL}, {"llama-3.2-1b", 1235814400LL},
         /* Qwen3-0.6B's card: 0.6B, 0.44B non-embedding (155,582,464 embedding; q_norm, k_norm per layer) */
         {"qwen3-0.6b", 596049920LL},
+        /* Qwen3 cards (1.7B / 1.4B non-embedding, 4.0B / 3.6B, 8.2B / 6.95B) and the Hub's safetensors
+         * totals, which for 1.7B also count the tied lm_head stored in the files: 2,031,739,904 -
+         * 151936 x 2048; 4,022,468,096 (4B stores no lm_head); 8,190,735,360 */
+        {"qwen3-1.7b", 1720574976LL}, {"qwen3-4b", 4022468096LL}, {"qwen3-8b", 8190735360LL},
+        /* the Hub's safetensors totals (cards: 7.25B, 12.2B, 23.6B params) */
+        {"mistral-7b-v0.3", 7248023552LL}, {"mistral-nemo-12b", 12247782400LL}, {"mistral-small-24b", 23572403200LL},
+        /* the Hub's safetensors totals (cards: 8.03B, 3.21B params) */
+        {"llama-3.1-8b", 8030261248LL}, {"llama-3.2-3b", 3212749824LL},
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         fl_model_config cfg;
@@ -60,9 +68,40 @@ TEST(presets_parameter_counts) {
         CHECK_MSG(fl_config_total_params(&cfg) == expected[i].total, "%s: %lld params, expected %lld",
                   expected[i].name, (long long)fl_config_total_params(&cfg), expected[i].total);
     }
+    /* the cards' rounded figures: total, and without the embedding (Qwen3's "non-embedding") */
+    const struct { const char *name; double total, round, non_embedding, round_ne; } card[] = {
+        {"qwen3-1.7b", 1.7e9, 0.1e9, 1.4e9, 0.1e9}, {"qwen3-4b", 4.0e9, 0.1e9, 3.6e9, 0.1e9},
+        {"qwen3-8b", 8.2e9, 0.1e9, 6.95e9, 0.01e9}, {"mistral-7b-v0.3", 7.25e9, 0.01e9, 0, 0},
+        {"mistral-nemo-12b", 12.2e9, 0.1e9, 0, 0}, {"mistral-small-24b", 23.6e9, 0.1e9, 0, 0},
+        {"llama-3.1-8b", 8.03e9, 0.01e9, 0, 0}, {"llama-3.2-3b", 3.21e9, 0.01e9, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof card / sizeof card[0]; i++) {
+        fl_model_config cfg;
+        CHECK(fl_config_preset(&cfg, card[i].name) == 0);
+        double total = (double)fl_config_total_params(&cfg);
+        double embed = (double)cfg.vocab_size * cfg.hidden_size * (cfg.tie_word_embeddings ? 1 : 2);
+        CHECK_MSG(fabs(total - card[i].total) <= card[i].round / 2, "%s: %.0f params, card %.3g", card[i].name, total,
+                  card[i].total);
+        if (card[i].non_embedding > 0)
+            CHECK_MSG(fabs(total - embed - card[i].non_embedding) <= card[i].round_ne / 2, "%s: %.0f non-embedding, card %.3g",
+                      card[i].name, total - embed, card[i].non_embedding);
+    }
     fl_model_config cfg;
     CHECK_EQ_INT(fl_config_preset(&cfg, "gpt-2"), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "smollm2-135m");
+    CHECK_STR_CONTAINS(fl_config_preset_names(), "mistral-nemo-12b");
+    /* the fields that differ between the new presets */
+    CHECK(fl_config_preset(&cfg, "llama-3.1-8b") == 0);
+    CHECK(cfg.rope_llama3 && cfg.rope_factor == 8.0 && cfg.rope_low_freq_factor == 1.0 && cfg.rope_high_freq_factor == 4.0 &&
+          cfg.rope_original_max_position == 8192 && !cfg.tie_word_embeddings);
+    CHECK(fl_config_preset(&cfg, "llama-3.2-3b") == 0);
+    CHECK(cfg.rope_llama3 && cfg.rope_factor == 32.0 && cfg.tie_word_embeddings && cfg.head_dim == 128);
+    CHECK(fl_config_preset(&cfg, "mistral-small-24b") == 0);
+    CHECK(cfg.arch == FL_ARCH_LLAMA && !cfg.rope_llama3 && cfg.rope_theta == 1e8 && cfg.sliding_window == 0 &&
+          fl_config_q_dim(&cfg) == 4096 && cfg.hidden_size == 5120);
+    CHECK(fl_config_preset(&cfg, "qwen3-8b") == 0);
+    CHECK(cfg.qk_norm && !cfg.qkv_bias && !cfg.tie_word_embeddings && cfg.sliding_window == 0);
+    CHECK_EQ_INT(strcmp(fl_config_preset_for_hf_name("mistralai/Mistral-Nemo-Base-2407"), "mistral-nemo-12b"), 0);
 }
 
 /* PEFT's init: lora_a ~ U(-1/sqrt(in), 1/sqrt(in)), lora_b = 0 */

@@ -2,7 +2,8 @@
  * real gemma-3-1b-it config (transformers 4.52 spelling: rope_theta, rope_local_base_freq,
  * sliding_window_pattern) and its 5.x spelling (layer_types, rope_parameters per layer type) give the
  * preset; Gemma 2's defaults; every unsupported field refused in one line naming the file and the
- * field; the sequence bound of the sliding layers; the presets' parameter counts; the activation
+ * field; which layers slide (config.h's window rule, as transformers builds layer_types); the presets'
+ * parameter counts; the activation
  * table's sandwich-norm entries. Not the numerics (test_hf_fixtures.c, test_gradcheck.c). */
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,9 @@ static void check_gemma_fields_equal(const fl_model_config *got, const fl_model_
     CHECK_EQ_INT(got->query_pre_attn_scalar, want->query_pre_attn_scalar);
     CHECK(got->final_logit_softcapping == want->final_logit_softcapping);
     CHECK_EQ_INT(got->sliding_window, want->sliding_window);
-    CHECK_EQ_INT(got->has_layer_kinds, want->has_layer_kinds);
-    CHECK(memcmp(got->layer_is_sliding, want->layer_is_sliding, (size_t)got->n_layers) == 0);
+    CHECK_EQ_INT(got->window_first_layer, want->window_first_layer);
+    CHECK_EQ_INT(got->window_global_every, want->window_global_every);
+    for (int l = 0; l < got->n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(got, l), fl_config_layer_window(want, l));
     CHECK_EQ_INT(got->bos_token_id, want->bos_token_id);
     CHECK_EQ_INT(got->eos_token_id, want->eos_token_id);
     CHECK_EQ_INT(fl_config_total_params(got), fl_config_total_params(want));
@@ -89,7 +91,7 @@ TEST(config_gemma3_1b_4x_spelling_is_the_preset) {
     CHECK(fl_config_preset(&want, "gemma-3-1b") == 0);
     check_gemma_fields_equal(&got, &want);
     /* every 6th layer global: 5, 11, 17, 23 */
-    for (int l = 0; l < 26; l++) CHECK_EQ_INT(got.layer_is_sliding[l], l % 6 != 5);
+    for (int l = 0; l < 26; l++) CHECK_EQ_INT(fl_config_layer_window(&got, l), l % 6 != 5 ? 512 : 0);
 }
 
 TEST(config_gemma3_5x_spelling_layer_types_rope_parameters) {
@@ -167,22 +169,46 @@ TEST(config_gemma2_attn_softcap_refused_null_accepted) {
     CHECK_MSG(load_json(&got, null) == 0, "%s", fl_last_error());
     CHECK(fl_config_preset(&want, "gemma-2-2b") == 0);
     check_gemma_fields_equal(&got, &want);
-    for (int l = 0; l < 26; l++) CHECK_EQ_INT(got.layer_is_sliding[l], l % 2 == 0);   /* sliding first */
+    for (int l = 0; l < 26; l++) CHECK_EQ_INT(fl_config_layer_window(&got, l), l % 2 == 0 ? 4096 : 0);   /* sliding first */
     free(with); free(null);
 }
 
-/* Until sliding windows are implemented a sequence longer than the window is refused (as Mistral's),
- * and a Gemma whose layers are all global has no bound */
-TEST(config_gemma_sliding_window_bounds_the_sequence) {
+/* The sliding layers are real windows (no bound on the sequence): sliding_window_pattern 1 makes every
+ * layer global; a listed layer_types becomes config.h's rule when it can (Gemma 2's alternation, a
+ * first full layer), and one it cannot say, or sliding layers with a null window, are refused */
+TEST(config_gemma_sliding_layers_are_windows) {
     fl_model_config cfg;
     CHECK(fl_config_preset(&cfg, "gemma-3-1b") == 0);
-    CHECK_EQ_INT(fl_config_check_window(&cfg, 512, "--seq"), 0);
-    CHECK_EQ_INT(fl_config_check_window(&cfg, 513, "--seq"), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "sliding_window 512");
+    CHECK(cfg.sliding_window == 512 && cfg.window_first_layer == 0 && cfg.window_global_every == 6);
     char *all_global = edit(gemma3_1b_4x, "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": 1");
     CHECK(load_json(&cfg, all_global) == 0 && cfg.sliding_window == 0);
-    CHECK_EQ_INT(fl_config_check_window(&cfg, 4096, "--seq"), 0);
+    for (int l = 0; l < 26; l++) CHECK_EQ_INT(fl_config_layer_window(&cfg, l), 0);
     free(all_global);
+    char *pat2 = edit(gemma3_1b_4x, "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": 2");
+    CHECK(load_json(&cfg, pat2) == 0 && cfg.window_global_every == 2);
+    free(pat2);
+    char *null_window = edit(gemma3_1b_4x, "\"sliding_window\": 512", "\"sliding_window\": null");
+    refused(null_window, "sliding_window");
+    free(null_window);
+    /* listed: layer 0 full, then sliding with every 3rd (counting from 1) full */
+    char types[26 * 24 + 8] = "[";
+    for (int l = 0; l < 26; l++)
+        strcat(types, l == 0 || (l + 1) % 3 == 0 ? "\"full_attention\"," : "\"sliding_attention\",");
+    types[strlen(types) - 1] = ']';
+    char lt[sizeof types + 32];
+    snprintf(lt, sizeof lt, "\"layer_types\": %s", types);
+    char *listed = edit(gemma3_1b_4x, "\"sliding_window_pattern\": 6", lt);
+    CHECK_MSG(load_json(&cfg, listed) == 0, "%s", fl_last_error());
+    for (int l = 0; l < 26; l++) CHECK_EQ_INT(fl_config_layer_window(&cfg, l), l == 0 || (l + 1) % 3 == 0 ? 0 : 512);
+    free(listed);
+    /* irregular: only layer 7 slides but 9 too */
+    char odd[26 * 24 + 8] = "[";
+    for (int l = 0; l < 26; l++) strcat(odd, l == 7 || l == 9 ? "\"sliding_attention\"," : "\"full_attention\",");
+    odd[strlen(odd) - 1] = ']';
+    snprintf(lt, sizeof lt, "\"layer_types\": %s", odd);
+    char *irregular = edit(gemma3_1b_4x, "\"sliding_window_pattern\": 6", lt);
+    refused(irregular, "layer_types");
+    free(irregular);
 }
 
 /* Gemma's post-attention and post-feedforward norms keep o's and down's outputs (C each) and two

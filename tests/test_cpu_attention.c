@@ -2,7 +2,9 @@
  * double-precision evaluation of its formula, at lengths that span several query and key tiles
  * (QB 64, KB 256), with documents packed into rows (segment starts inside and across tiles), GQA,
  * and q/k/v in one padded buffer; and the same bits for 1 and 2 threads. The finite-difference
- * check (test_gradcheck.c) covers the calculus at a tiny size; this covers the tiling.
+ * check (test_gradcheck.c) covers the calculus at a tiny size; this covers the tiling. With a sliding
+ * window W the op gets engine/model.h's fl_window_key_start as its seg_start while the reference
+ * applies transformers' rule itself: key j visible to query t iff seg <= j, t - W < j <= t.
  *
  * Tolerances: outputs are convex combinations of v (|v| <= 1) and gradients sums of at most T
  * terms of O(1), all accumulated in f32 with an online softmax: the error is a few f32 ulps per
@@ -14,9 +16,10 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "common/rng.h"
+#include "engine/model.h"
 #include "test.h"
 
-typedef struct { int B, T, NH, NKV, HS, pad; const int *doc_starts; int n_docs; } attn_shape;
+typedef struct { int B, T, NH, NKV, HS, pad; const int *doc_starts; int n_docs; int window; } attn_shape;
 
 /* The reference: out, lse and dq/dk/dv (into dqkv, same layout as qkv) in double. */
 static void reference(const attn_shape *s, const float *qkv, const float *dout, const int32_t *seg, double *out,
@@ -31,6 +34,7 @@ static void reference(const attn_shape *s, const float *qkv, const float *dout, 
             for (int t = 0; t < T; t++) {
                 const float *qt = qkv + ((size_t)b * T + t) * ld + qo;
                 int j0 = seg[b * T + t];
+                if (s->window > 0 && t - s->window + 1 > j0) j0 = t - s->window + 1; /* kv_idx > q_idx - W */
                 double m = -INFINITY, sum = 0;
                 for (int j = j0; j <= t; j++) {
                     const float *kj = qkv + ((size_t)b * T + j) * ld + ko;
@@ -100,6 +104,8 @@ static void check_shape(const attn_shape *s) {
     double *out_ref = malloc(sizeof(double) * n_out), *lse_ref = malloc(sizeof(double) * n_lse);
     double *d_ref = malloc(sizeof(double) * n_qkv);
     reference(s, qkv, dout, seg, out_ref, lse_ref, d_ref);
+    int32_t *key_start = malloc(sizeof(int32_t) * N); /* what the engine hands the op */
+    fl_window_key_start(key_start, seg, (size_t)s->B, s->T, s->window);
 
     float *out = malloc(sizeof(float) * n_out), *lse = malloc(sizeof(float) * n_lse);
     float *d[2] = {malloc(sizeof(float) * n_qkv), malloc(sizeof(float) * n_qkv)};
@@ -107,25 +113,25 @@ static void check_shape(const attn_shape *s) {
     for (int run = 0; run < 2; run++) {
         omp_set_num_threads(run == 0 ? 1 : (threads > 1 ? threads : 2));
         const float *q = qkv, *k = q + s->NH * s->HS, *v = k + s->NKV * s->HS;
-        attention_forward_cpu(out, lse, q, k, v, seg, s->B, s->T, s->NH, s->NKV, s->HS, ld);
+        attention_forward_cpu(out, lse, q, k, v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld);
         for (size_t i = 0; i < n_qkv; i++) d[run][i] = 0.0f;
         attention_backward_cpu(d[run], d[run] + s->NH * s->HS, d[run] + (s->NH + s->NKV) * s->HS, dout, out, lse, q, k,
-                               v, seg, s->B, s->T, s->NH, s->NKV, s->HS, ld);
+                               v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld);
     }
     omp_set_num_threads(threads);
     double ref_max;
     double e_out = max_err(out, out_ref, n_out, 0, 0, &ref_max);
-    CHECK_MSG(e_out <= 2e-4 * ref_max, "T=%d: out max error %g of %g", s->T, e_out, ref_max);
+    CHECK_MSG(e_out <= 2e-4 * ref_max, "T=%d W=%d: out max error %g of %g", s->T, s->window, e_out, ref_max);
     double e_lse = max_err(lse, lse_ref, n_lse, 0, 0, &ref_max);
-    CHECK_MSG(e_lse <= 2e-4 * fmax(ref_max, 1.0), "T=%d: lse max error %g of %g", s->T, e_lse, ref_max);
+    CHECK_MSG(e_lse <= 2e-4 * fmax(ref_max, 1.0), "T=%d W=%d: lse max error %g of %g", s->T, s->window, e_lse, ref_max);
     double e_d = max_err(d[1], d_ref, n_qkv, ld, width, &ref_max);
-    CHECK_MSG(e_d <= 2e-4 * ref_max, "T=%d: dq|dk|dv max error %g of %g", s->T, e_d, ref_max);
+    CHECK_MSG(e_d <= 2e-4 * ref_max, "T=%d W=%d: dq|dk|dv max error %g of %g", s->T, s->window, e_d, ref_max);
     int same = 1;
     for (size_t i = 0; i < n_qkv; i++) same &= (int)((i % ld) >= (size_t)width || d[0][i] == d[1][i]);
-    CHECK_MSG(same, "T=%d: 1 and 2 threads give different gradients", s->T);
+    CHECK_MSG(same, "T=%d W=%d: 1 and 2 threads give different gradients", s->T, s->window);
     for (size_t n = 0; n < N; n++)
         for (int e = width; e < ld; e++) CHECK(d[1][n * ld + e] == 0.0f); /* padding not written */
-    free(qkv); free(dout); free(seg); free(out_ref); free(lse_ref); free(d_ref);
+    free(qkv); free(dout); free(seg); free(key_start); free(out_ref); free(lse_ref); free(d_ref);
     free(out); free(lse); free(d[0]); free(d[1]);
 }
 
@@ -133,12 +139,26 @@ TEST(cpu_attention_tiles_match_double_reference_gqa_documents) {
     /* documents start inside a key tile (130), on a tile edge (256), inside a later query block
      * (300: the query blocks from 320 on skip key tile 0), and at the last token */
     static const int docs[] = {0, 130, 256, 300, 599};
-    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5});
+    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 0});
 }
 
 TEST(cpu_attention_tiles_match_double_reference_odd_lengths) {
     static const int docs[] = {0, 31, 33, 257, 511};
-    check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5}); /* T = 2·KB + 1, MQA */
-    check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2});  /* one key tile, ragged query block */
-    check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3});  /* head size 20: a part-filled 16-column panel */
+    check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5, 0}); /* T = 2·KB + 1, MQA */
+    check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2, 0});  /* one key tile, ragged query block */
+    check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3, 0});  /* head size 20: a part-filled 16-column panel */
+}
+
+/* Sliding windows (Mistral): W = 1 (each query sees itself only), W dividing neither tile (100
+ * against QB 64 / KB 256: windows begin mid-tile, and from t = 356 on whole key tiles lie before
+ * the window), W = KB + 1 over documents that cut the window short, and W >= T (the plain causal
+ * numbers). Same tolerance: the window only removes terms. */
+TEST(cpu_attention_sliding_window_matches_double_reference) {
+    static const int docs[] = {0, 130, 256, 300, 599};
+    check_shape(&(attn_shape){1, 70, 2, 1, 16, 1, docs, 1, 1});
+    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 100});
+    check_shape(&(attn_shape){1, 600, 3, 1, 8, 0, docs, 4, 257});
+    check_shape(&(attn_shape){1, 37, 2, 2, 20, 2, docs, 1, 5});
+    check_shape(&(attn_shape){1, 70, 2, 1, 16, 0, docs, 1, 70});
+    check_shape(&(attn_shape){1, 70, 2, 1, 16, 0, docs, 1, 1000});
 }

@@ -4,6 +4,8 @@
  * CUDA (FL_HAVE_CUDA); every test SKIPs without a device. Tolerances as test_cuda_ops.c states. */
 #ifdef FL_HAVE_CUDA
 
+#include <jansson.h>
+
 #include "cuda_test_util.h"
 
 /* ---- model tests: the HF fixtures on CUDA vs the CPU engine ---- */
@@ -79,6 +81,8 @@ TEST(cuda_model_llama3_rope) { fixture_vs_cpu("llama3_rope"); }
 TEST(cuda_model_qwen3_qk_norm) { fixture_vs_cpu("qwen3_qk_norm"); }
 TEST(cuda_model_gemma3_sandwich) { fixture_vs_cpu("gemma3_sandwich"); }
 TEST(cuda_model_gemma2_softcap) { fixture_vs_cpu("gemma2_softcap"); }
+TEST(cuda_model_mistral_swa) { fixture_vs_cpu("mistral_swa"); } /* sliding window 5 over 16 positions */
+TEST(cuda_model_qwen3_swa) { fixture_vs_cpu("qwen3_swa"); } /* window 4 over 12 positions on layers 1, 2 */
 
 /* n AdamW steps on the fixture batch; returns the adapter on the host, losses in `losses` */
 static float *train_steps(const char *name, const fl_backend *be, int steps, double *losses) {
@@ -120,6 +124,47 @@ TEST(cuda_50_steps_track_cpu) {
     CHECK_MSG(lg[49] < lg[0], "CUDA loss did not decrease: %.4f -> %.4f", lg[0], lg[49]);
     printf("    loss step 1 / 50: cpu %.4f / %.4f, cuda %.4f / %.4f\n", lc[0], lc[49], lg[0], lg[49]);
     free(a); free(b);
+}
+
+/* ---- preference tuning on CUDA: the per-token losses and weights (token_loss, scale_rows) ---- */
+
+/* dpo and orpo steps of the TRL fixture (tests/fixtures/pref_train) through the CLI on CUDA (bf16
+ * weights) against the CPU reference (f32): loss and rewards at bf16's ~1e-2 relative. */
+static double pref_first_loss(const char *device, const char *objective, const char *key, char *dir) {
+    char args[1024], path[600], line[4096];
+    snprintf(args, sizeof args, "%s timeout 120 %s train --objective %s --model tests/fixtures/pref_train/model --data "
+             "tests/fixtures/pref_train/standard.jsonl --adapter tests/fixtures/pref_train/start --seq 48 --batch 2 "
+             "--max-steps 1 --save-every 0 --device %s --out %s/%s-%s >/dev/null 2>&1", "", getenv("FASTLORA_BIN"),
+             objective, device, dir, device, objective);
+    if (system(args) != 0) return NAN;
+    snprintf(path, sizeof path, "%s/%s-%s/metrics.jsonl", dir, device, objective);
+    FILE *f = fopen(path, "r");
+    double v = NAN;
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (o && json_object_get(o, "loss")) v = json_number_value(json_object_get(o, key));
+        json_decref(o);
+    }
+    if (f) fclose(f);
+    return v;
+}
+
+TEST(cuda_preference_step_tracks_cpu) {
+    CUDA_OR_SKIP(cu);
+    (void)cu;
+    if (!getenv("FASTLORA_BIN")) SKIP("no FASTLORA_BIN");
+    char dir[] = "/tmp/fastlora-cuda-pref-XXXXXX";
+    if (!mkdtemp(dir)) SKIP("mkdtemp failed");
+    const char *objectives[] = {"dpo", "orpo"}, *keys[] = {"loss", "logps/chosen", "grad_norm"};
+    for (int o = 0; o < 2; o++)
+        for (int k = 0; k < 3; k++) {
+            double c = pref_first_loss("cpu", objectives[o], keys[k], dir), g = pref_first_loss("cuda", objectives[o], keys[k], dir);
+            CHECK_MSG(isfinite(c) && isfinite(g) && fabs(g - c) <= 2e-2 * fabs(c) + 1e-3, "%s %s: cuda %.6g vs cpu %.6g",
+                      objectives[o], keys[k], g, c);
+        }
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    if (system(rm)) {}
 }
 
 /* ---- a whole step recorded as a CUDA graph and replayed ---- */

@@ -12,6 +12,7 @@
  * f32 outputs (AdamW, Σx²), and exact equality for the dropout mask (same hash). */
 #ifdef FL_HAVE_CUDA
 #include "cuda_test_util.h"
+#include "engine/model.h"
 
 /* ---- op tests ---- */
 
@@ -235,13 +236,19 @@ static void check_rows(const char *what, const float *got, const float *want, si
               e.head);
 }
 
-void cuda_attention_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS, int gap);
+static void attention_window_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS,
+                                  int gap, int window);
+void cuda_attention_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS, int gap) {
+    attention_window_case(cu, variant, B, T, NH, NKV, HS, gap, 0);
+}
 static void attention_case(const fl_backend *cu, const char *variant, int T, int NH, int NKV, int HS, int gap) {
     cuda_attention_case(cu, variant, 2, T, NH, NKV, HS, gap);
 }
 
-/* B rows (odd ones packed with three documents) */
-void cuda_attention_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS, int gap) {
+/* B rows (odd ones packed with three documents); window > 0: a sliding window of that many
+ * positions, both backends given engine/model.h's fl_window_key_start as seg_start */
+static void attention_window_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS,
+                                  int gap, int window) {
     const fl_backend *cpu = fl_backend_cpu();
     fl_cuda_set_attention_variant(variant);
     int QD = NH * HS, KVD = NKV * HS, ld = QD + 2 * KVD + gap;
@@ -251,6 +258,7 @@ void cuda_attention_case(const fl_backend *cu, const char *variant, int B, int T
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) /* odd rows: documents [0,T/3) [T/3,T/2) [T/2,T) */
             seg[(size_t)b * T + t] = b % 2 == 0 ? 0 : t < T / 3 ? 0 : t < T / 2 ? T / 3 : T / 2;
+    fl_window_key_start(seg, seg, (size_t)B, T, window); /* in place: each entry reads only itself */
     pair qkv = pair_act(cu, qkv_h, nqkv), out = pair_act(cu, NULL, nq), lse = pair_f32(cu, NULL, N * NH);
     pair dout = pair_act(cu, do_h, nq), dqkv = pair_act(cu, d0_h, nqkv);
     int32_t *seg_d = dev_i32(cu, seg, N);
@@ -259,8 +267,8 @@ void cuda_attention_case(const fl_backend *cu, const char *variant, int B, int T
     cpu->attention_forward(out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
     cu->attention_forward(out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
     float *o_g = down_act(cu, &out), *l_g = down_f32(cu, &lse);
-    CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d NH=%d NKV=%d HS=%d ld=%d: out rel err %.3g", variant, T, NH, NKV,
-              HS, ld, rel_err(o_g, out.cpu, nq));
+    CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d W=%d NH=%d NKV=%d HS=%d ld=%d: out rel err %.3g", variant, T,
+              window, NH, NKV, HS, ld, rel_err(o_g, out.cpu, nq));
     CHECK_MSG(rel_err(l_g, lse.cpu, N * NH) <= 1e-3, "%s HS=%d: lse rel err %.3g", variant, HS, rel_err(l_g, lse.cpu, N * NH));
     check_rows("attention out", o_g, out.cpu, N, NH, HS, (size_t)QD, ROW_TOL_OUT);
     /* backward from the CPU's forward output so both sides see the same `out` */
@@ -374,6 +382,21 @@ TEST(cuda_op_attn_bwd_mma_fused_qkv) {
     cuda_attn_bwd_qkv_case(cu, 3, 130, 6, 1, 128, 1);  /* MQA, B = 3 */
     cuda_attn_bwd_qkv_case(cu, 2, 256, 8, 2, 64, 1);   /* whole tiles, documents across tile borders */
     cuda_attn_bwd_qkv_case(cu, 1, 64, 2, 1, 128, 0);   /* one tile each way */
+}
+
+/* Sliding windows (Mistral): W = 1, W dividing no tile (the mma kernels' 64, the simple kernels' 32
+ * and 8 warps), W past the first key tile, W >= T; over packed rows. The kernels are the ones above:
+ * the window arrives as each query's first key, so the same bounds hold. */
+TEST(cuda_op_attention_sliding_window) {
+    CUDA_OR_SKIP(cu);
+    static const char *variants[] = {"mma", "simple"};
+    for (int i = 0; i < 2; i++) {
+        attention_window_case(cu, variants[i], 2, 256, 8, 2, 64, 0, 1);
+        attention_window_case(cu, variants[i], 2, 300, 4, 2, 64, 0, 37);
+        attention_window_case(cu, variants[i], 2, 200, 4, 4, 128, 8, 100);
+        attention_window_case(cu, variants[i], 1, 130, 6, 1, 128, 0, 130);
+    }
+    attention_window_case(cu, "simple", 2, 77, 4, 2, 96, 5, 9); /* a head size only the simple kernels take */
 }
 
 TEST(cuda_op_attention_simple) {

@@ -1,7 +1,8 @@
 /* test_generate.c — the KV-cached inference path and sampling: the decoder's logits equal the
  * training forward's (fl_model_logits) at every position, whatever the chunking (prefill, then one
  * token at a time), on four HF fixture models with their PEFT adapters (GQA, Qwen2 biases + tied
- * head, llama3 RoPE, Qwen3's q_norm/k_norm); generation is deterministic for a seed; greedy stories260K reproduces
+ * head, llama3 RoPE, Qwen3's q_norm/k_norm, Mistral's sliding window of 32 over 80 positions: the
+ * cache keeps every position, each query reads the last 32); generation is deterministic for a seed; greedy stories260K reproduces
  * llama2.c's reference output (../shared/data/stories260K/SOURCES.md) when ../shared exists. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -31,10 +32,10 @@ static int load_fixture(fl_model *m, const char *name) {
 }
 
 TEST(generate_kv_cache_logits_match_full_forward) {
-    /* gemma3_sandwich: both paths attend fully causally (its window of 16 is a bound on training
-     * sequences, not implemented): the test holds the decoder's Gemma pieces to the forward's */
-    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "gemma3_sandwich",
-                           "gemma2_softcap"};
+    /* qwen3_swa: window 4 on layers 1, 2 only (layer 0 full): the cache reads each layer's own window;
+     * gemma3_sandwich and gemma2_softcap: their sliding layers' windows and Gemma's pieces in the decoder */
+    const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "mistral_window", "qwen3_swa",
+                           "gemma3_sandwich", "gemma2_softcap"};
     for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }
@@ -56,6 +57,16 @@ TEST(generate_kv_cache_logits_match_full_forward) {
         }
         printf("    %s: max |logit diff| %.2e (max |logit| %.2f)\n", names[k], worst, big);
         CHECK(worst < 1e-4 * (1 + big));
+        if (m.cfg.sliding_window) { /* the window binds: without it the last positions differ */
+            fl_model_config windowed = m.cfg;
+            m.cfg.sliding_window = 0;
+            fl_model_logits(&m, ids, 1, T, ref);
+            m.cfg = windowed;
+            double apart = 0;
+            for (size_t i = (size_t)(T - 1) * V; i < (size_t)T * V; i++) apart = fmax(apart, fabs(ref[i] - got[i]));
+            printf("    %s: full causal attention differs by %.2e at the last position\n", names[k], apart);
+            CHECK(apart > 1e-3 * (1 + big));
+        }
         /* full cache: a clear error, not an overflow */
         CHECK_EQ_INT(fl_decoder_feed(&d, ids, 1, got, NULL), FL_ERR_INPUT);
         fl_decoder_free(&d);

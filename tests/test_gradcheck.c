@@ -139,6 +139,27 @@ TEST(gradcheck_attention_gqa_packed) {
     free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
 }
 
+/* Sliding windows W = 1, 2, 3 (engine/model.h's fl_window_key_start as seg_start) over the same
+ * packed rows: the window and the document boundary both bound what a query sees. */
+TEST(gradcheck_attention_sliding_window) {
+    int B = 2, T = 7, NH = 4, NKV = 2, HS = 4, ld = (NH + 2 * NKV) * HS + 1;
+    size_t nq = (size_t)B * T * NH * HS, nqkv = (size_t)B * T * ld;
+    int32_t seg[14] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2}, win[14];
+    for (int W = 1; W <= 3; W++) {
+        fl_window_key_start(win, seg, (size_t)B, T, W);
+        attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), win, B, T, NH, NKV, HS, ld};
+        fill(c.qkv, nqkv, 60 + W, -1, 1); fill(c.dout, nq, 90 + W, -1, 1);
+        for (int n = 0; n < B * T; n++) c.qkv[n * ld + ld - 1] = 0.0f;
+        float *dqkv = malloc(4 * nqkv);
+        for (size_t i = 0; i < nqkv; i++) dqkv[i] = 0.0f;
+        attn_loss(&c);
+        attention_backward_cpu(dqkv, dqkv + NH * HS, dqkv + (NH + NKV) * HS, c.dout, c.out, c.lse, c.qkv,
+                               c.qkv + NH * HS, c.qkv + (NH + NKV) * HS, win, B, T, NH, NKV, HS, ld);
+        fd_compare("windowed attention dq|dk|dv", c.qkv, dqkv, nqkv, attn_loss, &c);
+        free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
+    }
+}
+
 /* ---- SwiGLU (the fused gate/up rows) ---- */
 typedef struct { float *gu, *y, *dy; int N, FF; } swiglu_ctx;
 static double swiglu_loss(void *p) {
@@ -327,7 +348,8 @@ static void scale_nf4(fl_nf4_weight *w, float s) {
 }
 
 /* The Gemma fields of model/config.h on a gradcheck config: (1 + w) norms, sandwich norms, GeGLU,
- * embed scale, query_pre_attn_scalar 5 != head_dim 6, one sliding layer with its own RoPE base and one
+ * embed scale, query_pre_attn_scalar 5 != head_dim 6, one sliding layer (window 3) with its own RoPE base
+ * (Gemma 3) and one
  * global with linear scaling; Gemma 3: q_norm/k_norm; Gemma 2: a logit soft-cap of 4. */
 static void gemma_fields(fl_model_config *cfg, int gemma3) {
     cfg->arch = gemma3 ? FL_ARCH_GEMMA3 : FL_ARCH_GEMMA2;
@@ -338,8 +360,8 @@ static void gemma_fields(fl_model_config *cfg, int gemma3) {
     cfg->embed_scale = sqrt((double)cfg->hidden_size);
     cfg->query_pre_attn_scalar = 5;
     cfg->tie_word_embeddings = 1;
-    cfg->has_layer_kinds = 1;
-    cfg->layer_is_sliding[0] = 1;
+    cfg->sliding_window = 3;        /* layer 0 slides (T = 6: its later queries lose keys), layer 1 is global */
+    cfg->window_global_every = 2;
     if (gemma3) {
         cfg->rope_local_theta = 100.0;
         cfg->rope_linear_factor = 2.0;
@@ -349,13 +371,15 @@ static void gemma_fields(fl_model_config *cfg, int gemma3) {
 }
 
 /* qwen: 0 Llama (llama3 RoPE), 1 Qwen2 (q/k/v bias, tied), 2 Qwen3 (q_norm/k_norm, tied, head_dim 6:
- * q dim 24 != hidden 12), 3 Gemma 3 and 4 Gemma 2 (gemma_fields, head_dim 6) */
-static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
+ * q dim 24 != hidden 12), 3 Gemma 3 and 4 Gemma 2 (gemma_fields, head_dim 6, its own window); window > 0:
+ * a sliding window on the layers model/config.h's rule picks (global_every 2: layer 0 sliding, layer 1
+ * global) */
+static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_quant quant, int window, int global_every) {
     fl_model_config cfg = {.arch = qwen == 2 ? FL_ARCH_QWEN3 : qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23,
                            .hidden_size = 12, .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                            .head_dim = qwen >= 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
                            .rms_norm_eps = 1e-5f, .tie_word_embeddings = qwen != 0, .qkv_bias = qwen == 1,
-                           .qk_norm = qwen == 2};
+                           .qk_norm = qwen == 2, .sliding_window = window, .window_global_every = global_every};
     if (qwen >= 3) gemma_fields(&cfg, qwen == 3);
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
@@ -414,6 +438,10 @@ static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant qua
                        1e-3f, model_loss, &ctx);
     free(grad);
     fl_model_free(&m);
+}
+
+static void model_gradcheck(int qwen, float dropout, int recompute, fl_quant quant) {
+    model_gradcheck_window(qwen, dropout, recompute, quant, 0, 0);
 }
 
 TEST(gradcheck_model_llama3_rope) { model_gradcheck(0, 0.0f, 0, FL_QUANT_NONE); }
@@ -531,3 +559,7 @@ TEST(gradcheck_model_gemma3_dropout_recompute) { model_gradcheck(3, 0.3f, 1, FL_
 TEST(gradcheck_model_nf4_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NF4); }
 TEST(gradcheck_model_gemma2_softcap) { model_gradcheck(4, 0.0f, 0, FL_QUANT_NONE); }
 TEST(gradcheck_model_gemma2_softcap_recompute) { model_gradcheck(4, 0.0f, 1, FL_QUANT_NONE); }
+/* Sliding-window attention (T = 6, W = 2: row 0's later queries lose their early keys): every layer
+ * windowed (Mistral), and alternating windowed/global layers (model/config.h's rule), with recompute */
+TEST(gradcheck_model_sliding_window) { model_gradcheck_window(0, 0.0f, 0, FL_QUANT_NONE, 2, 0); }
+TEST(gradcheck_model_sliding_window_alternating_recompute) { model_gradcheck_window(0, 0.3f, 1, FL_QUANT_NONE, 2, 2); }

@@ -118,6 +118,30 @@ static void check_loss_and_grads(const char *name) {
     fixture_close(&f);
 }
 
+/* The fixture's B rows packed into ONE row of B·T positions, each document from position 0 with its
+ * own segment start (as train's packing lays them out): the loss is the same mean over the same
+ * tokens and the gradients the same sums, so they must match transformers running each row alone.
+ * With a sliding window this proves the window is measured within the document. */
+static void check_packed_loss_and_grads(const char *name) {
+    fixture f;
+    if (fixture_open(&f, name)) return;
+    int B = f.batch.B, T = f.batch.T, N = B * T;
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)N), *seg = malloc(sizeof(int32_t) * (size_t)N);
+    for (int n = 0; n < N; n++) {
+        pos[n] = n % T;
+        seg[n] = n / T * T;
+    }
+    fl_batch packed = {.B = 1, .T = N, .ids = f.batch.ids, .targets = f.targets, .pos = pos, .seg_start = seg};
+    fl_step_stats st = fl_model_forward(&f.model, &packed, 0.0f);
+    fl_model_backward(&f.model);
+    const float *want_loss = fl_safetensors_find(&f.expected, "loss")->data;
+    CHECK_CLOSE(st.loss, want_loss[0], 0.0, 1e-5);
+    compare_lora(&f, &f.model.grads, "grad.", 1e-4, 1e-7);
+    free(pos);
+    free(seg);
+    fixture_close(&f);
+}
+
 static float meta_float(const fixture *f, const char *key) {
     const char *v = fl_safetensors_metadata(&f->expected, key);
     CHECK_MSG(v != NULL, "metadata %s missing", key);
@@ -153,15 +177,33 @@ TEST(hf_llama3_rope_logits) { check_logits("llama3_rope"); }
 TEST(hf_llama3_rope_loss_and_grads) { check_loss_and_grads("llama3_rope"); }
 TEST(hf_llama3_rope_three_clipped_steps) { check_three_steps("llama3_rope"); }
 /* MistralForCausalLM: Llama's layers (MQA, explicit head_dim, theta 1e6) with a sliding_window longer
- * than the sequence, so the window does not bind (model/config.h: longer sequences are refused) */
+ * than the sequence, so the window does not bind */
 TEST(hf_mistral_window_logits) { check_logits("mistral_window"); }
 TEST(hf_mistral_window_loss_and_grads) { check_loss_and_grads("mistral_window"); }
 TEST(hf_mistral_window_three_clipped_steps) { check_three_steps("mistral_window"); }
+/* MistralForCausalLM with a window that binds: sliding_window 5 over 16 positions (GQA 4/2, head_dim
+ * 12 != hidden / heads): each query sees its last 5 positions (transformers' sliding_window_overlay);
+ * the fixture script checks that full causal attention would move the later logits. Also with the
+ * two rows packed into one (the window within each document) and with activation recompute. */
+TEST(hf_mistral_swa_logits) { check_logits("mistral_swa"); }
+TEST(hf_mistral_swa_loss_and_grads) { check_loss_and_grads("mistral_swa"); }
+TEST(hf_mistral_swa_three_clipped_steps) { check_three_steps("mistral_swa"); }
+TEST(hf_mistral_swa_packed_loss_and_grads) { check_packed_loss_and_grads("mistral_swa"); }
+TEST(hf_mistral_swa_three_clipped_steps_recompute) { recompute = 1; check_three_steps("mistral_swa"); recompute = 0; }
 /* Qwen3ForCausalLM: per-head q_norm/k_norm (random weights) between q/k_proj (LoRA on both) and RoPE,
  * GQA, explicit head_dim 12 (q dim 48 != hidden 24), tied embeddings */
 TEST(hf_qwen3_qk_norm_logits) { check_logits("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_loss_and_grads) { check_loss_and_grads("qwen3_qk_norm"); }
 TEST(hf_qwen3_qk_norm_three_clipped_steps) { check_three_steps("qwen3_qk_norm"); }
+/* Qwen3ForCausalLM with use_sliding_window: sliding_window 4 over 12 positions, max_window_layers 1, so
+ * layer 0 is full causal and layers 1, 2 slide (Qwen3Config's layer_types, written to config.json); the
+ * fixture script checks that all-full or all-sliding layers would move the later logits. Also packed
+ * and with activation recompute. */
+TEST(hf_qwen3_swa_logits) { check_logits("qwen3_swa"); }
+TEST(hf_qwen3_swa_loss_and_grads) { check_loss_and_grads("qwen3_swa"); }
+TEST(hf_qwen3_swa_three_clipped_steps) { check_three_steps("qwen3_swa"); }
+TEST(hf_qwen3_swa_packed_loss_and_grads) { check_packed_loss_and_grads("qwen3_swa"); }
+TEST(hf_qwen3_swa_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_swa"); recompute = 0; }
 /* the same fixtures with activation recompute: same tolerances (test_recompute.c holds the
  * gradients equal bit for bit to the run without it) */
 TEST(hf_llama_gqa_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama_gqa"); recompute = 0; }
@@ -170,8 +212,11 @@ TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_gr
 TEST(hf_qwen3_qk_norm_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_qk_norm"); recompute = 0; }
 /* Gemma3ForCausalLM (gemma3_text): the (1 + w) norms (random offsets), sandwich norms, GeGLU-tanh,
  * embeddings times sqrt(C), query_pre_attn_scalar 20 != head_dim 12, q_norm/k_norm, one sliding layer
- * (RoPE base 1e4) and one global (1e6, linear factor 4), tied embeddings, GQA, LoRA on all seven */
+ * (window 5 over 12 positions, RoPE base 1e4) and one global (full causal, 1e6, linear factor 4): the
+ * windows and the per-layer RoPE together; the fixture script checks that full causal attention would
+ * move the later logits. Tied embeddings, GQA, LoRA on all seven; also packed and with recompute */
 TEST(hf_gemma3_sandwich_logits) { check_logits("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_packed_loss_and_grads) { check_packed_loss_and_grads("gemma3_sandwich"); }
 TEST(hf_gemma3_sandwich_loss_and_grads) { check_loss_and_grads("gemma3_sandwich"); }
 TEST(hf_gemma3_sandwich_three_clipped_steps) { check_three_steps("gemma3_sandwich"); }
 TEST(hf_gemma3_sandwich_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("gemma3_sandwich"); recompute = 0; }

@@ -53,11 +53,11 @@ TEST(plan_memory_hand_count_smollm2_135m_cuda) {
      * x_final, dx_final, dresidual: N·576·2 = 2359296 each; dx N·(576 + 48)·2 = 2555904;
      * rstd_final N·4 = 8192; dqkv N·960·2 = 3932160; dgate_up N·3072·2 = 12582912;
      * dwide, wide, dropped, lora_tmp: N·1536·2 = 6291456 each; dlora_xa N·16·2 = 65536;
-     * ids, targets, pos, seg_start: N·4 = 8192 each */
+     * ids, targets, pos, seg_start, win_start: N·4 = 8192 each */
     double act = 73138176.0 + 2 * 70778880.0 + 76677120.0 + 74711040.0 + 2 * 1966080.0 + 117964800.0 +
                  377487360.0 + 2 * 245760.0 + 2211840.0 + 3 * 2359296.0 + 2555904.0 + 8192.0 + 3932160.0 +
-                 12582912.0 + 4 * 6291456.0 + 65536.0 + 4 * 8192.0;
-    CHECK_CLOSE(act, 919592960.0, 0, 0);
+                 12582912.0 + 4 * 6291456.0 + 65536.0 + 5 * 8192.0;
+    CHECK_CLOSE(act, 919601152.0, 0, 0);
     CHECK_CLOSE(m.activations, act, 0, 0);
     CHECK_CLOSE((double)fl_activations_bytes(&cfg, 16, 4, 512, 2, 0), act, 0, 0);   /* the engine agrees */
     /* CUDA LM head (backend/cuda/cuda_plan.h): 256 MiB / (V·2) = 2730 rows -> 2688 -> all N = 2048

@@ -57,8 +57,8 @@ static void compare_recompute(const fl_backend *be, const rc_case *c) {
         cfg.act = FL_ACT_GELU_TANH;
         cfg.embed_scale = sqrt(32.0);
         cfg.query_pre_attn_scalar = 10;
-        cfg.has_layer_kinds = 1;
-        cfg.layer_is_sliding[0] = cfg.layer_is_sliding[1] = 1;
+        cfg.sliding_window = 4;      /* layers 0 and 1 slide (T = 9), layer 2 is global */
+        cfg.window_global_every = 3;
         cfg.rope_local_theta = c->qwen == 3 ? 100.0 : 0.0;
         cfg.final_logit_softcapping = c->qwen == 4 ? 5.0f : 0.0f;
     }

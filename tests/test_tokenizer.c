@@ -55,9 +55,34 @@ static size_t offsets_differ(const fl_token_ids *got, json_t *want) {
     return got->n;
 }
 
+/* Qwen3's tokenizer: Qwen2.5's vocab.json and merges.txt (../shared) with Qwen3's tokenizer_config.json
+ * (tests/fixtures/tokenizer/Qwen3/: four more added tokens, <tool_response> .. </think>), in a temp
+ * folder as tools/make_tokenizer_fixtures.py assembles it; NULL when ../shared is absent. */
+static fl_tokenizer *load_qwen3(void) {
+    const char *shared = fl_test_shared_dir();
+    if (!shared) return NULL;
+    char dir[] = "/tmp/fastlora-qwen3-tok-XXXXXX", src[640], dst[640], cwd[512];
+    CHECK(mkdtemp(dir) != NULL && getcwd(cwd, sizeof cwd) != NULL);
+    const char *names[] = {"vocab.json", "merges.txt", "tokenizer_config.json"};
+    for (int i = 0; i < 3; i++) {
+        if (i < 2) snprintf(src, sizeof src, "%s/models/Qwen2.5-0.5B/%s", shared, names[i]);
+        else snprintf(src, sizeof src, "%s/tests/fixtures/tokenizer/Qwen3/%s", cwd, names[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, names[i]);
+        CHECK_MSG(symlink(src, dst) == 0, "symlink %s", dst);
+    }
+    fl_tokenizer *tok = NULL;
+    if (fl_tokenizer_load(&tok, dir)) fl_test_fail(__FILE__, __LINE__, "load %s: %s", dir, fl_last_error());
+    for (int i = 0; i < 3; i++) {
+        snprintf(dst, sizeof dst, "%s/%s", dir, names[i]);
+        unlink(dst);
+    }
+    rmdir(dir);
+    return tok;
+}
+
 /* Checks every fixture line of `model`; returns the number of strings checked. */
 static void check_parity(const char *model) {
-    fl_tokenizer *tok = load_shared(model);
+    fl_tokenizer *tok = strcmp(model, "Qwen3") ? load_shared(model) : load_qwen3();
     if (!tok) { if (!fl_test_shared_dir()) SKIP("../shared not found"); return; }
     char path[512];
     snprintf(path, sizeof path, "tests/fixtures/tokenizer/%s.jsonl", model);
@@ -142,6 +167,9 @@ TEST(tokenizer_parity_llama3) { check_parity("Llama-3.2-1B"); }
  * " ", BPE with byte fallback and fuse_unk, <bos> in front) on a small learnt vocabulary: Gemma's own
  * 262k-entry tokenizer.json is not available here */
 TEST(tokenizer_parity_gemma_pipeline) { check_parity("gemma_pipeline"); }
+/* Qwen3: Qwen2.5's BPE with <think>, </think>, <tool_response>, </tool_response> as added tokens
+ * ("special": false: kept on decode with skip_special), strings around them included */
+TEST(tokenizer_parity_qwen3) { check_parity("Qwen3"); }
 
 /* Special ids and the post-processor, from the table in formats.md section 5. */
 TEST(tokenizer_special_ids) {

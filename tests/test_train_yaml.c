@@ -185,6 +185,21 @@ TEST(train_yaml_axolotl_datasets_and_defaults) {
     fl_train_options_free(&o);
 }
 
+/* Axolotl's preference keys: rl (dpo, ipo, orpo, simpo), rl_beta, simpo_gamma, cpo_alpha; a dataset
+ * of TRL-format rows takes no type. kto is refused by --objective, naming what is supported. */
+TEST(train_yaml_axolotl_rl_keys) {
+    fl_train_options o;
+    CHECK_EQ_INT(load_text(&o, "base_model: m\nrl: simpo\nrl_beta: 2.5\nsimpo_gamma: 0.8\ncpo_alpha: 1\n"
+                               "datasets:\n  - path: prefs.jsonl\n", NULL), 0);
+    CHECK(!strcmp(o.objective, "simpo") && o.beta == 2.5 && o.simpo_gamma == 0.8 && o.cpo_alpha == 1);
+    CHECK(!strcmp(o.data, "prefs.jsonl") && !strcmp(o.format, "auto"));
+    fl_train_options_free(&o);
+    CHECK_EQ_INT(load_text(&o, "base_model: m\nrl: kto\noutput_dir: o\ndatasets:\n  - path: p.jsonl\n", NULL), 0);
+    CHECK_EQ_INT(fl_train_options_validate(&o), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "--objective: 'kto' (expected sft, dpo, ipo, orpo or simpo)");
+    fl_train_options_free(&o);
+}
+
 /* Through the CLI: --print-config shows the resolved options; the command line wins over the file. */
 TEST(train_yaml_print_config_and_command_line_wins) {
     if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");

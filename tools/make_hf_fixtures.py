@@ -140,6 +140,23 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        name="mistral_swa",
+        arch="mistral",
+        seed=181920,
+        config=dict(
+            vocab_size=120, hidden_size=40, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,   # GQA; explicit head_dim: q dim 48 != 40
+            max_position_embeddings=256, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            sliding_window=5,                                            # binds: 16 positions, each sees its last 5
+            tie_word_embeddings=False,
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         name="qwen3_qk_norm",
         arch="qwen3",
         seed=151617,
@@ -165,7 +182,8 @@ SPECS = [
             num_attention_heads=4, num_key_value_heads=2, head_dim=12,   # GQA; explicit head_dim: q dim 48 != 32
             query_pre_attn_scalar=20,                                    # attention scale 20^-0.5, not 12^-0.5
             max_position_embeddings=256, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
-            layer_types=["sliding_attention", "full_attention"], sliding_window=16,   # T 12 <= 16: does not bind
+            # binds: 12 positions, layer 0 sees its last 5 (with the local RoPE), layer 1 all (global RoPE)
+            layer_types=["sliding_attention", "full_attention"], sliding_window=5,
             rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                              "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0}},
             tie_word_embeddings=True, attention_bias=False,
@@ -190,6 +208,24 @@ SPECS = [
             tie_word_embeddings=True, attention_bias=False,
             final_logit_softcapping=3.0,                 # small cap: the logits (|z| ~ 4) sit on tanh's curve
             attn_logit_softcapping=None,                 # Gemma 2's 50.0 needs the attention kernels: refused
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        name="qwen3_swa",
+        arch="qwen3",
+        seed=222324,
+        config=dict(
+            vocab_size=80, hidden_size=24, intermediate_size=32, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8,    # GQA; explicit head_dim: q dim 32 != 24
+            max_position_embeddings=256, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            tie_word_embeddings=True, attention_bias=False,
+            # Qwen3Config: layers i >= max_window_layers slide -> layer 0 full, layers 1 and 2 see their last 4
+            use_sliding_window=True, sliding_window=4, max_window_layers=1,
         ),
         B=2, T=12,
         lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
@@ -270,8 +306,8 @@ def load_trainable(model_dir, adapter_dir):
 
 def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
-    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "gemma2": Gemma2ForCausalLM,
-           "gemma3_text": Gemma3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+    cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
+           "gemma2": Gemma2ForCausalLM, "gemma3_text": Gemma3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -395,6 +431,32 @@ def write_fixture(spec, out_root):
         mem_logits = pm(input_ids=ids).logits.clone()
     adapter_delta = (mem_logits - base_logits).abs().max().item()
     assert adapter_delta > 1e-2, f"adapter barely changes logits: {adapter_delta}"
+    window = spec["config"].get("sliding_window")
+    cfg = pm.base_model.model.config
+    if spec["arch"] == "qwen3" and window and window < spec["T"]:
+        # Qwen3: the layers that slide are config.layer_types (built from max_window_layers); both the full
+        # and the sliding layers must matter: every layer full, or every layer sliding, moves later logits
+        types = list(cfg.layer_types)
+        assert "sliding_attention" in types and "full_attention" in types, types
+        for other in ("full_attention", "sliding_attention"):
+            cfg.layer_types = [other] * len(types)
+            with torch.no_grad():
+                other_logits = pm(input_ids=ids).logits.clone()
+            cfg.layer_types = types
+            assert torch.equal(other_logits[:, :window], mem_logits[:, :window])
+            apart = (other_logits[:, window:] - mem_logits[:, window:]).abs().max().item()
+            print(f"    layer_types {types}: all {other} moves later logits by {apart:.3g}")
+            assert apart > 1e-2, apart
+    elif window and window < spec["T"]:   # the window binds: the first W positions as full causal, later ones not
+        # Gemma: a window as long as the sequence (its sliding layers keep their own RoPE); else none
+        cfg.sliding_window = spec["T"] if spec["arch"] in ("gemma2", "gemma3_text") else None
+        with torch.no_grad():
+            causal_logits = pm(input_ids=ids).logits.clone()
+        cfg.sliding_window = window
+        assert torch.equal(causal_logits[:, :window], mem_logits[:, :window])
+        apart = (causal_logits[:, window:] - mem_logits[:, window:]).abs().max().item()
+        print(f"    sliding window {window}: full causal attention moves later logits by {apart:.3g}")
+        assert apart > 1e-2, apart
 
     # ---- everything below from the files on disk: proves the saved folders are the reference ----
     pm = load_trainable(model_dir, adapter_dir)

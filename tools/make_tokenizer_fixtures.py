@@ -23,6 +23,17 @@ a TemplateProcessing post-processor adding <|begin_of_text|>, and every encoding
 against `tiktoken` itself (pip install tiktoken). The base model has no chat template, so the chat
 fixtures use the Llama-3 Instruct template written below (LLAMA3_TEMPLATE, Meta-Llama-3-8B-Instruct).
 
+Qwen3: Qwen3 uses the Qwen2/Qwen2.5 byte-level BPE (151643 tokens, the same pre-tokenizer; its own
+vocab.json and merges.txt are not in ../shared, so they are not compared byte for byte) with four
+more added tokens, ids 151665..151668: <tool_response>,
+</tool_response>, <think>, </think>, all "special": false (Qwen3's tokenizer_config.json
+added_tokens_decoder, as quoted for Qwen3-4B in github.com/akougkas/warpio-cli
+warpio-docs/ai-docs/model_cards/qwen3:4b.md). No Qwen3 tokenizer.json (~11 MB) can be committed, so
+tests/fixtures/tokenizer/Qwen3/tokenizer_config.json is written here: Qwen2.5-0.5B-Instruct's from
+../shared with those four entries added and no chat template; the reference is transformers' tokenizer
+of ../shared/models/Qwen2.5-0.5B/{vocab.json,merges.txt} with that file, and Qwen3.jsonl adds strings
+around the think and tool tokens (QWEN3_TEXTS). The C test assembles the same folder.
+
 Usage: python3 tools/make_tokenizer_fixtures.py [--shared ../shared]
 """
 import argparse
@@ -174,6 +185,20 @@ CONVERSATIONS = [
      {"role": "assistant", "content": "\x00 \u1100\u1161 ok\u0301 \U00011f04"}],
 ]
 
+QWEN3_ADDED = [(151665, "<tool_response>"), (151666, "</tool_response>"), (151667, "<think>"), (151668, "</think>")]
+QWEN3_TEXTS = [
+    "<think>\n\n</think>\n\n",
+    "<|im_start|>assistant\n<think>\nLet me think: 2 + 2.\n</think>\n\nIt is 4.<|im_end|>",
+    "a<think>b</think>c",
+    " <think> spaced </think> ",
+    "<think<think>>think>",
+    "</think></think><think>",
+    "<tool_call>\n{\"name\": \"f\"}\n</tool_call><tool_response>\nok\n</tool_response>",
+    "<THINK> <Think> < think> <think > think </ think>",
+    "中文<think>推理</think>答案 😀",
+]
+
+
 LLAMA3_TEMPLATE = (
     "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
     "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + "
@@ -227,10 +252,36 @@ def llama3_reference(shared):
     return tok, hf, enc
 
 
-def load(shared, name):
+def qwen3_folder(shared, outdir):
+    """Writes outdir/Qwen3/tokenizer_config.json; returns a temp folder with it and Qwen2.5's vocab."""
+    import tempfile
+    with open(os.path.join(shared, "models/Qwen2.5-0.5B-Instruct/tokenizer_config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg.pop("chat_template", None)
+    for i, content in QWEN3_ADDED:
+        cfg["added_tokens_decoder"][str(i)] = {"content": content, "lstrip": False, "normalized": False,
+                                               "rstrip": False, "single_word": False, "special": False}
+    os.makedirs(os.path.join(outdir, "Qwen3"), exist_ok=True)
+    with open(os.path.join(outdir, "Qwen3/tokenizer_config.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(cfg, ensure_ascii=False, indent=2) + "\n")
+    folder = tempfile.mkdtemp(prefix="qwen3-tok-")
+    for name in ("vocab.json", "merges.txt"):
+        os.symlink(os.path.join(os.path.abspath(shared), "models/Qwen2.5-0.5B", name), os.path.join(folder, name))
+    os.symlink(os.path.abspath(os.path.join(outdir, "Qwen3/tokenizer_config.json")),
+               os.path.join(folder, "tokenizer_config.json"))
+    return folder
+
+
+def load(shared, name, outdir=None):
     """(tokenizers.Tokenizer, transformers tokenizer, chat template or None, tiktoken or None)."""
     from transformers import AutoTokenizer
     folder = os.path.join(shared, "models", name)
+    if name == "Qwen3":
+        folder = qwen3_folder(shared, outdir)
+        hf = AutoTokenizer.from_pretrained(folder)
+        added = {t.content: i for i, t in hf.backend_tokenizer.get_added_tokens_decoder().items()}
+        assert all(added.get(c) == i for i, c in QWEN3_ADDED), added
+        return hf.backend_tokenizer, hf, None, None
     if name == "Llama-3.2-1B":
         tok, hf, enc = llama3_reference(shared)
         return tok, hf, LLAMA3_TEMPLATE, enc
@@ -270,9 +321,9 @@ def byte_token_ids(tok):
 
 
 def write_model(shared, name, outdir):
-    tok, hf, template, enc = load(shared, name)
-    texts = HARD + HOSTILE + prose(shared)
-    with_offsets = set(HARD + HOSTILE)
+    tok, hf, template, enc = load(shared, name, outdir)
+    texts = HARD + HOSTILE + (QWEN3_TEXTS if name == "Qwen3" else []) + prose(shared)
+    with_offsets = set(HARD + HOSTILE + (QWEN3_TEXTS if name == "Qwen3" else []))
     byte_ids = byte_token_ids(tok)
     is_nfc = "NFC" in str(tok.normalizer)
     lines = []
@@ -346,9 +397,12 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--shared", default=os.path.join(here, "../../shared"))
     ap.add_argument("--out", default=os.path.join(here, "../tests/fixtures/tokenizer"))
+    ap.add_argument("--only", default=None, help="comma-separated names")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for name in ("SmolLM2-135M-Instruct", "Qwen2.5-0.5B", "TinyLlama-1.1B-Chat-v1.0", "Llama-3.2-1B"):
+    for name in ("SmolLM2-135M-Instruct", "Qwen2.5-0.5B", "TinyLlama-1.1B-Chat-v1.0", "Llama-3.2-1B", "Qwen3"):
+        if args.only and name not in args.only.split(","):
+            continue
         write_model(args.shared, name, args.out)
 
 

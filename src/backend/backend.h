@@ -165,7 +165,9 @@ typedef struct fl_backend {
      * q + n·ld_qkv + h·HS elements, of k and v likewise (their own bases, NKV heads, same ld_qkv).
      * out (N, NH·HS) contiguous, lse (B, NH, T) log-sum-exp of the scaled scores (saved for
      * backward). Query t of row b sees keys seg_start[b*T+t] .. t, which is how packed documents
-     * stay apart. */
+     * stay apart, and how a sliding window applies (the engine passes max(document start,
+     * t - W + 1): engine/model.h fl_window_key_start); key tiles before every query's first key are
+     * skipped. */
     void (*attention_forward)(void *out, float *lse, const void *q, const void *k, const void *v,
                               const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
     /* dq, dk, dv assigned, laid out as q, k, v (stride ld_qkv: one dqkv buffer); dout, out
@@ -239,10 +241,11 @@ typedef struct fl_backend {
     /* Attention of Tn new queries of ONE sequence against its K/V cache. q (Tn rows of stride ld_q,
      * NH heads of HS first) holds positions start .. start+Tn-1 (RoPE applied); k_cache/v_cache
      * (>= start+Tn, NKV, HS) hold positions 0 .. start+Tn-1 (k with RoPE). out (Tn, NH, HS)
-     * assigned: query i sees keys 0 .. start+i. The same math as attention_forward with
-     * seg_start 0, without the lse. */
+     * assigned: query i sees keys lo .. start+i, lo = max(0, start+i-window+1) (window 0: lo = 0;
+     * a sliding window, model/config.h). The same math as attention_forward with seg_start lo,
+     * without the lse. */
     void (*attention_decode)(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
-                             int NH, int NKV, int HS, int ld_q);
+                             int window, int NH, int NKV, int HS, int ld_q);
 
     /* ---- describing the device (bench) ----
      * describe fills *info (fl_device_info above); measure_peak != 0 also runs the backend's own

@@ -203,8 +203,6 @@ int fl_bench_run(fl_bench_options *o) {
         snprintf(path, sizeof path, "%s/config.json", o->model_dir);
         status = fl_config_load(&pre, path);
     }
-    for (int si = 0; !status && si < o->n_sweep_seq; si++) /* a Mistral window shorter than a sequence: refused */
-        status = fl_config_check_window(&pre, o->sweep_seq[si], "--seq");
     if (status) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return status;

@@ -106,7 +106,6 @@ static int chat_loop(fl_tokenizer *tok, fl_model *m, fl_decoder *dec, fl_gen_opt
         fl_token_ids ids = {0};
         rc = fl_chat_session_prompt(&s, line, len, &ids);
         if (!rc && (int)ids.n + max_tokens > dec->capacity) rc = fl_input_error("the conversation is longer than the model's context");
-        if (!rc) rc = fl_config_check_window(&m->cfg, (int)ids.n + max_tokens, "the conversation + --max-tokens");
         int n_out = 0, stopped;
         if (!rc) stream_start(sc, ids.ids, (int)ids.n);
         fl_decoder_reset(dec);
@@ -202,8 +201,7 @@ int cmd_generate(int argc, char **argv) {
         free(logits);
     } else if (!rc && !chat) {
         int capacity = n_ids + max_tokens;
-        rc = fl_config_check_window(&m.cfg, capacity, "the prompt + --max-tokens");
-        if (!rc) rc = fl_decoder_init(&dec, &m, capacity, adapter != NULL);
+        rc = fl_decoder_init(&dec, &m, capacity, adapter != NULL);
         out = fl_malloc(sizeof(int32_t) * (size_t)max_tokens);
         int n_out, stopped;
         if (!rc && tok && !print_ids) { fputs(prompt, stdout); fflush(stdout); }

@@ -60,7 +60,8 @@
     X(ids,          I32,     (size_t)N)                 /* (B, T) token ids */                           \
     X(targets,      I32,     (size_t)N)                 /* (B, T) next-token labels, -100 = ignored */   \
     X(pos,          I32,     (size_t)N)                 /* (B, T) RoPE positions */                      \
-    X(seg_start,    I32,     (size_t)N)                 /* (B, T) first visible key of each query */
+    X(seg_start,    I32,     (size_t)N)                 /* (B, T) first visible key of each query */      \
+    X(win_start,    I32,     (size_t)N)                 /* (B, T) the same on a sliding-window layer */
 
 #define FL_ACT_FIELD_ACT void
 #define FL_ACT_FIELD_F32 float

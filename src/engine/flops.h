@@ -10,10 +10,15 @@
 
 typedef struct {
     double dense;     // frozen matmuls: 4·N_matmul per token (forward 2N, input gradients 2N)
-    double attention; // causal attention: 6·T·NH·HS per token per layer
+    double attention; // causal attention: 12·keys(T, W)·NH·HS per token per layer (6·T·NH·HS without a window)
     double lora;      // 6·R·(IC + OC) per adapted projection per token
     double total;     // the sum
 } fl_flop_terms;
+
+/* The mean number of keys a query sees in a sequence of T positions under a window of W (0: none):
+ * the continuous form of (1/T)·Σ_t min(t + 1, W), i.e. T/2 for full causal attention (the 6·T of the
+ * attention term is 12 FLOPs times these T/2 keys) and W − W²/(2T) when W < T. */
+double fl_attention_mean_keys(int T, int W);
 
 /* The terms for a step of B sequences of T tokens. */
 fl_flop_terms fl_model_flop_terms(const fl_model_config *cfg, const fl_lora_config *lc, int B, int T);

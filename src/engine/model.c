@@ -70,6 +70,12 @@ static layer_acts layer_acts_at(const fl_model *m, int l) {
     return v;
 }
 
+/* The first key each query of layer l sees (B, T): the document's start, or on a sliding-window
+ * layer (model/config.h) win_start = max(seg_start, t - W + 1), staged with the batch. */
+static const int32_t *layer_key_start(const fl_model *m, int l) {
+    return fl_config_layer_window(&m->cfg, l) ? m->act.win_start : m->act.seg_start;
+}
+
 /* Row strides of x_attn and x_mlp (activations.h: room for 3R and 2R columns of x·Aᵀ). */
 static int ld_x_attn(const fl_model *m) { return m->cfg.hidden_size + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
 static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
@@ -78,7 +84,7 @@ static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lor
 
 const float *fl_model_layer_inv_freq(const fl_model *m, int l) {
     const fl_model_config *c = &m->cfg;
-    int sliding = c->has_layer_kinds && c->rope_local_theta > 0 && c->layer_is_sliding[l];
+    int sliding = c->rope_local_theta > 0 && fl_config_layer_window(c, l) > 0;
     return m->inv_freq + (sliding ? (size_t)(c->head_dim / 2) : 0);
 }
 
@@ -208,7 +214,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     be->rope_forward(v.qkv, a->pos, fl_model_layer_inv_freq(m, l), N, NH + NKV, HS, QKV);   /* q and k */
     fl_model_scale_q(m, v.qkv, N);   /* Gemma's query_pre_attn_scalar */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                          a->seg_start, B, T, NH, NKV, HS, QKV);
+                          layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
     be->copy(v.h_mid, v.h, N * C * be->act_size);
     if (c->sandwich_norms) {   /* h_mid = h + rms(o(att)); wide: scratch */
         group_forward(m, l, &o, v.att_proj, C, 0.0f, v.att, QD, v.xa_o, N);
@@ -344,7 +350,7 @@ void fl_model_backward(fl_model *m) {
         group_backward(m, l, &o, a->dwide, QD, 1, d_o, C, v.att, QD, v.xa_o, N);
         be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                               a->seg_start, B, T, NH, NKV, HS, QKV);
+                               layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
         fl_model_scale_q(m, a->dqkv, N);   /* Gemma: d q before the scale */
         be->rope_backward(a->dqkv, a->pos, fl_model_layer_inv_freq(m, l), N, NH + NKV, HS, QKV);
         if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */

@@ -38,6 +38,14 @@ typedef struct {
     const int32_t *seg_start;  /* (B, T) or NULL: first key position (within the row) query t may see */
 } fl_batch;
 
+/* win (B, T) = the first key each query sees under a sliding window of W positions (0: none):
+ *   win[b*T+t] = max(seg[b*T+t], t - W + 1)
+ * transformers' sliding_window_overlay (masking_utils.py, 5.x: kv_idx > q_idx - sliding_window, on top
+ * of the causal kv_idx <= q_idx) keeps the last W positions, the query's own included. seg holds
+ * row-local document starts and t - seg is the position within the document, so a packed document
+ * sees exactly the keys it would see alone. The attention ops take win as their seg_start. */
+void fl_window_key_start(int32_t *win, const int32_t *seg, size_t B, int T, int W);
+
 typedef struct {
     double loss_sum;       /* Σ per-token cross-entropy over counted tokens */
     size_t n_counted;      /* tokens with target != -100 */

@@ -15,7 +15,7 @@
  *
  * Everything a step reads from the host goes through one block of alloc_host memory (runner.host):
  * the scalars (fl_step_scalars: grad_scale, lr, AdamW's bias corrections; results zeroed), then one
- * slot per micro-batch: its ids, targets, positions and seg_start (4, N) and its dropout streams
+ * slot per micro-batch: its ids, targets, positions, seg_start and win_start (5, N) and its dropout streams
  * (L, FL_N_PROJ). Uploads come from these fixed addresses, so a recorded step replays with whatever
  * the host staged for the new step. Uploads from pinned memory run when the stream reaches them, so
  * the host writes the block only when none is pending (stage_begin; normally the previous step's
@@ -25,13 +25,13 @@
 
 static size_t stage_header_bytes(void) { return STAGE_ALIGN(sizeof(fl_step_scalars)); }
 fl_step_scalars *staged_scalars(fl_model *m) { return (fl_step_scalars *)m->runner->host; }
-/* (4, N): ids, targets, pos, seg_start of slot i */
+/* (5, N): ids, targets, pos, seg_start, win_start of slot i */
 static int32_t *staged_batch(fl_model *m, int i) {
     return (int32_t *)(m->runner->host + stage_header_bytes() + (size_t)i * m->runner->slot_bytes);
 }
 /* (L, FL_N_PROJ) dropout streams of slot i */
 static uint64_t *staged_streams(fl_model *m, int i) {
-    return (uint64_t *)((char *)staged_batch(m, i) + STAGE_ALIGN(4 * m->runner->N * sizeof(int32_t)));
+    return (uint64_t *)((char *)staged_batch(m, i) + STAGE_ALIGN(5 * m->runner->N * sizeof(int32_t)));
 }
 
 void ensure_activations(fl_model *m, int B, int T) {
@@ -88,21 +88,31 @@ void ensure_staging(fl_model *m, int slots, size_t N) {
     r->N = N;
     free(r->active);
     r->active = fl_calloc((size_t)r->slots, 1);
-    r->slot_bytes = STAGE_ALIGN(4 * N * sizeof(int32_t)) + STAGE_ALIGN(sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
+    r->slot_bytes = STAGE_ALIGN(5 * N * sizeof(int32_t)) + STAGE_ALIGN(sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
     size_t bytes = stage_header_bytes() + (size_t)r->slots * r->slot_bytes;
     r->host = m->be->alloc_host ? m->be->alloc_host(bytes) : fl_calloc(1, bytes);
+}
+
+void fl_window_key_start(int32_t *win, const int32_t *seg, size_t B, int T, int W) {
+    for (size_t b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            size_t n = b * (size_t)T + (size_t)t;
+            int lo = W > 0 ? t - W + 1 : 0;
+            win[n] = seg[n] > lo ? seg[n] : lo;
+        }
 }
 
 /* The batch into slot i, with the dropout streams of forward pass `micro_step`. */
 void stage_batch(fl_model *m, int i, const fl_batch *batch, uint64_t micro_step) {
     size_t N = (size_t)batch->B * batch->T;
-    int32_t *ids = staged_batch(m, i), *targets = ids + N, *pos = ids + 2 * N, *seg = ids + 3 * N;
+    int32_t *ids = staged_batch(m, i), *targets = ids + N, *pos = ids + 2 * N, *seg = ids + 3 * N, *win = ids + 4 * N;
     memcpy(ids, batch->ids, sizeof(int32_t) * N);
     memcpy(targets, batch->targets, sizeof(int32_t) * N);
     for (size_t t = 0; t < N; t++) {
         pos[t] = batch->pos ? batch->pos[t] : (int32_t)(t % (size_t)batch->T);
         seg[t] = batch->seg_start ? batch->seg_start[t] : 0;
     }
+    fl_window_key_start(win, seg, (size_t)batch->B, batch->T, m->cfg.sliding_window);
     if (m->lora_cfg.dropout > 0.0f) {
         uint64_t *streams = staged_streams(m, i);
         for (int l = 0; l < m->cfg.n_layers; l++)
@@ -110,20 +120,22 @@ void stage_batch(fl_model *m, int i, const fl_batch *batch, uint64_t micro_step)
     }
 }
 
-/* Slot i into the activations' ids, targets, pos, seg_start (adjacent in the table: one copy when
+/* Slot i into the activations' ids, targets, pos, seg_start, win_start (adjacent in the table: one copy when
  * nothing pads them) and the dropout streams. */
 void upload_slot(fl_model *m, int i) {
     const fl_backend *be = m->be;
     fl_activations *a = &m->act;
     size_t N = (size_t)a->B * a->T, bytes = sizeof(int32_t) * N;
     const int32_t *src = staged_batch(m, i);
-    if (a->targets == a->ids + N && a->pos == a->ids + 2 * N && a->seg_start == a->ids + 3 * N) {
-        be->upload(a->ids, src, 4 * bytes);
+    if (a->targets == a->ids + N && a->pos == a->ids + 2 * N && a->seg_start == a->ids + 3 * N &&
+        a->win_start == a->ids + 4 * N) {
+        be->upload(a->ids, src, 5 * bytes);
     } else {
         be->upload(a->ids, src, bytes);
         be->upload(a->targets, src + N, bytes);
         be->upload(a->pos, src + 2 * N, bytes);
         be->upload(a->seg_start, src + 3 * N, bytes);
+        be->upload(a->win_start, src + 4 * N, bytes);
     }
     if (m->lora_cfg.dropout > 0.0f)
         be->upload(m->dropout_streams, staged_streams(m, i), sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);

@@ -90,24 +90,63 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-/* Qwen3: sliding-window attention (use_sliding_window true: layers from max_window_layers on, or
- * layer_types naming "sliding_attention") is not implemented; real checkpoints have it off. */
-static int check_qwen3_window(const char *path, json_t *root) {
-    int use = 0;
-    FL_TRY(get_bool(path, root, "use_sliding_window", 0, &use));
-    if (use)
-        return fl_input_error("%s: field 'use_sliding_window' is true; sliding-window attention is not implemented "
-                              "(Qwen3 checkpoints have it false)", path);
-    json_t *types = json_object_get(root, "layer_types");
-    if (types && !json_is_null(types) && !json_is_array(types))
-        return fl_input_error("%s: field 'layer_types' must be a list of strings", path);
-    for (size_t i = 0; json_is_array(types) && i < json_array_size(types); i++) {
-        json_t *t = json_array_get(types, i);
-        if (!json_is_string(t) || strcmp(json_string_value(t), "full_attention") != 0)
-            return fl_input_error("%s: field 'layer_types[%zu]' must be \"full_attention\"; sliding-window attention is "
-                                  "not implemented", path, i);
+/* A validated layer_types list (some "sliding_attention") as config.h's rule, cfg->sliding_window set:
+ * layers from first_sliding on slide, except every window_global_every-th; else one line. */
+static int layer_types_rule(const char *path, json_t *types, int first_sliding, fl_model_config *cfg) {
+    cfg->window_first_layer = first_sliding;
+    for (int every = 0; every <= cfg->n_layers; every += every ? 1 : 2) {
+        cfg->window_global_every = every;
+        int same = 1;
+        for (int l = 0; l < cfg->n_layers && same; l++)
+            same = (fl_config_layer_window(cfg, l) > 0) ==
+                   !strcmp(json_string_value(json_array_get(types, (size_t)l)), "sliding_attention");
+        if (same) return 0;
     }
-    return 0;
+    return fl_input_error("%s: field 'layer_types': this pattern of sliding_attention layers is not supported (supported: "
+                          "full_attention up to a layer, then sliding_attention, optionally every n-th layer full)", path);
+}
+
+/* Qwen3's sliding layers, as transformers 5.x Qwen3Config builds them: sliding_window is kept only when
+ * use_sliding_window is true (absent: 4096, null: none); layer_types, when the file does not list it,
+ * is "sliding_attention" for layers i >= max_window_layers (default 28) when a window is kept, else
+ * "full_attention". A listed layer_types is taken as it is and must be a rule config.h expresses:
+ * layers from window_first_layer on slide, except every window_global_every-th. */
+static int parse_qwen3_window(const char *path, json_t *root, fl_model_config *cfg) {
+    int use = 0, first = 28;
+    FL_TRY(get_bool(path, root, "use_sliding_window", 0, &use));
+    FL_TRY(get_int(path, root, "max_window_layers", 0, 28, &first));
+    json_t *sw = json_object_get(root, "sliding_window");
+    int window = 0;
+    if (use) {
+        if (!sw) window = 4096;
+        else if (!json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
+            return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
+        else if (json_is_integer(sw)) window = (int)json_integer_value(sw);
+    }
+    json_t *types = json_object_get(root, "layer_types");
+    if (!types || json_is_null(types)) {
+        cfg->sliding_window = window && first < cfg->n_layers ? window : 0;
+        cfg->window_first_layer = cfg->sliding_window ? first : 0;
+        return 0;
+    }
+    if (!json_is_array(types) || json_array_size(types) != (size_t)cfg->n_layers)
+        return fl_input_error("%s: field 'layer_types' must be a list of %d strings (num_hidden_layers)", path, cfg->n_layers);
+    int n_sliding = 0, first_sliding = -1;
+    for (size_t i = 0; i < json_array_size(types); i++) {
+        json_t *t = json_array_get(types, i);
+        const char *v = json_is_string(t) ? json_string_value(t) : "";
+        int sliding = !strcmp(v, "sliding_attention");
+        if (!sliding && strcmp(v, "full_attention") != 0)
+            return fl_input_error("%s: field 'layer_types[%zu]' must be \"full_attention\" or \"sliding_attention\"", path, i);
+        if (sliding && first_sliding < 0) first_sliding = (int)i;
+        n_sliding += sliding;
+    }
+    if (!n_sliding) return 0;
+    if (!window)  /* transformers: the sliding mask needs config.sliding_window, which is None here */
+        return fl_input_error("%s: field 'layer_types' names sliding_attention layers but use_sliding_window is not true "
+                              "or sliding_window is null", path);
+    cfg->sliding_window = window;
+    return layer_types_rule(path, types, first_sliding, cfg);
 }
 
 /* ---- Gemma 2 / Gemma 3 --------------------------------------------------------------------- */
@@ -165,42 +204,49 @@ static int parse_gemma3_rope(const char *path, json_t *root, fl_model_config *cf
     return 0;
 }
 
-/* Each layer's kind: layer_types (5.x) or sliding_window_pattern (4.x: every Nth layer is global;
- * Gemma 3's default 6; Gemma 2 alternates, sliding first). The window itself is not implemented:
- * cfg->sliding_window bounds the sequence (fl_config_check_window) when any layer slides. */
+/* Which layers slide, as transformers 5.x Gemma2Config / Gemma3TextConfig build layer_types: the listed
+ * layer_types, else "sliding_attention" for layer i when (i + 1) % pattern != 0 (Gemma 3: the 4.x
+ * sliding_window_pattern, default 6; Gemma 2: 2, sliding first). Those layers see the last
+ * sliding_window positions (default 4096; masking_utils.sliding_window_overlay: kv_idx > q_idx - W)
+ * and, in Gemma 3, take the local RoPE: both through config.h's rule, refused when it cannot say it.
+ * Sliding layers with a null window are refused (transformers cannot build their mask). */
 static int parse_gemma_layers(const char *path, json_t *root, fl_model_config *cfg, int gemma3) {
-    if (cfg->n_layers > FL_MAX_LAYER_KINDS)
-        return fl_input_error("%s: field 'num_hidden_layers' (%d) is larger than %d", path, cfg->n_layers,
-                              FL_MAX_LAYER_KINDS);
+    json_t *sw = json_object_get(root, "sliding_window");
+    int window = 4096;   /* Gemma2Config's and Gemma3TextConfig's default */
+    if (sw && json_is_null(sw)) window = 0;
+    else if (sw && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
+        return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
+    else if (sw) window = (int)json_integer_value(sw);
+    cfg->sliding_window = cfg->window_first_layer = cfg->window_global_every = 0;
     json_t *types = json_object_get(root, "layer_types");
-    int any = 0;
-    cfg->has_layer_kinds = 1;
     if (types && !json_is_null(types)) {
         if (!json_is_array(types) || json_array_size(types) != (size_t)cfg->n_layers)
             return fl_input_error("%s: field 'layer_types' must be a list of num_hidden_layers (%d) strings", path,
                                   cfg->n_layers);
+        int first_sliding = -1;
         for (int l = 0; l < cfg->n_layers; l++) {
             json_t *t = json_array_get(types, (size_t)l);
             const char *k = json_is_string(t) ? json_string_value(t) : "";
             if (strcmp(k, "sliding_attention") != 0 && strcmp(k, "full_attention") != 0)
                 return fl_input_error("%s: field 'layer_types[%d]' must be \"sliding_attention\" or \"full_attention\"",
                                       path, l);
-            cfg->layer_is_sliding[l] = !strcmp(k, "sliding_attention");
+            if (first_sliding < 0 && !strcmp(k, "sliding_attention")) first_sliding = l;
         }
-    } else {
-        int pattern = 2;
-        if (gemma3) FL_TRY(get_int(path, root, "sliding_window_pattern", 0, 6, &pattern));
-        if (pattern < 1) return fl_input_error("%s: field 'sliding_window_pattern' must be positive", path);
-        for (int l = 0; l < cfg->n_layers; l++) cfg->layer_is_sliding[l] = (l + 1) % pattern != 0;
+        if (first_sliding < 0) return 0;
+        if (!window)
+            return fl_input_error("%s: field 'layer_types' names sliding_attention layers but sliding_window is null", path);
+        cfg->sliding_window = window;
+        return layer_types_rule(path, types, first_sliding, cfg);
     }
-    for (int l = 0; l < cfg->n_layers; l++) any |= cfg->layer_is_sliding[l];
-    json_t *sw = json_object_get(root, "sliding_window");
-    if (!sw) cfg->sliding_window = 4096;   /* Gemma2Config's and Gemma3TextConfig's default */
-    else if (json_is_null(sw)) cfg->sliding_window = 0;
-    else if (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX)
-        return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
-    else cfg->sliding_window = (int)json_integer_value(sw);
-    if (!any) cfg->sliding_window = 0;
+    int pattern = 2;
+    if (gemma3) FL_TRY(get_int(path, root, "sliding_window_pattern", 0, 6, &pattern));
+    if (pattern < 1) return fl_input_error("%s: field 'sliding_window_pattern' must be positive", path);
+    if (pattern == 1) return 0;   /* every layer global */
+    if (!window)
+        return fl_input_error("%s: field 'sliding_window' is null but %s layers slide (every %d-th is global)", path,
+                              gemma3 ? "sliding_window_pattern says" : "Gemma 2's", pattern);
+    cfg->sliding_window = window;
+    cfg->window_global_every = pattern;
     return 0;
 }
 
@@ -271,7 +317,6 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
-    if (cfg->qk_norm) FL_TRY(check_qwen3_window(path, root));
     if (mistral) { /* null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096) */
         json_t *sw = json_object_get(root, "sliding_window");
         if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
@@ -306,6 +351,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: hidden_size %d, intermediate_size %d, num_hidden_layers %d and vocab_size %d make more "
                               "than 10^15 parameters", path, cfg->hidden_size, cfg->intermediate_size, cfg->n_layers,
                               cfg->vocab_size);
+    if (cfg->arch == FL_ARCH_QWEN3) FL_TRY(parse_qwen3_window(path, root, cfg));
     FL_TRY(get_int(path, root, "max_position_embeddings", 0, 2048, &cfg->max_position_embeddings));
     if (cfg->max_position_embeddings <= 0)
         return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,
@@ -343,13 +389,6 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-int fl_config_check_window(const fl_model_config *cfg, int T, const char *what) {
-    if (!cfg->sliding_window || T <= cfg->sliding_window) return 0;
-    return fl_input_error("%s %d is longer than the model's sliding_window %d (%s): sliding-window attention is not "
-                          "implemented, so the result would differ from the model's; use %s %d or less", what, T,
-                          cfg->sliding_window, cfg->name, what, cfg->sliding_window);
-}
-
 int fl_config_load(fl_model_config *cfg, const char *path) {
     memset(cfg, 0, sizeof *cfg);
     json_t *root;
@@ -369,7 +408,8 @@ typedef struct {
     int V, C, FF, L, NH, NKV, HS, max_pos;
     double theta;
     float eps;
-    int tied, llama3;
+    int tied;
+    double llama3;         /* llama3 RoPE scaling factor (low 1, high 4, original 8192); 0: none */
     int bos, eos;
 } preset;
 
@@ -381,10 +421,33 @@ static const preset presets[] = {
     {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0},
     {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0},
     {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 1, 128000, 128001},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001},
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
     {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645},
+    /* https://huggingface.co/{Qwen/Qwen3-1.7B,Qwen/Qwen3-4B,Qwen/Qwen3-8B}/raw/main/config.json (as quoted
+     * in public copies): head_dim 128, max_window_layers = num_hidden_layers, use_sliding_window false,
+     * sliding_window null, rope_scaling null; 1.7B and 4B tied, 8B untied */
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645},
+    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645},
+    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645},
+    /* https://huggingface.co/mistralai/Mistral-7B-v0.3/raw/main/config.json (as quoted in public copies):
+     * MistralForCausalLM, vocab 32768, no head_dim (4096 / 32), sliding_window null, untied */
+    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2},
+    /* https://huggingface.co/mistralai/Mistral-Nemo-Base-2407/raw/main/config.json (as quoted in public
+     * copies): head_dim 128 explicit (q dim 4096 != hidden 5120), sliding_window null. The copies disagree
+     * on max_position_embeddings: 1024000 (fine-tunes saved from the July 2024 files) and 128000
+     * (github.com/kevinstephano/thunder_model_blocks hf_mistral/mistral_config.py; the card's 128k
+     * context): 128000 taken */
+    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2},
+    /* https://huggingface.co/mistralai/Mistral-Small-24B-Base-2501/raw/main/config.json (as quoted in
+     * public copies): head_dim 128 explicit, rope_theta 1e8, sliding_window null */
+    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2},
+    /* https://huggingface.co/meta-llama/{Llama-3.1-8B,Llama-3.2-3B}/raw/main/config.json (as quoted in
+     * public copies): rope_scaling llama3 with factor 8 (3.1) / 32 (3.2), low_freq_factor 1,
+     * high_freq_factor 4, original_max_position_embeddings 8192; 3.1-8B untied, 3.2-3B tied, head_dim 128 */
+    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001},
     /* google/gemma-3-1b-it's config.json (as quoted in public copies, e.g. github.com/Liwink/gemma-jax
      * models/README.md, transformers 4.52.4): gemma3_text, head_dim 256, query_pre_attn_scalar 256,
      * rope_theta 1e6, rope_local_base_freq 1e4, rope_scaling null, sliding_window 512 with
@@ -411,8 +474,7 @@ static void preset_gemma(fl_model_config *cfg) {
     cfg->final_logit_softcapping = gemma3 ? 0.0f : 30.0f;
     cfg->rope_local_theta = gemma3 ? 1e4 : 0.0;
     cfg->sliding_window = gemma3 ? 512 : 4096;
-    cfg->has_layer_kinds = 1;
-    for (int l = 0; l < cfg->n_layers; l++) cfg->layer_is_sliding[l] = (l + 1) % (gemma3 ? 6 : 2) != 0;
+    cfg->window_global_every = gemma3 ? 6 : 2;   /* every 6th / every 2nd layer global, the others slide */
 }
 
 const char *fl_config_preset_hf_name(const char *name) {
@@ -433,7 +495,8 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
-           "qwen3-0.6b, gemma-3-1b, gemma-2-2b";
+           "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
+           "llama-3.1-8b, llama-3.2-3b, gemma-3-1b, gemma-2-2b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -459,9 +522,9 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         cfg->dtype = FL_BF16;
         cfg->bos_token_id = p->bos;
         cfg->eos_token_id = p->eos;
-        if (p->llama3) {
+        if (p->llama3 > 0) {
             cfg->rope_llama3 = 1;
-            cfg->rope_factor = 32.0;
+            cfg->rope_factor = p->llama3;
             cfg->rope_low_freq_factor = 1.0;
             cfg->rope_high_freq_factor = 4.0;
             cfg->rope_original_max_position = 8192;

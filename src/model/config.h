@@ -20,8 +20,6 @@ typedef enum { FL_ACT_SILU = 0, FL_ACT_GELU_TANH } fl_act;
  * passed to the GEMMs) must stay far from overflow. */
 #define FL_MAX_HEAD_DIM 1024
 #define FL_MAX_PROJ_DIM (1 << 20)
-/* Gemma's per-layer attention kinds are kept in the config (layer_is_sliding): at most this many layers. */
-#define FL_MAX_LAYER_KINDS 1024
 
 typedef struct {
     char name[96];          /* preset name, or the folder path */
@@ -45,8 +43,13 @@ typedef struct {
                                 eps rms_norm_eps) between the projection and RoPE */
     fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
     int bos_token_id, eos_token_id;  /* -1 when absent */
-    int sliding_window;      /* Mistral: keys further back than this are masked; 0: none. Attention here is
-                                full causal, exact while a sequence fits the window (fl_config_check_window) */
+    /* Sliding-window attention: on a layer with the window, query t sees only the last sliding_window
+     * positions of its document, itself included (fl_config_layer_window). Which layers have it is a
+     * rule rather than a per-layer table, so the struct stays small and the layer count unbounded:
+     * layers from window_first_layer on, except every window_global_every-th (counting from 1). */
+    int sliding_window;      /* W; 0: every layer global (Llama, Qwen2, Mistral v0.2+) */
+    int window_first_layer;  /* layers before it are global (Qwen3's max_window_layers); Mistral: 0 */
+    int window_global_every; /* every n-th layer is global (Gemma 2: 2, Gemma 3: 6); 0: none (Mistral) */
     /* ---- Gemma 2 / Gemma 3 (all zero for the other families: the Llama walk) ---- */
     fl_act act;              /* the MLP's gate activation */
     float norm_weight_offset; /* every RMSNorm (layers, q/k, final) multiplies by (offset + w): 1 for Gemma,
@@ -59,26 +62,30 @@ typedef struct {
     int query_pre_attn_scalar; /* attention scores scaled by query_pre_attn_scalar^-0.5 instead of HS^-0.5;
                                 0: HS */
     float final_logit_softcapping; /* logits z -> cap·tanh(z/cap) before the loss; 0: none */
-    double rope_local_theta; /* Gemma 3: RoPE base of the sliding layers (rope_local_base_freq / the
-                                sliding_attention rope_parameters), default RoPE; 0: every layer uses rope_theta */
+    double rope_local_theta; /* Gemma 3: RoPE base of the sliding layers (those with a window,
+                                fl_config_layer_window; rope_local_base_freq / the sliding_attention
+                                rope_parameters), default RoPE; 0: every layer uses rope_theta */
     double rope_linear_factor; /* linear RoPE scaling of the global layers (inv_freq / factor); 0 or 1: none */
-    int has_layer_kinds;     /* layer_is_sliding below is filled (Gemma) */
-    unsigned char layer_is_sliding[FL_MAX_LAYER_KINDS]; /* (L) 1: a sliding_attention layer (window
-                                sliding_window, not implemented: it bounds the sequence), 0: full_attention */
 } fl_model_config;
 
-/* Parses `path` (a config.json). Errors name the file and the field. Architectures:
- * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window kept in
- * cfg->sliding_window), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
- * defaults to 128 as in Qwen3Config; use_sliding_window true and attention_bias true are refused),
- * Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above; a
- * non-null attn_logit_softcapping is refused (not implemented). */
-int fl_config_load(fl_model_config *cfg, const char *path);
+/* The window of layer l: cfg->sliding_window when the layer has one, else 0 (full causal). Query t
+ * of a document sees keys j with t - W < j <= t (transformers' sliding_window_overlay). */
+static inline int fl_config_layer_window(const fl_model_config *c, int l) {
+    if (c->sliding_window <= 0 || l < c->window_first_layer) return 0;
+    if (c->window_global_every > 0 && (l + 1) % c->window_global_every == 0) return 0;
+    return c->sliding_window;
+}
 
-/* 0 when sequences of `T` positions run exactly under cfg (no sliding window, or T within it); else
- * an input error naming `what` (e.g. "--seq") and the window: sliding-window attention is not
- * implemented, so a longer sequence would attend further back than the model does. */
-int fl_config_check_window(const fl_model_config *cfg, int T, const char *what);
+/* Parses `path` (a config.json). Errors name the file and the field. Architectures:
+ * LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM (Llama's layers; its sliding_window on every
+ * layer), Qwen3ForCausalLM (Llama's layers with q_norm/k_norm: cfg->qk_norm; head_dim
+ * defaults to 128 as in Qwen3Config; with use_sliding_window true, layers from max_window_layers on
+ * slide, or those layer_types names when it lists them and the rule above expresses the list;
+ * attention_bias true is refused), Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM
+ * (gemma2): the Gemma fields above, their sliding layers (layer_types, else Gemma 3's
+ * sliding_window_pattern, default 6, and Gemma 2's alternation, sliding first) through the same rule;
+ * a non-null attn_logit_softcapping is refused (not implemented). */
+int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
  * when unknown. */

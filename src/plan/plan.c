@@ -160,9 +160,11 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
     double le = act_size == 4 ? 4 : 2;
     gemm(&a, N, C, V, (N * C + V * C) * e + N * V * le);
     gemm(&a, N, V, C, N * V * le + V * C * e + N * C * e);
-    /* attention: the FLOPs of fl_model_flops_per_step (causal; the forward a third of them), its forward
-     * again in every recomputed layer */
-    a.s.attn_flops = 6.0 * T * (double)cfg->n_heads * cfg->head_dim * L * N * (1.0 + (passes - 1.0) / 3.0);
+    /* attention: the FLOPs of fl_model_flops_per_step (causal, sliding windows included; the forward a
+     * third of them), its forward again in every recomputed layer */
+    double keys = 0.0;
+    for (int l = 0; l < cfg->n_layers; l++) keys += fl_attention_mean_keys(T, fl_config_layer_window(cfg, l));
+    a.s.attn_flops = 12.0 * keys * (double)cfg->n_heads * cfg->head_dim * N * (1.0 + (passes - 1.0) / 3.0);
     a.s.attn_s = a.s.attn_flops / (dev->peak_tflops * 1e12 * dev->compute_eff * FL_PLAN_ATTN_EFF_RATIO);
     /* memory-bound kernels, elements per token per layer: forward 2 RMSNorms (2C each), RoPE on
      * q,k (2(QD+KVD)), 2 residual adds (3C each), SwiGLU (3FF); backward 2 RMSNorm backward (4C

@@ -153,6 +153,10 @@ static const struct {
     {"adam_beta1", AX_MAP, "beta1", NULL},
     {"adam_beta2", AX_MAP, "beta2", NULL},
     {"adam_epsilon", AX_MAP, "adam-eps", NULL},
+    {"rl", AX_MAP, "objective", NULL},          /* dpo, ipo, orpo, simpo (kto, grpo: refused by --objective) */
+    {"rl_beta", AX_MAP, "beta", NULL},
+    {"simpo_gamma", AX_MAP, "simpo-gamma", NULL},
+    {"cpo_alpha", AX_MAP, "cpo-alpha", NULL},
     {"lora_r", AX_MAP, "rank", NULL},
     {"lora_alpha", AX_MAP, "alpha", NULL},
     {"lora_dropout", AX_MAP, "dropout", NULL},

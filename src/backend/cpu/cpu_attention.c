@@ -5,7 +5,9 @@
  *   backward: D_t = dout_t·out_t, dp_tj = dout_t·v_j, ds_tj = p_tj (dp_tj − D_t),
  *             dq_t = Σ_j ds_tj k_j / sqrt(HS), dk_j += ds_tj q_t / sqrt(HS), dv_j += p_tj dout_t.
  * Query head h reads key/value head h / (NH/NKV), never a materialized copy. Query t of row b
- * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention). q, k, v (and dq, dk, dv) are
+ * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention; on a sliding-window layer the
+ * engine passes max(document start, t - W + 1), engine/model.h fl_window_key_start, so the tile
+ * skipping below also skips every key tile before a query block's window). q, k, v (and dq, dk, dv) are
  * views with row stride ld_qkv (one fused q/k/v buffer); out and dout are contiguous (N, NH·HS).
  *
  * Tiling: queries in blocks of QB rows, keys in blocks of KB; one (QB, KB) tile of scores is a

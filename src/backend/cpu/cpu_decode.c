@@ -1,8 +1,10 @@
 /* cpu_decode.c — attention of new queries against a K/V cache (backend.h attention_decode), the op
  * that makes generation O(T) per token instead of re-running the whole sequence.
  *
- *   s_ij = q_i·k_j / sqrt(HS) for 0 <= j <= start+i;  p = softmax_j(s);  out_i = Σ_j p_ij v_j
- * Query head h reads key/value head h / (NH/NKV). One sequence (no batch), f32 (CPU act type). */
+ *   s_ij = q_i·k_j / sqrt(HS) for lo_i <= j <= start+i;  p = softmax_j(s);  out_i = Σ_j p_ij v_j
+ * lo_i = 0, or under a sliding window of W positions max(0, start+i-W+1) (the cache keeps every
+ * position; keys before the window are simply not read). Query head h reads key/value head
+ * h / (NH/NKV). One sequence (no batch), f32 (CPU act type). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +12,8 @@
 #include "backend/cpu/cpu_decode.h"
 #include "common/error.h"
 
-void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void *v_, int start, int Tn, int NH, int NKV,
-                          int HS, int ld_q) {
+void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void *v_, int start, int Tn, int window, int NH,
+                          int NKV, int HS, int ld_q) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
     int group = NH / NKV, T = start + Tn;
@@ -22,10 +24,10 @@ void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void
         #pragma omp for schedule(dynamic, 4) collapse(2)
         for (int i = 0; i < Tn; i++)
             for (int h = 0; h < NH; h++) {
-                int kvh = h / group, last = start + i;
+                int kvh = h / group, last = start + i, lo = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
                 const float *qi = q + (size_t)i * ld_q + (size_t)h * HS;
                 float max = -INFINITY;
-                for (int j = 0; j <= last; j++) {
+                for (int j = lo; j <= last; j++) {
                     const float *kj = k + ((size_t)j * NKV + kvh) * HS;
                     float s = 0.0f;
                     #pragma omp simd reduction(+ : s)
@@ -34,10 +36,10 @@ void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void
                     if (scores[j] > max) max = scores[j];
                 }
                 float sum = 0.0f;
-                for (int j = 0; j <= last; j++) sum += (scores[j] = expf(scores[j] - max));
+                for (int j = lo; j <= last; j++) sum += (scores[j] = expf(scores[j] - max));
                 float *oi = out + ((size_t)i * NH + h) * HS, inv = 1.0f / sum;
                 memset(oi, 0, sizeof(float) * (size_t)HS);
-                for (int j = 0; j <= last; j++) {
+                for (int j = lo; j <= last; j++) {
                     const float *vj = v + ((size_t)j * NKV + kvh) * HS;
                     float p = scores[j] * inv;
                     #pragma omp simd

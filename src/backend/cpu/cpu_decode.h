@@ -2,7 +2,7 @@
 #ifndef FL_CPU_DECODE_H
 #define FL_CPU_DECODE_H
 
-void attention_decode_cpu(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn, int NH,
-                          int NKV, int HS, int ld_q);
+void attention_decode_cpu(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
+                          int window, int NH, int NKV, int HS, int ld_q);
 
 #endif

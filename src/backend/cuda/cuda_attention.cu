@@ -3,7 +3,8 @@
  * and backward of cuda_attention_mma.cu and cuda_attention_bwd_mma.cu.
  *
  * Mirrors backend/cpu/cpu_attention.c (see its header for the math). Query t of row b sees keys
- * seg_start[b*T+t] .. t; query head h reads key/value head h / (NH/NKV) in place (no repeated
+ * seg_start[b*T+t] .. t (its document's start, or on a sliding-window layer the engine's
+ * max(document start, t - W + 1): the same kernels, the same tile skipping); query head h reads key/value head h / (NH/NKV) in place (no repeated
  * copies). q, k, v, dq, dk, dv are views with row stride ld_qkv (one fused q/k/v buffer: token n,
  * head h at base + n·ld_qkv + h·HS); out and dout are contiguous (N, NH·HS). The forward saves lse
  * (B, NH, T); the backward recomputes probabilities from it.
@@ -193,8 +194,14 @@ __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const b
     float dk_acc[8], dv_acc[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) dk_acc[i] = dv_acc[i] = 0.0f;
+    /* query tiles whose every query sees no key of this block (a document or a sliding window that
+     * starts after the block's last key) are skipped; the test is uniform across the block */
+    const int jlast = min(T - 1, jfirst + SW - 1);
     for (int h = kvh * group; h < (kvh + 1) * group; h++)
         for (int base = jfirst; base < T; base += TILE) {
+            int tile_first = T;
+            for (int i = 0; i < TILE && base + i < T; i++) tile_first = min(tile_first, (int)seg_start[(size_t)b * T + base + i]);
+            if (tile_first > jlast) continue;
             __syncthreads();
             load_tile(Qs, q, b, base, T, ld, h, HS);
             load_tile(Os, dout, b, base, T, NH * HS, h, HS);

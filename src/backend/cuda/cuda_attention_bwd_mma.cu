@@ -16,7 +16,8 @@
  *        owns 16 keys and computes Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (16 x 64) in registers, turns them into
  *        Pᵀ and dSᵀ, re-packs those as bf16 A fragments and accumulates dV += Pᵀ·dO and
  *        dK += dSᵀ·Q (dO and Q through ldmatrix.trans). Query tiles before the keys (causal) and
- *        tiles whose every query starts its document after the last key are never visited.
+ *        tiles whose every query starts its document (or its sliding window, folded into
+ *        seg_start by the engine) after the last key are never visited.
  *   dq   block = 4 warps = 64 queries of one (b, head): Q and dO stay resident, K and V tiles of 64
  *        keys stream through a double buffer; S = Q·Kᵀ, dP = dO·Vᵀ, dS, then dQ += dS·K (K through
  *        ldmatrix.trans). Blocks start with the last query tiles (the longest rows).

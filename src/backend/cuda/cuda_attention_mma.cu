@@ -7,7 +7,8 @@
  * Block = 4 warps = BQ 64 query rows of one (b, h), 16 rows per warp. Q is loaded once into shared
  * memory and then into registers (A fragments); K and V tiles of BK 64 keys are streamed through
  * shared memory with cp.async (V's copy overlaps S = Q·Kᵀ). Per tile each warp computes its 16x64
- * scores in registers, masks them (key j visible to query t iff seg_start[t] <= j <= t), runs the
+ * scores in registers, masks them (key j visible to query t iff seg_start[t] <= j <= t; a sliding
+ * window arrives folded into seg_start, and key tiles before the block's smallest one are skipped), runs the
  * online softmax in the exp2 domain, converts P in registers into the A fragments of O += P·V (the
  * C layout of m16n8k16 is the A layout's two halves), and reads V with ldmatrix.trans. Shared rows
  * are XOR-swizzled in 16-byte chunks (chunk c of row r stored at c ^ (r & 7)) so each 8-row
