@@ -65,7 +65,9 @@ static fl_tokenizer *load_qwen3(void) {
     CHECK(mkdtemp(dir) != NULL && getcwd(cwd, sizeof cwd) != NULL);
     const char *names[] = {"vocab.json", "merges.txt", "tokenizer_config.json"};
     for (int i = 0; i < 3; i++) {
-        if (i < 2) snprintf(src, sizeof src, "%s/models/Qwen2.5-0.5B/%s", shared, names[i]);
+        if (i < 2)   /* the links live in /tmp: a relative ../shared is taken from the working directory */
+            snprintf(src, sizeof src, "%s%s%s/models/Qwen2.5-0.5B/%s", shared[0] == '/' ? "" : cwd,
+                     shared[0] == '/' ? "" : "/", shared, names[i]);
         else snprintf(src, sizeof src, "%s/tests/fixtures/tokenizer/Qwen3/%s", cwd, names[i]);
         snprintf(dst, sizeof dst, "%s/%s", dir, names[i]);
         CHECK_MSG(symlink(src, dst) == 0, "symlink %s", dst);
