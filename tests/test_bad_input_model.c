@@ -233,7 +233,7 @@ TEST(bad_input_safetensors_missing_tensor_and_wrong_shape) {
 
 TEST(bad_input_config_json) {
     const char *cases[][3] = {
-        {"\"architectures\": [", "\"architectures\": [\"Gemma2ForCausalLM\", ", "Gemma2ForCausalLM"},
+        {"\"architectures\": [", "\"architectures\": [\"FalconForCausalLM\", ", "FalconForCausalLM"},
         {"\"hidden_size\": 64", "\"hidden_size\": \"64\"", "hidden_size"},
         {"\"num_attention_heads\": 4", "\"num_attention_heads\": 3", "num_key_value_heads"},
         {",\n  \"vocab_size\": 200", "", "vocab_size"},
@@ -379,6 +379,48 @@ TEST(bad_input_mistral_sliding_window) {
     CHECK_STR_CONTAINS(fl_last_error(), "field 'sliding_window' must be null or a positive integer");
     remove_dir(bad);
     remove_dir(dir);
+}
+
+/* Gemma 3: its sliding layers' window no longer bounds the sequence (the window slides): train runs
+ * a step at --seq 32, twice the fixture's window; a missing post_feedforward_layernorm weight is
+ * named. */
+TEST(bad_input_gemma3_sliding_window_and_norm_weights) {
+    const char *m = "tests/fixtures/hf/gemma3_sandwich/model";
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    char out[8192];
+    char dir[] = "/tmp/fastlora-gwindow-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char data[300], run[300];
+    snprintf(data, sizeof data, "%s/d.tokens", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    fl_dataset ds = {0};
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = 3 + i;
+    fl_dataset_add(&ds, ids, NULL, 40);
+    CHECK_EQ_INT(fl_tokens_file_write(data, &ds), 0);
+    fl_dataset_free(&ds);
+    int rc = fl_test_run_cli(out, sizeof out, "train --model %s --data %s --out %s --seq 32 --max-steps 1 --device cpu", m,
+                             data, run);
+    CHECK_MSG(rc == 0, "train --seq 32: %s", out);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    /* the weights without one post_feedforward_layernorm */
+    const char *wdir = fresh_dir_of(m);
+    fl_safetensors st2;
+    CHECK(fl_safetensors_open(&st2, "tests/fixtures/hf/gemma3_sandwich/model/model.safetensors") == 0);
+    fl_st_write_tensor *keep = calloc((size_t)st2.n_tensors, sizeof *keep);
+    int n = 0;
+    for (int i = 0; i < st2.n_tensors; i++)
+        if (strcmp(st2.tensors[i].name, "model.layers.1.post_feedforward_layernorm.weight") != 0)
+            keep[n++] = fl_st_write_tensor_of(&st2.tensors[i]);
+    char path[300];
+    snprintf(path, sizeof path, "%s/model.safetensors", wdir);
+    CHECK(fl_safetensors_write(path, keep, n, NULL, 0) == 0);
+    expect_clean_error(wdir, "model.layers.1.post_feedforward_layernorm.weight", "missing");
+    free(keep);
+    fl_safetensors_close(&st2);
+    remove_dir(wdir);
 }
 
 /* Qwen3ForCausalLM: q_norm/k_norm (cfg->qk_norm), head_dim 128 when absent (Qwen3Config's default);

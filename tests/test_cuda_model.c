@@ -80,6 +80,8 @@ TEST(cuda_model_qwen2_bias_tied) { fixture_vs_cpu("qwen2_bias_tied"); }
 TEST(cuda_model_llama3_rope) { fixture_vs_cpu("llama3_rope"); }
 TEST(cuda_model_qwen3_qk_norm) { fixture_vs_cpu("qwen3_qk_norm"); }
 TEST(cuda_model_phi3_longrope) { fixture_vs_cpu("phi3_longrope"); }
+TEST(cuda_model_gemma3_sandwich) { fixture_vs_cpu("gemma3_sandwich"); }
+TEST(cuda_model_gemma2_softcap) { fixture_vs_cpu("gemma2_softcap"); }
 TEST(cuda_model_mistral_swa) { fixture_vs_cpu("mistral_swa"); } /* sliding window 5 over 16 positions */
 TEST(cuda_model_qwen3_swa) { fixture_vs_cpu("qwen3_swa"); } /* window 4 over 12 positions on layers 1, 2 */
 

@@ -283,11 +283,14 @@ TEST(export_llama3_rope_freqs_and_head_dim) {
 }
 
 /* The adapter alone: names <base>.lora_a / .lora_b, lora_a = A (R, IC) as ne [IC, R], lora_b = B
- * (OC, R) as ne [R, OC] with llama q/k rows permuted; llama.cpp's scale alpha/R equals PEFT's. */
+ * (OC, R) as ne [R, OC] with llama q/k rows permuted; llama.cpp's scale alpha/R equals PEFT's. Gemma's
+ * adapters as llama.cpp's gemma3 / gemma2 (HF row order, as qwen: NEOX RoPE; written as
+ * convert_lora_to_gguf.py lays them out, not run in llama.cpp here). */
 TEST(export_lora_only_layout_and_alpha) {
-    const char *names[2] = {"llama_gqa", "qwen2_bias_tied"};
+    const char *names[4] = {"llama_gqa", "qwen2_bias_tied", "gemma3_sandwich", "gemma2_softcap"};
+    const char *archs[4] = {"llama", "qwen2", "gemma3", "gemma2"};
     char *dir = temp_dir(), out[128], path[128];
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < 4; m++) {
         char model[96], adapter[96];
         snprintf(model, sizeof model, FIX "%s/model", names[m]);
         snprintf(adapter, sizeof adapter, FIX "%s/adapter", names[m]);
@@ -306,6 +309,7 @@ TEST(export_lora_only_layout_and_alpha) {
         size_t len;
         CHECK(fl_gguf_get_str(&g, "general.type", &s, &len) == 0 && len == 7 && !memcmp(s, "adapter", 7));
         CHECK(fl_gguf_get_str(&g, "adapter.type", &s, &len) == 0 && len == 4 && !memcmp(s, "lora", 4));
+        check_str_kv(&g, "general.architecture", archs[m]);
         float alpha = 0;
         CHECK(fl_gguf_get_f32(&g, "adapter.lora.alpha", &alpha) == 0);
         CHECK_CLOSE(alpha / lc.rank, fl_lora_scale(&lc), 0, 1e-6); /* llama.cpp: scale = alpha / rank */
@@ -665,4 +669,22 @@ TEST(export_phi3_fused_modules_longrope_partial_rotary) {
     fl_safetensors_close(&st);
     fl_lora_buffer_free(&lora);
     rm_rf(dir);
+}
+
+/* The whole-model export of Gemma 3 and Gemma 2 is not implemented yet (llama.cpp's gemma3 / gemma2
+ * keys, the +1 convert_hf_to_gguf.py adds to every norm weight, the SentencePiece vocabulary): one
+ * line, exit status 2, no file written (their adapters export: export_lora_only_layout_and_alpha) */
+TEST(export_gemma_refused_in_one_line) {
+    const char *models[2] = {FIX "gemma3_sandwich/model", FIX "gemma2_softcap/model"};
+    for (int k = 0; k < 2; k++) {
+        char *dir = temp_dir(), out[128];
+        snprintf(out, sizeof out, "%s/g.gguf", dir);
+        CHECK_EQ_INT(export_to(out, models[k], NULL, FL_EXPORT_F32, 0, 1), FL_ERR_INPUT);
+        CHECK_STR_CONTAINS(fl_last_error(), "not implemented yet");
+        CHECK_STR_CONTAINS(fl_last_error(), k ? "Gemma 2" : "Gemma 3");
+        CHECK_STR_CONTAINS(fl_last_error(), "--lora-only");
+        CHECK(strchr(fl_last_error(), '\n') == NULL);
+        CHECK(access(out, F_OK) != 0);
+        rmdir(dir);
+    }
 }

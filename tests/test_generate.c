@@ -36,10 +36,11 @@ TEST(generate_kv_cache_logits_match_full_forward) {
     /* qwen3_swa: window 4 on layers 1, 2 only (layer 0 full): the cache reads each layer's own window.
      * phi3_longrope: fused qkv_proj/gate_up_proj LoRA, partial rotary; T 80 passes its
      * original_max_position_embeddings 8 from the first chunk on, so both use the long factors, and its
-     * sliding_window 64 binds on every layer */
+     * sliding_window 64 binds on every layer. gemma3_sandwich and gemma2_softcap: their sliding layers'
+     * windows and Gemma's pieces in the decoder */
     const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "mistral_window", "qwen3_swa",
-                           "phi3_longrope"};
-    for (int k = 0; k < 7; k++) {
+                           "phi3_longrope", "gemma3_sandwich", "gemma2_softcap"};
+    for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }
         enum { T = 80 }; /* > the decoder's 64-token chunk, so prefill takes two chunks */

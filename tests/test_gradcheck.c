@@ -248,6 +248,81 @@ TEST(gradcheck_lm_head_cross_entropy) {
     free(c.x); free(c.w); free(dx);
 }
 
+/* ---- RMSNorm with a weight offset (Gemma's x·(1 + w): weights around 0, offset 1) ---- */
+typedef struct { float *x, *w, *y, *dy, *rstd; int N, C; } norm1p_ctx;
+static double norm1p_loss(void *p) {
+    norm1p_ctx *c = p;
+    rmsnorm_offset_forward_cpu(c->y, c->rstd, c->x, c->w, 1.0f, 1e-6f, (size_t)c->N, c->C, c->C);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->C);
+}
+TEST(gradcheck_rmsnorm_offset) {
+    int N = 3, C = 16;
+    norm1p_ctx c = {malloc(4 * N * C), malloc(4 * C), malloc(4 * N * C), malloc(4 * N * C), malloc(4 * N), N, C};
+    fill(c.x, N * C, 51, -1, 1); fill(c.w, C, 52, -0.5f, 0.5f); fill(c.dy, N * C, 53, -1, 1);
+    float *dx = calloc(N * C, 4), *y0 = malloc(4 * N * C), *w1 = malloc(4 * C);
+    norm1p_loss(&c);
+    /* the offset form equals the plain op on 1 + w (exact: the same f32 sum) */
+    for (int i = 0; i < C; i++) w1[i] = 1.0f + c.w[i];
+    rmsnorm_forward_cpu(y0, c.rstd, c.x, w1, 1e-6f, N, C, C);
+    CHECK(memcmp(y0, c.y, 4 * N * C) == 0);
+    norm1p_loss(&c);
+    rmsnorm_offset_backward_cpu(dx, c.dy, c.x, c.w, 1.0f, c.rstd, N, C, C);
+    fd_compare("rmsnorm offset dx", c.x, dx, N * C, norm1p_loss, &c);
+    free(c.x); free(c.w); free(c.y); free(c.dy); free(c.rstd); free(dx); free(y0); free(w1);
+}
+
+/* ---- GeGLU with gelu_tanh (Gemma) ---- */
+static double geglu_loss(void *p) {
+    swiglu_ctx *c = p;
+    geglu_forward_cpu(c->y, c->gu, c->N, c->FF);
+    return weighted_sum(c->dy, c->y, (size_t)c->N * c->FF);
+}
+TEST(gradcheck_geglu_tanh) {
+    int N = 4, FF = 10, n = N * FF;
+    swiglu_ctx c = {malloc(8 * n), malloc(4 * n), malloc(4 * n), N, FF};
+    for (int r = 0; r < N; r++) {
+        fill(c.gu + r * 2 * FF, FF, 60 + r, -4, 4);       /* gate: both tails and the curve of gelu */
+        fill(c.gu + r * 2 * FF + FF, FF, 70 + r, -2, 2);  /* up */
+    }
+    fill(c.dy, n, 62, -1, 1);
+    geglu_loss(&c);   /* gelu_tanh(g) = g/2·(1 + tanh(√(2/π)(g + 0.044715g³))), in double */
+    double worst = 0;
+    for (int r = 0; r < N; r++)
+        for (int i = 0; i < FF; i++) {
+            double g = c.gu[r * 2 * FF + i], u = c.gu[r * 2 * FF + FF + i];
+            double ref = 0.5 * g * (1 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u;
+            worst = fmax(worst, fabs(ref - c.y[r * FF + i]));
+        }
+    CHECK_MSG(worst < 1e-5, "geglu forward vs double: %.3g", worst);   /* |y| <= 8: a few f32 ulps */
+    float *dgu = malloc(8 * n);
+    geglu_backward_cpu(dgu, c.dy, c.gu, N, FF);
+    fd_compare("geglu dgate|dup", c.gu, dgu, 2 * n, geglu_loss, &c);
+    free(c.gu); free(c.y); free(c.dy); free(dgu);
+}
+
+/* ---- LM head + cross-entropy with Gemma 2's logit soft-cap ---- */
+static double ce_softcap_loss(void *p) {
+    ce_ctx *c = p;
+    fl_step_scalars sc = {0};
+    lm_head_loss_softcap_cpu(NULL, NULL, NULL, &sc, c->x, c->targets, c->w, 2.0f, c->N, c->C, c->V);
+    return sc.loss_sum;
+}
+TEST(gradcheck_lm_head_softcap) {
+    int N = 4, C = 6, V = 11;
+    int32_t targets[4] = {3, -100, 10, 0};
+    ce_ctx c = {malloc(4 * N * C), malloc(4 * V * C), targets, N, C, V};
+    fill(c.x, N * C, 77, -1, 1); fill(c.w, V * C, 78, -1, 1);   /* |z| up to ~3 > cap 2: the curve binds */
+    float *dx = malloc(4 * N * C), *logits = malloc(4 * N * V), *raw = malloc(4 * N * V);
+    fl_step_scalars sc = {.grad_scale = 1.0f};
+    lm_head_loss_softcap_cpu(dx, logits, NULL, &sc, c.x, targets, c.w, 2.0f, N, C, V);
+    lm_head_loss_cpu(NULL, raw, NULL, NULL, c.x, targets, c.w, N, C, V);
+    double worst = 0;
+    for (int i = 0; i < N * V; i++) worst = fmax(worst, fabs(logits[i] - 2.0 * tanh(raw[i] / 2.0)));
+    CHECK_MSG(worst < 1e-6, "soft-capped logits vs 2·tanh(z/2): %.3g", worst);
+    fd_compare("lm_head softcap dinp", c.x, dx, N * C, ce_softcap_loss, &c);
+    free(c.x); free(c.w); free(dx); free(logits); free(raw);
+}
+
 /* ---- the whole model: every LoRA gradient of a tiny Qwen2-style model with GQA, biases, dropout,
  * rsLoRA, packed documents and llama3 RoPE ---- */
 static void scale_floats(void *x, size_t n, float s) {
@@ -280,20 +355,46 @@ static void scale_nf4(fl_nf4_weight *w, float s) {
     free(x);
 }
 
+/* The Gemma fields of model/config.h on a gradcheck config: (1 + w) norms, sandwich norms, GeGLU,
+ * embed scale, query_pre_attn_scalar 5 != head_dim 6, one sliding layer (window 3) with its own RoPE base
+ * (Gemma 3) and one
+ * global with linear scaling; Gemma 3: q_norm/k_norm; Gemma 2: a logit soft-cap of 4. */
+static void gemma_fields(fl_model_config *cfg, int gemma3) {
+    cfg->arch = gemma3 ? FL_ARCH_GEMMA3 : FL_ARCH_GEMMA2;
+    cfg->qk_norm = gemma3;
+    cfg->norm_weight_offset = 1.0f;
+    cfg->sandwich_norms = 1;
+    cfg->act = FL_ACT_GELU_TANH;
+    cfg->embed_scale = sqrt((double)cfg->hidden_size);
+    cfg->query_pre_attn_scalar = 5;
+    cfg->tie_word_embeddings = 1;
+    cfg->sliding_window = 3;        /* layer 0 slides (T = 6: its later queries lose keys), layer 1 is global */
+    cfg->window_global_every = 2;
+    if (gemma3) {
+        cfg->rope_local_theta = 100.0;
+        cfg->rope_linear_factor = 2.0;
+    } else {
+        cfg->final_logit_softcapping = 4.0f;
+    }
+}
+
 /* qwen: 0 Llama (llama3 RoPE), 1 Qwen2 (q/k/v bias, tied), 2 Qwen3 (q_norm/k_norm, tied, head_dim 6:
- * q dim 24 != hidden 12); window > 0: a sliding window on the layers model/config.h's rule picks
- * (global_every 2: layer 0 sliding, layer 1 global) */
+ * q dim 24 != hidden 12), 3 Gemma 3 and 4 Gemma 2 (gemma_fields, head_dim 6, its own window), 5 Phi-3
+ * (fused modules, partial rotary, longrope); window > 0:
+ * a sliding window on the layers model/config.h's rule picks (global_every 2: layer 0 sliding, layer 1
+ * global) */
 static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_quant quant, int window, int global_every) {
     fl_model_config cfg = {.arch = qwen == 2 ? FL_ARCH_QWEN3 : qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA, .vocab_size = 23,
                            .hidden_size = 12, .intermediate_size = 20, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
-                           .head_dim = qwen == 3 ? 8 : qwen == 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
+                           .head_dim = qwen == 5 ? 8 : qwen >= 2 ? 6 : 4, .max_position_embeddings = 64, .rope_theta = 10000.0,
                            .rms_norm_eps = 1e-5f, .tie_word_embeddings = qwen != 0, .qkv_bias = qwen == 1,
                            .qk_norm = qwen == 2, .sliding_window = window, .window_global_every = global_every};
+    if (qwen == 3 || qwen == 4) gemma_fields(&cfg, qwen == 3);
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
     }
-    if (qwen == 3) {   /* Phi-3: fused modules (one LoRA per qkv_proj, gate_up_proj), RD 6 of HS 8, longrope (T 6 > 4) */
+    if (qwen == 5) {   /* Phi-3: fused modules (one LoRA per qkv_proj, gate_up_proj), RD 6 of HS 8, longrope (T 6 > 4) */
         cfg.arch = FL_ARCH_PHI3; cfg.fused_modules = 1; cfg.tie_word_embeddings = 0; cfg.qkv_bias = 0;
         cfg.rotary_dim = 6; cfg.rope_longrope = 1; cfg.rope_original_max_position = 4; cfg.rope_attention_factor = 1.3;
         for (int j = 0; j < 3; j++) { cfg.rope_short_factor[j] = 1.0f + j; cfg.rope_long_factor[j] = 1.5f + 3 * j; }
@@ -323,8 +424,12 @@ static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_qu
         scale_floats(lw->down, (size_t)C * FF, 5.0f);
     }
     for (int l = 0; l < cfg.n_layers && cfg.qk_norm; l++) { /* norm weights far from 1: their product shows */
-        fill(m.base.layers[l].q_norm, (size_t)cfg.head_dim, 31 + l, 0.5f, 1.5f);
-        fill(m.base.layers[l].k_norm, (size_t)cfg.head_dim, 41 + l, 0.5f, 1.5f);
+        fill(m.base.layers[l].q_norm, (size_t)cfg.head_dim, 31 + l, 0.5f - cfg.norm_weight_offset, 1.5f - cfg.norm_weight_offset);
+        fill(m.base.layers[l].k_norm, (size_t)cfg.head_dim, 41 + l, 0.5f - cfg.norm_weight_offset, 1.5f - cfg.norm_weight_offset);
+    }
+    for (int l = 0; l < cfg.n_layers && cfg.sandwich_norms; l++) { /* Gemma's post norms, offsets from 1 */
+        fill(m.base.layers[l].post_attn_norm, (size_t)C, 51 + l, -0.5f, 0.5f);
+        fill(m.base.layers[l].post_mlp_norm, (size_t)C, 61 + l, -0.5f, 0.5f);
     }
     fl_model_sync_lora(&m);
     int B = 2, T = 6;
@@ -341,7 +446,9 @@ static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_qu
     /* every 3rd parameter (coprime with the rank, so each A/B row and column is visited). h = 1e-3:
      * the loss (~3) is a mean of 10 tokens through two layers, so its curvature is larger than an
      * op's; f32 noise on the loss (~1e-6) then costs ~5e-4 absolute, inside the tolerance. */
-    fd_compare_strided(qwen == 2 ? "qwen3 model LoRA grads" : qwen ? "qwen2 model LoRA grads" : "llama3 model LoRA grads", m.lora.data, grad, m.lora.n, 3,
+    fd_compare_strided(qwen == 5 ? "phi3 model LoRA grads" : qwen == 4 ? "gemma2 model LoRA grads" : qwen == 3 ? "gemma3 model LoRA grads"
+                       : qwen == 2 ? "qwen3 model LoRA grads" : qwen ? "qwen2 model LoRA grads" : "llama3 model LoRA grads",
+                       m.lora.data, grad, m.lora.n, 3,
                        1e-3f, model_loss, &ctx);
     free(grad);
     fl_model_free(&m);
@@ -367,8 +474,8 @@ TEST(gradcheck_model_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_NONE)
 TEST(gradcheck_model_qwen3_qk_norm_dropout_recompute) { model_gradcheck(2, 0.3f, 1, FL_QUANT_NONE); }
 TEST(gradcheck_model_nf4_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_NF4); }
 /* Phi-3: a LoRA per fused module through partial rotary (the pass-through dims) and longrope's scale */
-TEST(gradcheck_model_phi3_fused_modules_partial_rotary) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NONE); }
-TEST(gradcheck_model_phi3_dropout_recompute) { model_gradcheck(3, 0.3f, 1, FL_QUANT_NONE); }
+TEST(gradcheck_model_phi3_fused_modules_partial_rotary) { model_gradcheck(5, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_phi3_dropout_recompute) { model_gradcheck(5, 0.3f, 1, FL_QUANT_NONE); }
 
 /* Dropout: the mask is a pure function of (stream, index), keeps ~1-p, scales by 1/(1-p). */
 TEST(dropout_mask_statistics) {
@@ -462,6 +569,13 @@ TEST(matmul_backward_weight_small_rank_strided_thread_independent) {
         free(dout); free(inp); free(dw1); free(dw2); free(want);
     }
 }
+/* Gemma: the sandwich norms (post-attention, post-feedforward) with (1 + w) weights, GeGLU-tanh, the
+ * embed scale, the query scale, per-layer RoPE; Gemma 3's q/k norms; Gemma 2's soft-capped loss */
+TEST(gradcheck_model_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_gemma3_dropout_recompute) { model_gradcheck(3, 0.3f, 1, FL_QUANT_NONE); }
+TEST(gradcheck_model_nf4_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NF4); }
+TEST(gradcheck_model_gemma2_softcap) { model_gradcheck(4, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_gemma2_softcap_recompute) { model_gradcheck(4, 0.0f, 1, FL_QUANT_NONE); }
 /* Sliding-window attention (T = 6, W = 2: row 0's later queries lose their early keys): every layer
  * windowed (Mistral), and alternating windowed/global layers (model/config.h's rule), with recompute */
 TEST(gradcheck_model_sliding_window) { model_gradcheck_window(0, 0.0f, 0, FL_QUANT_NONE, 2, 0); }

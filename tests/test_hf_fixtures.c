@@ -219,3 +219,21 @@ TEST(hf_qwen2_bias_tied_three_clipped_steps_recompute) { recompute = 1; check_th
 TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama3_rope"); recompute = 0; }
 TEST(hf_qwen3_qk_norm_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_qk_norm"); recompute = 0; }
 TEST(hf_phi3_longrope_three_clipped_steps_recompute) { recompute = 1; check_three_steps("phi3_longrope"); recompute = 0; }
+/* Gemma3ForCausalLM (gemma3_text): the (1 + w) norms (random offsets), sandwich norms, GeGLU-tanh,
+ * embeddings times sqrt(C), query_pre_attn_scalar 20 != head_dim 12, q_norm/k_norm, one sliding layer
+ * (window 5 over 12 positions, RoPE base 1e4) and one global (full causal, 1e6, linear factor 4): the
+ * windows and the per-layer RoPE together; the fixture script checks that full causal attention would
+ * move the later logits. Tied embeddings, GQA, LoRA on all seven; also packed and with recompute */
+TEST(hf_gemma3_sandwich_logits) { check_logits("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_packed_loss_and_grads) { check_packed_loss_and_grads("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_loss_and_grads) { check_loss_and_grads("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_three_clipped_steps) { check_three_steps("gemma3_sandwich"); }
+TEST(hf_gemma3_sandwich_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("gemma3_sandwich"); recompute = 0; }
+TEST(hf_gemma3_sandwich_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma3_sandwich"); recompute = 0; }
+/* Gemma2ForCausalLM: Gemma 3's layers without q_norm/k_norm, one RoPE for every layer, and
+ * final_logit_softcapping 3.0 (|logits| ~ 3-4: on tanh's curve) in the loss, its gradient and the
+ * logits; attn_logit_softcapping null (Gemma 2's 50.0 is refused: config.h) */
+TEST(hf_gemma2_softcap_logits) { check_logits("gemma2_softcap"); }
+TEST(hf_gemma2_softcap_loss_and_grads) { check_loss_and_grads("gemma2_softcap"); }
+TEST(hf_gemma2_softcap_three_clipped_steps) { check_three_steps("gemma2_softcap"); }
+TEST(hf_gemma2_softcap_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma2_softcap"); recompute = 0; }

@@ -123,13 +123,16 @@ TEST(merge_phi3_fused_modules_fold_into_the_fused_weights) {
     rm_rf(out);
 }
 
-TEST(merge_f32_logits_equal_base_plus_adapter) {
-    const char *model = "tests/fixtures/hf/llama_gqa/model", *adapter = "tests/fixtures/hf/llama_gqa/adapter";
+/* fixture `name` merged: the logits of the merged folder equal those of base + adapter */
+static void merge_f32_case(const char *name, int vocab) {
+    char model[128], adapter[128];
+    snprintf(model, sizeof model, "tests/fixtures/hf/%s/model", name);
+    snprintf(adapter, sizeof adapter, "tests/fixtures/hf/%s/adapter", name);
     char out[] = "/tmp/fastlora-merge-XXXXXX";
     CHECK(mkdtemp(out) != NULL);
     CHECK(fl_merge_adapter(model, adapter, out, 0) == 0);
     int32_t ids[16];
-    for (int i = 0; i < 16; i++) ids[i] = (i * 41 + 5) % 200;
+    for (int i = 0; i < 16; i++) ids[i] = (i * 41 + 5) % vocab;
     int V = 0, V2 = 0;
     float *ref = logits_of(model, adapter, ids, 16, &V), *got = logits_of(out, NULL, ids, 16, &V2);
     CHECK(ref && got && V == V2);
@@ -165,6 +168,11 @@ TEST(merge_f32_logits_equal_base_plus_adapter) {
     free(got);
     rm_rf(out);
 }
+
+TEST(merge_f32_logits_equal_base_plus_adapter) { merge_f32_case("llama_gqa", 200); }
+/* Gemma 3: the merge writes the projections and copies every other tensor (the four norms per layer,
+ * q/k norms) as they are; nothing in it is Gemma-specific */
+TEST(merge_f32_gemma3_logits_equal_base_plus_adapter) { merge_f32_case("gemma3_sandwich", 96); }
 
 /* A BF16 copy of a fixture model, in two shards with an index. */
 static int write_bf16_sharded(const char *src, const char *dst) {

@@ -20,7 +20,9 @@
 #include "test.h"
 
 typedef struct {
-    int qwen;            /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q_norm/k_norm, head_dim 12 */
+    int qwen;            /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q_norm/k_norm, head_dim 12;
+                            3: Gemma 3 (sandwich (1 + w) norms, GeGLU, embed and query scales, q/k norms,
+                            a sliding layer's RoPE), 4: Gemma 2 (no q/k norms, logit soft-cap) */
     float dropout;
     unsigned targets;    /* 0: all */
     int fused;
@@ -45,9 +47,21 @@ static void run_steps(fl_model *m, const fl_batch *batch, int steps, int accum, 
 static void compare_recompute(const fl_backend *be, const rc_case *c) {
     fl_model_config cfg = {.arch = c->qwen == 2 ? FL_ARCH_QWEN3 : c->qwen ? FL_ARCH_QWEN2 : FL_ARCH_LLAMA,
                            .vocab_size = 41, .hidden_size = 32, .intermediate_size = 48, .n_layers = 3, .n_heads = 4,
-                           .n_kv_heads = 2, .head_dim = c->qwen == 2 ? 12 : 8, .max_position_embeddings = 64,
+                           .n_kv_heads = 2, .head_dim = c->qwen >= 2 ? 12 : 8, .max_position_embeddings = 64,
                            .rope_theta = 10000.0, .rms_norm_eps = 1e-5f, .tie_word_embeddings = c->qwen != 0,
-                           .qkv_bias = c->qwen == 1, .qk_norm = c->qwen == 2};
+                           .qkv_bias = c->qwen == 1, .qk_norm = c->qwen == 2 || c->qwen == 3};
+    if (c->qwen >= 3) {
+        cfg.arch = c->qwen == 3 ? FL_ARCH_GEMMA3 : FL_ARCH_GEMMA2;
+        cfg.norm_weight_offset = 1.0f;
+        cfg.sandwich_norms = 1;
+        cfg.act = FL_ACT_GELU_TANH;
+        cfg.embed_scale = sqrt(32.0);
+        cfg.query_pre_attn_scalar = 10;
+        cfg.sliding_window = 4;      /* layers 0 and 1 slide (T = 9), layer 2 is global */
+        cfg.window_global_every = 3;
+        cfg.rope_local_theta = c->qwen == 3 ? 100.0 : 0.0;
+        cfg.final_logit_softcapping = c->qwen == 4 ? 5.0f : 0.0f;
+    }
     if (!c->qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
@@ -114,6 +128,8 @@ static void both_backends(const rc_case *c) {
 TEST(recompute_bitwise_llama_gqa_llama3_packed) { both_backends(&(rc_case){.fused = 1}); }
 TEST(recompute_bitwise_qwen2_bias_tied_rslora_dropout) { both_backends(&(rc_case){.qwen = 1, .dropout = 0.3f, .fused = 1}); }
 TEST(recompute_bitwise_qwen3_qk_norm_dropout) { both_backends(&(rc_case){.qwen = 2, .dropout = 0.3f, .fused = 1}); }
+TEST(recompute_bitwise_gemma3_dropout) { both_backends(&(rc_case){.qwen = 3, .dropout = 0.3f, .fused = 1}); }
+TEST(recompute_bitwise_gemma2_softcap_unfused) { both_backends(&(rc_case){.qwen = 4, .fused = 0}); }
 TEST(recompute_bitwise_partial_targets_dropout_unfused) {
     both_backends(&(rc_case){.dropout = 0.25f, .targets = PARTIAL, .fused = 0});
 }

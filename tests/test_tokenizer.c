@@ -15,9 +15,11 @@
 
 static fl_tokenizer *load_shared(const char *model) {
     const char *shared = fl_test_shared_dir();
-    if (!shared) return NULL;
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/models/%s", shared, model);
+    if (!strcmp(model, "gemma_pipeline")) /* committed: tools/make_gemma_tokenizer_fixture.py */
+        snprintf(dir, sizeof dir, "tests/fixtures/tokenizer/%s", model);
+    else if (!shared) return NULL;
+    else snprintf(dir, sizeof dir, "%s/models/%s", shared, model);
     fl_tokenizer *tok = NULL;
     if (fl_tokenizer_load(&tok, dir)) {
         fl_test_fail(__FILE__, __LINE__, "load %s: %s", dir, fl_last_error());
@@ -63,7 +65,7 @@ static fl_tokenizer *load_qwen3(void) {
     CHECK(mkdtemp(dir) != NULL && getcwd(cwd, sizeof cwd) != NULL);
     const char *names[] = {"vocab.json", "merges.txt", "tokenizer_config.json"};
     for (int i = 0; i < 3; i++) {
-        if (i < 2)   /* the link lives in /tmp: a relative ../shared is taken from the working directory */
+        if (i < 2)   /* the links live in /tmp: a relative ../shared is taken from the working directory */
             snprintf(src, sizeof src, "%s%s%s/models/Qwen2.5-0.5B/%s", shared[0] == '/' ? "" : cwd,
                      shared[0] == '/' ? "" : "/", shared, names[i]);
         else snprintf(src, sizeof src, "%s/tests/fixtures/tokenizer/Qwen3/%s", cwd, names[i]);
@@ -163,6 +165,10 @@ TEST(tokenizer_parity_smollm2) { check_parity("SmolLM2-135M-Instruct"); }
 TEST(tokenizer_parity_qwen25) { check_parity("Qwen2.5-0.5B"); }
 TEST(tokenizer_parity_tinyllama) { check_parity("TinyLlama-1.1B-Chat-v1.0"); }
 TEST(tokenizer_parity_llama3) { check_parity("Llama-3.2-1B"); }
+/* Gemma's pipeline (transformers' GemmaTokenizer: Replace(" ", "▁") without a dummy prefix, Split on
+ * " ", BPE with byte fallback and fuse_unk, <bos> in front) on a small learnt vocabulary: Gemma's own
+ * 262k-entry tokenizer.json is not available here */
+TEST(tokenizer_parity_gemma_pipeline) { check_parity("gemma_pipeline"); }
 /* Qwen3: Qwen2.5's BPE with <think>, </think>, <tool_response>, </tool_response> as added tokens
  * ("special": false: kept on decode with skip_special), strings around them included */
 TEST(tokenizer_parity_qwen3) { check_parity("Qwen3"); }
@@ -210,4 +216,35 @@ TEST(tokenizer_round_trip) {
         }
         fl_tokenizer_free(tok);
     }
+}
+
+/* Split's MergedWithPrevious (Gemma's pre-tokenizer Split(" ")): a match right after a gap joins it,
+ * one after a match or at the start stays alone. The ids are HF tokenizers 0.23's on this file. */
+TEST(tokenizer_split_merged_with_previous) {
+    char dir[] = "/tmp/fastlora-split-XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
+          "\"MergedWithPrevious\", \"invert\": false}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, "
+          "\" \": 2, \"a \": 3}, \"merges\": [[\"a\", \" \"]]}}", f);
+    fclose(f);
+    fl_tokenizer *tok = NULL;
+    CHECK_MSG(fl_tokenizer_load(&tok, dir) == 0, "%s", fl_last_error());
+    remove(path);
+    rmdir(dir);
+    if (!tok) return;
+    const struct { const char *text; int n; int32_t ids[4]; } cases[] = {
+        {"a a  b", 4, {3, 3, 2, 1}}, {" a", 2, {2, 0}}, {"a b ", 3, {3, 1, 2}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fl_token_ids ids = {0};
+        CHECK_EQ_INT(fl_tokenizer_encode(tok, cases[i].text, strlen(cases[i].text), 0, &ids), 0);
+        CHECK_MSG(ids.n == (size_t)cases[i].n && !memcmp(ids.ids, cases[i].ids, sizeof(int32_t) * ids.n),
+                  "'%s': %zu ids", cases[i].text, ids.n);
+        fl_token_ids_free(&ids);
+    }
+    fl_tokenizer_free(tok);
 }

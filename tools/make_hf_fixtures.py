@@ -58,7 +58,8 @@ from safetensors.torch import save_file  # noqa: E402
 import transformers  # noqa: E402
 import peft  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
-                          Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -174,6 +175,47 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        name="gemma3_sandwich",
+        arch="gemma3_text",
+        seed=181920,
+        config=dict(
+            vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,   # GQA; explicit head_dim: q dim 48 != 32
+            query_pre_attn_scalar=20,                                    # attention scale 20^-0.5, not 12^-0.5
+            max_position_embeddings=256, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+            # binds: 12 positions, layer 0 sees its last 5 (with the local RoPE), layer 1 all (global RoPE)
+            layer_types=["sliding_attention", "full_attention"], sliding_window=5,
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0}},
+            tie_word_embeddings=True, attention_bias=False,
+            final_logit_softcapping=None, attn_logit_softcapping=None,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        name="gemma2_softcap",
+        arch="gemma2",
+        seed=212223,
+        config=dict(
+            vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,
+            query_pre_attn_scalar=20,
+            max_position_embeddings=256, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+            layer_types=["sliding_attention", "full_attention"], sliding_window=16,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            tie_word_embeddings=True, attention_bias=False,
+            final_logit_softcapping=3.0,                 # small cap: the logits (|z| ~ 4) sit on tanh's curve
+            attn_logit_softcapping=None,                 # Gemma 2's 50.0 needs the attention kernels: refused
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         name="qwen3_swa",
         arch="qwen3",
         seed=222324,
@@ -222,7 +264,10 @@ def build_base(spec):
     """Random base model, float32, eager attention, deterministic weights."""
     cfg_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM),
                           "mistral": (MistralConfig, MistralForCausalLM),
-                          "qwen3": (Qwen3Config, Qwen3ForCausalLM), "phi3": (Phi3Config, Phi3ForCausalLM)}[spec["arch"]]
+                          "qwen3": (Qwen3Config, Qwen3ForCausalLM), "phi3": (Phi3Config, Phi3ForCausalLM),
+                          "gemma2": (Gemma2Config, Gemma2ForCausalLM),
+                          "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM)}[spec["arch"]]
+    gemma = spec["arch"].startswith("gemma")
     cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
     torch.manual_seed(spec["seed"])
     model = model_cls(cfg).to(torch.float32)
@@ -230,8 +275,8 @@ def build_base(spec):
     g = torch.Generator().manual_seed(spec["seed"] + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():   # named_parameters() dedups the tied lm_head
-            if name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            if name.endswith("norm.weight"):   # Gemma's norms store w - 1: the same spread around 1
+                p.copy_((0.0 if gemma else 1.0) + 0.1 * torch.randn(p.shape, generator=g))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
             elif "embed_tokens" in name or "lm_head" in name:
@@ -285,7 +330,8 @@ def load_trainable(model_dir, adapter_dir):
 def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
-           "phi3": Phi3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+           "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
+           "gemma3_text": Gemma3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -426,7 +472,8 @@ def write_fixture(spec, out_root):
             print(f"    layer_types {types}: all {other} moves later logits by {apart:.3g}")
             assert apart > 1e-2, apart
     elif window and window < spec["T"]:   # the window binds: the first W positions as full causal, later ones not
-        cfg.sliding_window = None
+        # Gemma: a window as long as the sequence (its sliding layers keep their own RoPE); else none
+        cfg.sliding_window = spec["T"] if spec["arch"] in ("gemma2", "gemma3_text") else None
         with torch.no_grad():
             causal_logits = pm(input_ids=ids).logits.clone()
         cfg.sliding_window = window
@@ -466,7 +513,7 @@ def write_fixture(spec, out_root):
     assert abs(gn0 - step_norms[0]) <= 1e-5 * gn0, (gn0, step_norms[0])
 
     branches = None
-    if spec["config"]["rope_parameters"]["rope_type"] == "llama3":
+    if spec["config"]["rope_parameters"].get("rope_type") == "llama3":
         branches = check_llama3_branches(spec, pm.base_model.model)
 
     # ---- expected.safetensors ----

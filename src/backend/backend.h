@@ -126,6 +126,12 @@ typedef struct fl_backend {
     /* dinp (N, C) += d(rmsnorm)/dinp · dout (N, C; ld_dout)  (weight frozen) */
     void (*rmsnorm_backward)(void *dinp, const void *dout, const void *inp, const void *weight, const float *rstd,
                              size_t N, int C, int ld_dout);
+    /* The same with y = (w_offset + weight) · x · rstd, the sum in f32 before the product (Gemma's
+     * x·(1 + w), offset 1; the ops above are offset 0). The engine calls these for every norm. */
+    void (*rmsnorm_offset_forward)(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
+                                   float eps, size_t N, int C, int ld_out);
+    void (*rmsnorm_offset_backward)(void *dinp, const void *dout, const void *inp, const void *weight, float w_offset,
+                                    const float *rstd, size_t N, int C, int ld_dout);
     /* out (N, OC; ld_out) = alpha · inp (N, IC; ld_inp) · weightᵀ (OC, IC; ld_w, weight-typed)
      *                       + bias (OC, act, may be NULL) + beta · out */
     void (*matmul_forward)(void *out, const void *inp, const void *weight, const void *bias, float alpha, float beta,
@@ -177,6 +183,12 @@ typedef struct fl_backend {
     void (*swiglu_forward)(void *out, const void *gate_up, size_t N, int FF);
     /* dgate_up (N, 2FF) rows [dgate | dup] from dout (N, FF) */
     void (*swiglu_backward)(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
+    /* GeGLU: out (N, FF) = gelu_tanh(gate) * up (PyTorch's gelu approximate="tanh", Gemma's
+     * gelu_pytorch_tanh), same layouts as swiglu_forward / swiglu_backward. */
+    void (*geglu_forward)(void *out, const void *gate_up, size_t N, int FF);
+    void (*geglu_backward)(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
+    /* In place: x (rows, cols; ld) *= alpha (Gemma's embedding scale, the query's attention scale) */
+    void (*scale_2d)(void *x, float alpha, size_t rows, int cols, int ld);
     /* out (rows, cols) contiguous = inp (rows, cols; ld_inp) · keep / (1-p), keep of element (r, c) =
      * uniform(*stream, r·cols + c) >= p (common/rng.h) — the index ignores ld_inp, so a strided view
      * draws the mask of the contiguous matrix. Applying it to a gradient is its backward (same
@@ -198,6 +210,11 @@ typedef struct fl_backend {
      * is -100): a sequence's log-probability is minus the sum over its tokens. */
     void (*lm_head_loss)(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                          const int32_t *targets, const void *weight, size_t N, int C, int V);
+    /* The same with the logits soft-capped first (Gemma 2's final_logit_softcapping, softcap > 0):
+     * zc = softcap·tanh(z/softcap) in f32 is what the loss, logits_out and the softmax see, and the
+     * gradient through it is dzc/dz = 1 − (zc/softcap)²; softcap 0 is lm_head_loss. */
+    void (*lm_head_loss_softcap)(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                                 const int32_t *targets, const void *weight, float softcap, size_t N, int C, int V);
     /* Σ x² in double over an f32 buffer into *out (backend memory), in a fixed order (deterministic). */
     void (*sum_squares)(double *out, const float *x, size_t n);
     /* torch.nn.utils.clip_grad_norm_'s factor from sc->grad_sumsq: sc->clip_scale = min(1, max_norm /

@@ -17,8 +17,9 @@
 #include "lora/lora.h"
 #include "model/config.h"
 
-/* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, NKV, W (= max(C, QD, FF)) and QN
- * (1 with Qwen3's q/k norms, cfg->qk_norm, else 0: their entries are then empty) in scope;
+/* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, NKV, W (= max(C, QD, FF)), QN
+ * (1 with the q/k norms of Qwen3 and Gemma 3, cfg->qk_norm, else 0: their entries are then empty) and
+ * SN (1 with Gemma's sandwich norms, cfg->sandwich_norms, else 0) in scope;
  * LS = layers whose tensors are kept (L, or 1 with recompute).
  * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
  * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/projection.c): the norm's output in
@@ -34,15 +35,20 @@
     X(att,          ACT,     (size_t)LS * N * QD)        /* (LS, N, NH, HS) attention output */             \
     X(lse,          F32,     (size_t)LS * N * NH)        /* (LS, B, NH, T) softmax log-sum-exp */          \
     X(xa_o,         ACT,     (size_t)LS * N * R)         /* (LS, N, R) drop(att)·lora_aᵀ of o */            \
+    X(att_proj,     ACT,     (size_t)SN * LS * N * C)    /* (LS, N, C) Gemma: o's output, post-attention norm's input */ \
+    X(rstd_post_attn, F32,   (size_t)SN * LS * N)        /* (LS, N) Gemma: post_attention_layernorm's */    \
     X(residual_mid, ACT,     (size_t)LS * N * C)         /* (LS, N, C) after the attention residual add */  \
     X(x_mlp,        ACT,     (size_t)LS * N * (C + 2 * R)) /* (LS, N, C + 2R) MLP norm output | x·Aᵀ of gate, up */ \
     X(rstd_mlp,     F32,     (size_t)LS * N)             /* (LS, N) */                                      \
     X(gate_up,      ACT,     (size_t)LS * N * 2 * FF)    /* (LS, N, 2FF) gate | up */                       \
     X(xa_down,      ACT,     (size_t)LS * N * R)         /* (LS, N, R) drop(swiglu)·lora_aᵀ of down */      \
+    X(mlp_proj,     ACT,     (size_t)SN * LS * N * C)    /* (LS, N, C) Gemma: down's output, post-feedforward norm's input */ \
+    X(rstd_post_mlp, F32,    (size_t)SN * LS * N)        /* (LS, N) Gemma: post_feedforward_layernorm's */  \
     X(x_final,      ACT,     (size_t)N * C)             /* (N, C) final RMSNorm output */                \
     X(rstd_final,   F32,     (size_t)N)                 /* (N) */                                         \
     X(dx_final,     ACT,     (size_t)N * C)             /* (N, C) gradient from the LM head */           \
     X(dresidual,    ACT,     (size_t)N * C)             /* (N, C) backward: residual-stream gradient */  \
+    X(dsandwich,    ACT,     (size_t)SN * N * C)        /* (N, C) backward, Gemma: d att_proj / d mlp_proj */ \
     X(dx,           ACT,     (size_t)N * (C + 3 * R))   /* (N, C + 3R) backward: [d x | d(x·Aᵀ)] of a group */ \
     X(dwide,        ACT,     (size_t)N * W)             /* (N, W) backward: d att or d swiglu */         \
     X(dqkv,         ACT,     (size_t)N * (QD + 2 * KVD)) /* (N, QD + 2KVD) dq | dk | dv */                \

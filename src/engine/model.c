@@ -1,9 +1,12 @@
 /* model.c — the transformer's forward and backward, written once over the backend interface.
  *
- * Per layer (HF Llama/Qwen2/Qwen3; x = RMSNorm outputs, h = residual stream):
- *   x = rms(h);  q,k,v = lin(x);  [Qwen3: q,k = rms_head(q), rms_head(k)];  rope(q,k);
- *   a = attn(q,k,v);  h' = h + o(a)
- *   x' = rms(h'); h'' = h' + down(silu(gate(x')) * up(x'))
+ * Per layer (HF Llama/Qwen2/Qwen3/Gemma2/Gemma3; x = RMSNorm outputs, h = residual stream):
+ *   x = rms(h);  q,k,v = lin(x);  [Qwen3, Gemma 3: q,k = rms_head(q), rms_head(k)];  rope(q,k);
+ *   a = attn(q,k,v);  h' = h + o(a)                      [Gemma: h' = h + rms(o(a))]
+ *   x' = rms(h'); h'' = h' + down(act(gate(x')) * up(x')) [Gemma: h'' = h' + rms(down(...))]
+ * act = silu (SwiGLU) or gelu_tanh (Gemma's GeGLU); every rms multiplies by (cfg.norm_weight_offset + w);
+ * Gemma scales the embeddings by sqrt(C) and the attention scores by query_pre_attn_scalar^-0.5, and
+ * Gemma 3's sliding layers take their own RoPE frequencies (fl_model_rope_freq).
  * and lin(x) = x·Wᵀ (+b) + s·(drop(x)·Aᵀ)·Bᵀ for adapted projections. The backward walks the same
  * steps in reverse; the base is frozen, so it computes input gradients and LoRA gradients only.
  * LoRA gradients accumulate; activation gradients are assigned, except the residual stream.
@@ -13,9 +16,11 @@
  * construction model_init.c's (the map: engine/model_internal.h). */
 #include "engine/model.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "common/dtype.h"
 #include "common/error.h"
 #include "engine/model_internal.h"
 
@@ -31,6 +36,8 @@ typedef struct {
     void *xa_o, *xa_down;       /* (N, R) */
     float *rstd_attn, *rstd_mlp, *lse;
     float *rstd_qk;             /* (N·NH | N·NKV) Qwen3 */
+    void *att_proj, *mlp_proj;  /* (N, C) Gemma: o's and down's outputs, before their norms (NULL otherwise) */
+    float *rstd_post_attn, *rstd_post_mlp;   /* (N) Gemma */
 } layer_acts;
 
 static layer_acts layer_acts_at(const fl_model *m, int l) {
@@ -56,6 +63,10 @@ static layer_acts layer_acts_at(const fl_model *m, int l) {
     v.q_raw = c->qk_norm ? act_at(m, a->q_raw, k * N * QD) : NULL;
     v.k_raw = c->qk_norm ? act_at(m, a->k_raw, k * N * (size_t)fl_config_kv_dim(c)) : NULL;
     v.rstd_qk = c->qk_norm ? a->rstd_qk + k * N * (size_t)(c->n_heads + c->n_kv_heads) : NULL;
+    v.att_proj = c->sandwich_norms ? act_at(m, a->att_proj, k * N * C) : NULL;
+    v.mlp_proj = c->sandwich_norms ? act_at(m, a->mlp_proj, k * N * C) : NULL;
+    v.rstd_post_attn = c->sandwich_norms ? a->rstd_post_attn + k * N : NULL;
+    v.rstd_post_mlp = c->sandwich_norms ? a->rstd_post_mlp + k * N : NULL;
     return v;
 }
 
@@ -68,6 +79,67 @@ static const int32_t *layer_key_start(const fl_model *m, int l) {
 /* Row strides of x_attn and x_mlp (activations.h: room for 3R and 2R columns of x·Aᵀ). */
 static int ld_x_attn(const fl_model *m) { return m->cfg.hidden_size + 3 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
 static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lora_cfg.rank > 0 ? m->lora_cfg.rank : 1); }
+
+/* ---- the family's pieces (model.h) ------------------------------------------------------------ */
+
+void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    m->be->embedding_forward(out, ids, m->base.embed, N, c->hidden_size);
+    if (!(c->embed_scale > 0)) return;
+    /* transformers: embed_scale.to(weight.dtype) — the factor rounded to the weight type first */
+    float scale = (float)c->embed_scale;
+    if (m->be->weight_size == 2) scale = fl_bf16_to_f32(fl_f32_to_bf16(scale));
+    m->be->scale_2d(out, scale, N, c->hidden_size, c->hidden_size);
+}
+
+void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out) {
+    const fl_model_config *c = &m->cfg;
+    m->be->rmsnorm_offset_forward(out, rstd, inp, weight, c->norm_weight_offset, c->rms_norm_eps, N, c->hidden_size,
+                                  ld_out);
+}
+
+/* dinp (N, C) += the norm's input gradient from dout (N, C; ld_dout) */
+static void norm_backward(fl_model *m, void *dinp, const void *dout, const void *inp, const void *weight,
+                          const float *rstd, size_t N, int ld_dout) {
+    const fl_model_config *c = &m->cfg;
+    m->be->rmsnorm_offset_backward(dinp, dout, inp, weight, c->norm_weight_offset, rstd, N, c->hidden_size, ld_dout);
+}
+
+void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N) {
+    if (m->cfg.act == FL_ACT_GELU_TANH) m->be->geglu_forward(out, gate_up, N, m->cfg.intermediate_size);
+    else m->be->swiglu_forward(out, gate_up, N, m->cfg.intermediate_size);
+}
+
+static void glu_backward(fl_model *m, void *dgate_up, const void *dout, const void *gate_up, size_t N) {
+    if (m->cfg.act == FL_ACT_GELU_TANH) m->be->geglu_backward(dgate_up, dout, gate_up, N, m->cfg.intermediate_size);
+    else m->be->swiglu_backward(dgate_up, dout, gate_up, N, m->cfg.intermediate_size);
+}
+
+/* The attention op scales scores by HS^-0.5 (backend.h); Gemma's scale is query_pre_attn_scalar^-0.5, so
+ * q is multiplied by HS^0.5 · qpas^-0.5 after RoPE (exact up to rounding; 1 for the real checkpoints,
+ * whose query_pre_attn_scalar equals head_dim, and then no op runs). The backward scales dq alike. */
+float fl_model_q_scale(const fl_model_config *c) {
+    if (c->query_pre_attn_scalar <= 0 || c->query_pre_attn_scalar == c->head_dim) return 1.0f;
+    return (float)(sqrt((double)c->head_dim) / sqrt((double)c->query_pre_attn_scalar));
+}
+
+void fl_model_scale_q(fl_model *m, void *qkv, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    float s = fl_model_q_scale(c);
+    if (s != 1.0f)
+        m->be->scale_2d(qkv, s, N, fl_config_q_dim(c), fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));
+}
+
+void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                           const void *inp, const int32_t *targets, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    if (c->final_logit_softcapping > 0)
+        m->be->lm_head_loss_softcap(dinp, logits_out, token_loss, sc, inp, targets, m->base.lm_head,
+                                    c->final_logit_softcapping, N, c->hidden_size, c->vocab_size);
+    else
+        m->be->lm_head_loss(dinp, logits_out, token_loss, sc, inp, targets, m->base.lm_head, N, c->hidden_size,
+                            c->vocab_size);
+}
 
 /* ---- Qwen3's q_norm and k_norm --------------------------------------------------------------
  * RMSNorm over each head (HS values) of q and of k — the rmsnorm op over N·NH and N·NKV rows of HS —
@@ -84,12 +156,12 @@ void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *
     size_t es = be->act_size, QD = (size_t)fl_config_q_dim(c), KVD = (size_t)fl_config_kv_dim(c);
     size_t ld = (QD + 2 * KVD) * es;
     be->copy_2d(q_raw, QD * es, qkv, ld, QD * es, N);
-    be->rmsnorm_forward(scratch, rstd, q_raw, w->q_norm, c->rms_norm_eps, N * (size_t)c->n_heads, c->head_dim,
-                        c->head_dim);
+    be->rmsnorm_offset_forward(scratch, rstd, q_raw, w->q_norm, c->norm_weight_offset, c->rms_norm_eps,
+                               N * (size_t)c->n_heads, c->head_dim, c->head_dim);
     be->copy_2d(qkv, ld, scratch, QD * es, QD * es, N);
     be->copy_2d(k_raw, KVD * es, act_at(m, qkv, QD), ld, KVD * es, N);
-    be->rmsnorm_forward(scratch, rstd + N * (size_t)c->n_heads, k_raw, w->k_norm, c->rms_norm_eps,
-                        N * (size_t)c->n_kv_heads, c->head_dim, c->head_dim);
+    be->rmsnorm_offset_forward(scratch, rstd + N * (size_t)c->n_heads, k_raw, w->k_norm, c->norm_weight_offset,
+                               c->rms_norm_eps, N * (size_t)c->n_kv_heads, c->head_dim, c->head_dim);
     be->copy_2d(act_at(m, qkv, QD), ld, scratch, KVD * es, KVD * es, N);
 }
 
@@ -105,8 +177,9 @@ static void qk_norm_backward(fl_model *m, int l, void *dqkv, const layer_acts *v
         size_t width = part ? KVD : QD, off = part ? QD : 0;
         be->copy_2d(dout, width * es, act_at(m, dqkv, off), ld, width * es, N);
         be->zero(dinp, N * width * es);      /* rmsnorm_backward accumulates */
-        be->rmsnorm_backward(dinp, dout, part ? v->k_raw : v->q_raw, part ? w->k_norm : w->q_norm,
-                             part ? v->rstd_qk + N * NH : v->rstd_qk, N * (part ? NKV : NH), c->head_dim, c->head_dim);
+        be->rmsnorm_offset_backward(dinp, dout, part ? v->k_raw : v->q_raw, part ? w->k_norm : w->q_norm,
+                                    c->norm_weight_offset, part ? v->rstd_qk + N * NH : v->rstd_qk,
+                                    N * (part ? NKV : NH), c->head_dim, c->head_dim);
         be->copy_2d(act_at(m, dqkv, off), ld, dinp, width * es, width * es, N);
     }
 }
@@ -114,7 +187,8 @@ static void qk_norm_backward(fl_model *m, int l, void *dqkv, const layer_acts *v
 /* Layer l's forward from its input h (residual row l) into its activation slot. `recompute`: the
  * backward's rerun (engine recompute) — the same ops on the same input, so every saved tensor comes
  * out bit for bit as in the forward; only the layer's output h_next, which the backward does not
- * read, is not formed again (the down projection's frozen GEMM is skipped; its x·Aᵀ is not). */
+ * read, is not formed again (the down projection's frozen GEMM is skipped; its x·Aᵀ is not — with
+ * Gemma's sandwich norms down's output and the post-feedforward norm's rstd are saved, so both run). */
 static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     const fl_backend *be = m->be;
     const fl_model_config *c = &m->cfg;
@@ -128,18 +202,33 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
     group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-    be->rmsnorm_forward(v.x_attn, v.rstd_attn, v.h, w->attn_norm, c->rms_norm_eps, N, C, ld_xa);
+    fl_model_norm(m, v.x_attn, v.rstd_attn, v.h, w->attn_norm, N, ld_xa);
     group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
     fl_model_qk_norm_forward(m, l, v.qkv, v.q_raw, v.k_raw, v.rstd_qk, a->wide, N);   /* Qwen3; wide: scratch */
-    fl_model_rope_forward(m, v.qkv, a->pos, N, m->rope_seq);   /* q and k; the batch's table (staging.c) */
+    fl_model_rope_forward(m, l, v.qkv, a->pos, N, m->rope_seq);   /* q and k; layer l's table for the batch (staging.c) */
+    fl_model_scale_q(m, v.qkv, N);   /* Gemma's query_pre_attn_scalar */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                           layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
     be->copy(v.h_mid, v.h, N * C * be->act_size);
-    group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
+    if (c->sandwich_norms) {   /* h_mid = h + rms(o(att)); wide: scratch */
+        group_forward(m, l, &o, v.att_proj, C, 0.0f, v.att, QD, v.xa_o, N);
+        fl_model_norm(m, a->wide, v.rstd_post_attn, v.att_proj, w->post_attn_norm, N, C);
+        be->add_inplace(v.h_mid, a->wide, N, C, C);
+    } else {
+        group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
+    }
 
-    be->rmsnorm_forward(v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, c->rms_norm_eps, N, C, ld_xm);
+    fl_model_norm(m, v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, N, ld_xm);
     group_forward(m, l, &gate_up, v.gate_up, 2 * FF, 0.0f, v.x_mlp, ld_xm, NULL, N);
-    be->swiglu_forward(a->wide, v.gate_up, N, FF);
+    fl_model_glu_forward(m, a->wide, v.gate_up, N);
+    if (c->sandwich_norms) {   /* h_next = h_mid + rms(down(glu)) */
+        group_forward(m, l, &down, v.mlp_proj, C, 0.0f, a->wide, FF, v.xa_down, N);
+        fl_model_norm(m, a->wide, v.rstd_post_mlp, v.mlp_proj, w->post_mlp_norm, N, C);   /* its rstd is saved */
+        if (recompute) return;
+        be->copy(v.h_next, v.h_mid, N * C * be->act_size);
+        be->add_inplace(v.h_next, a->wide, N, C, C);
+        return;
+    }
     if (recompute) {
         group_lora_xa(m, l, &down, a->wide, FF, v.xa_down, N);
         return;
@@ -155,10 +244,10 @@ void forward_layers(fl_model *m, int B, int T) {
     fl_activations *a = &m->act;
     size_t N = (size_t)B * T;
     int C = c->hidden_size;
-    m->be->embedding_forward(a->residual, a->ids, m->base.embed, N, C);
+    fl_model_embed(m, a->residual, a->ids, N);
     for (int l = 0; l < c->n_layers; l++) layer_forward(m, l, B, T, 0);
-    m->be->rmsnorm_forward(a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
-                           m->base.final_norm, c->rms_norm_eps, N, C, C);
+    fl_model_norm(m, a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
+                  N, C);
 }
 
 fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale) {
@@ -170,8 +259,7 @@ fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_sc
     load_batch(m, batch, grad_scale);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    m->be->lm_head_loss(m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N,
-                        m->cfg.hidden_size, m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, N);
     m->have_forward = 1;
     return fl_model_step_stats(m);
 }
@@ -182,8 +270,7 @@ fl_step_stats fl_model_eval_loss(fl_model *m, const fl_batch *batch) {
     load_batch(m, batch, 0.0f);
     forward_layers(m, batch->B, batch->T);
     size_t N = (size_t)batch->B * batch->T;
-    m->be->lm_head_loss(NULL, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
-                        m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, NULL, NULL, NULL, m->sc, m->act.x_final, m->act.targets, N);
     m->training = was_training;
     m->have_forward = 0;
     return fl_model_step_stats(m);
@@ -201,8 +288,7 @@ void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logit
     const fl_backend *be = m->be;
     size_t bytes = N * (size_t)m->cfg.vocab_size * sizeof(float);
     float *logits = be->alloc(bytes);
-    be->lm_head_loss(NULL, logits, NULL, NULL, m->act.x_final, m->act.targets, m->base.lm_head, N, m->cfg.hidden_size,
-                     m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, NULL, logits, NULL, NULL, m->act.x_final, m->act.targets, N);
     be->download(logits_host, logits, bytes);
     be->free(logits);
     free(ignore);
@@ -225,8 +311,8 @@ void fl_model_backward(fl_model *m) {
 
     m->grad_norm_valid = 0;
     be->zero(a->dresidual, N * C * be->act_size);
-    be->rmsnorm_backward(a->dresidual, a->dx_final, act_at(m, a->residual, (size_t)c->n_layers * N * C),
-                         m->base.final_norm, a->rstd_final, N, C, C);
+    norm_backward(m, a->dresidual, a->dx_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
+                  a->rstd_final, N, C);
     for (int l = c->n_layers - 1; l >= 0; l--) {
         /* recompute: the slot still holds the last layer from the forward; rerun every other one */
         if (a->recompute && l < c->n_layers - 1) layer_forward(m, l, B, T, 1);
@@ -235,24 +321,37 @@ void fl_model_backward(fl_model *m) {
         group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
         group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-        /* MLP: h_next = h_mid + down(swiglu(gate_up(x_mlp))) */
-        be->swiglu_forward(a->wide, v.gate_up, N, FF); /* recompute the down input */
-        group_backward(m, l, &down, a->dwide, FF, 1, a->dresidual, C, a->wide, FF, v.xa_down, N);
-        be->swiglu_backward(a->dgate_up, a->dwide, v.gate_up, N, FF);
+        /* MLP: h_next = h_mid + down(glu(gate_up(x_mlp)))   [Gemma: h_mid + rms(down(...))] */
+        const void *d_down = a->dresidual;
+        if (c->sandwich_norms) {
+            be->zero(a->dsandwich, N * C * be->act_size);
+            norm_backward(m, a->dsandwich, a->dresidual, v.mlp_proj, w->post_mlp_norm, v.rstd_post_mlp, N, C);
+            d_down = a->dsandwich;
+        }
+        fl_model_glu_forward(m, a->wide, v.gate_up, N); /* recompute the down input */
+        group_backward(m, l, &down, a->dwide, FF, 1, d_down, C, a->wide, FF, v.xa_down, N);
+        glu_backward(m, a->dgate_up, a->dwide, v.gate_up, N);
         group_backward(m, l, &gate_up, a->dx, ld_xm, 1, a->dgate_up, 2 * FF, v.x_mlp, ld_xm, NULL, N);
-        be->rmsnorm_backward(a->dresidual, a->dx, v.h_mid, w->mlp_norm, v.rstd_mlp, N, C, ld_xm);
+        norm_backward(m, a->dresidual, a->dx, v.h_mid, w->mlp_norm, v.rstd_mlp, N, ld_xm);
 
-        /* attention: h_mid = h + o(attn(rope(q, k), v)), q/k/v = qkv(x_attn) */
-        group_backward(m, l, &o, a->dwide, QD, 1, a->dresidual, C, v.att, QD, v.xa_o, N);
+        /* attention: h_mid = h + o(attn(rope(q, k), v)), q/k/v = qkv(x_attn)   [Gemma: h + rms(o(...))] */
+        const void *d_o = a->dresidual;
+        if (c->sandwich_norms) {
+            be->zero(a->dsandwich, N * C * be->act_size);
+            norm_backward(m, a->dsandwich, a->dresidual, v.att_proj, w->post_attn_norm, v.rstd_post_attn, N, C);
+            d_o = a->dsandwich;
+        }
+        group_backward(m, l, &o, a->dwide, QD, 1, d_o, C, v.att, QD, v.xa_o, N);
         be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                                layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
-        be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, m->rope_seq), fl_config_rope_attention_factor(c), N,
+        fl_model_scale_q(m, a->dqkv, N);   /* Gemma: d q before the scale */
+        be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, l, m->rope_seq), fl_config_rope_attention_factor(c), N,
                           NH + NKV, HS, fl_config_rotary_dim(c), QKV);
         if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */
         group_backward(m, l, &qkv, a->dx, ld_xa, l > 0, a->dqkv, QKV, v.x_attn, ld_xa, NULL, N);
-        if (l > 0) be->rmsnorm_backward(a->dresidual, a->dx, v.h, w->attn_norm, v.rstd_attn, N, C, ld_xa);
+        if (l > 0) norm_backward(m, a->dresidual, a->dx, v.h, w->attn_norm, v.rstd_attn, N, ld_xa);
     }
     m->have_forward = 0;
 }

@@ -61,8 +61,12 @@ typedef struct {
     fl_base_weights base;
     fl_lora_buffer lora, grads, adam_m, adam_v;   /* f32: master weights, gradients, AdamW moments */
     void *lora_w;             /* weight-typed compute copy of lora.data (== lora.data when weights are f32) */
-    float *inv_freq;          /* (2, RD/2) backend memory, RoPE frequencies (llama3-scaled when configured):
-                                 the default (longrope: short_factor) table, then longrope's long_factor one */
+    float *inv_freq;          /* (2, RD/2) backend memory, RoPE frequencies (llama3- or linear-scaled when
+                                 configured), one row per RoPE table: row 0 the default one (the global
+                                 layers'; longrope: short_factor), row 1 the alternative — longrope's
+                                 long_factor table, or Gemma 3's sliding layers' (rope_local_theta), a
+                                 copy of row 0 otherwise. A config never has both (config.h:
+                                 longrope is Phi-3's, the local base Gemma 3's) — fl_model_rope_freq */
     fl_activations act;
     int training;             /* dropout active */
     int fused;                /* 1 (default): q/k/v and gate/up as one GEMM each, LoRA K-concatenated
@@ -170,6 +174,24 @@ void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, flo
  * rstd, scratch (N, QD) is overwritten. Does nothing when !m->cfg.qk_norm. */
 void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *k_raw, float *rstd, void *scratch,
                               size_t N);
+/* The family's pieces around the layer walk, shared by the training forward and the decoder
+ * (engine/model.c; each is the plain Llama op when the config does not ask for more):
+ *   fl_model_rope_freq       layer l's RoPE frequencies (RD/2), in backend memory (declared below)
+ *   fl_model_embed           out (N, C) = table[ids] · embed scale (Gemma: sqrt(C) rounded to the weight type)
+ *   fl_model_norm            out (N, C; ld_out) = RMSNorm(inp (N, C)) with cfg.norm_weight_offset
+ *   fl_model_glu_forward     out (N, FF) = act(gate) · up of gate_up (N, 2FF), act = cfg.act
+ *   fl_model_scale_q         the q columns of qkv (N, QD + 2·KVD) times HS^0.5 · query_pre_attn_scalar^-0.5,
+ *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5 */
+/* The backend's lm_head_loss on the model's LM head (inp (N, C), targets (N)), soft-capped with
+ * cfg.final_logit_softcapping when set (Gemma 2): every loss, logit and gradient path goes through it. */
+void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                           const void *inp, const int32_t *targets, size_t N);
+void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N);
+void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
+void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N);
+void fl_model_scale_q(fl_model *m, void *qkv, size_t N);
+/* The factor fl_model_scale_q applies (1 when query_pre_attn_scalar is unset or equals HS). */
+float fl_model_q_scale(const fl_model_config *cfg);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);
 
@@ -182,16 +204,22 @@ fl_weights_reserve fl_model_weights_reserve(const fl_lora_config *lc);
 void fl_model_print_memory(const fl_model *m, int B, int T, FILE *out);
 
 /* RoPE inverse frequencies as transformers computes them (f32) over the rotary dims RD
- * (fl_config_rotary_dim), llama3 scaling applied; longrope divides by its short_factor (or with
- * long_factors its long_factor). fl_rope_inv_freq: the default (short) table. */
+ * (fl_config_rotary_dim), llama3 or linear scaling applied; longrope divides by its short_factor (or
+ * with long_factors its long_factor). fl_rope_inv_freq: the default (short) table. */
 void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *inv_freq /* (RD/2) */);
 void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq /* (RD/2) */);
-/* The table for a forward over positions 0 .. seq-1 (backend memory): longrope takes the long
- * factors when seq passes original_max_position_embeddings, as transformers 5.x decides per forward
+/* Gemma 3's sliding layers' frequencies: base rope_local_theta, no scaling (fl_rope_inv_freq's when the
+ * config has no local theta). */
+void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq /* (RD/2) */);
+/* Whether a forward over positions 0 .. seq-1 takes longrope's long factors: seq passes
+ * original_max_position_embeddings, as transformers 5.x decides per forward
  * (torch.max(position_ids) + 1 > original_max_position_embeddings). */
-const float *fl_model_rope_freq(const fl_model *m, int seq);
+int fl_model_rope_long(const fl_model *m, int seq);
+/* Layer l's table (backend memory, RD/2) for a forward over positions 0 .. seq-1: row 1 of m->inv_freq
+ * for longrope's long factors (fl_model_rope_long) or a Gemma 3 sliding layer, row 0 otherwise. */
+const float *fl_model_rope_freq(const fl_model *m, int l, int seq);
 /* RoPE in place on the q and k heads of qkv (N rows of (QD + 2·KVD)) at positions pos (N, backend
- * memory), the table for `seq` (fl_model_rope_freq), the attention factor on cos/sin. */
-void fl_model_rope_forward(const fl_model *m, void *qkv, const int32_t *pos, size_t N, int seq);
+ * memory), layer l's table for `seq` (fl_model_rope_freq), the attention factor on cos/sin. */
+void fl_model_rope_forward(const fl_model *m, int l, void *qkv, const int32_t *pos, size_t N, int seq);
 
 #endif

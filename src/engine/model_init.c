@@ -41,20 +41,37 @@ void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *i
                 f = (float)((1.0 - smooth) * f / factor + smooth * f);
             }
         }
+        /* transformers' linear type: inv_freq / factor, in f32 */
+        if (cfg->rope_linear_factor > 0 && cfg->rope_linear_factor != 1.0) f = f / (float)cfg->rope_linear_factor;
         inv_freq[j] = f;
     }
 }
 
 void fl_rope_inv_freq(const fl_model_config *cfg, float *inv_freq) { fl_rope_inv_freq_set(cfg, 0, inv_freq); }
 
-const float *fl_model_rope_freq(const fl_model *m, int seq) {
-    int long_factors = m->cfg.rope_longrope && seq > m->cfg.rope_original_max_position;
-    return m->inv_freq + (long_factors ? fl_config_rotary_dim(&m->cfg) / 2 : 0);
+void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq) {
+    if (!(cfg->rope_local_theta > 0)) {
+        fl_rope_inv_freq(cfg, inv_freq);
+        return;
+    }
+    int RD = fl_config_rotary_dim(cfg);
+    for (int j = 0; j < RD / 2; j++)
+        inv_freq[j] = 1.0f / powf((float)cfg->rope_local_theta, (float)(2 * j) / (float)RD);
 }
 
-void fl_model_rope_forward(const fl_model *m, void *qkv, const int32_t *pos, size_t N, int seq) {
+int fl_model_rope_long(const fl_model *m, int seq) {
+    return m->cfg.rope_longrope && seq > m->cfg.rope_original_max_position;
+}
+
+const float *fl_model_rope_freq(const fl_model *m, int l, int seq) {
     const fl_model_config *c = &m->cfg;
-    m->be->rope_forward(qkv, pos, fl_model_rope_freq(m, seq), fl_config_rope_attention_factor(c), N,
+    int row1 = fl_model_rope_long(m, seq) || (c->rope_local_theta > 0 && fl_config_layer_window(c, l) > 0);
+    return m->inv_freq + (row1 ? (size_t)(fl_config_rotary_dim(c) / 2) : 0);
+}
+
+void fl_model_rope_forward(const fl_model *m, int l, void *qkv, const int32_t *pos, size_t N, int seq) {
+    const fl_model_config *c = &m->cfg;
+    m->be->rope_forward(qkv, pos, fl_model_rope_freq(m, l, seq), fl_config_rope_attention_factor(c), N,
                         c->n_heads + c->n_kv_heads, c->head_dim, fl_config_rotary_dim(c),
                         fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));
 }
@@ -87,10 +104,12 @@ static void model_finish_init(fl_model *m, const fl_lora_config *lc) {
     m->lora_w = be->weight_size == sizeof(float) ? (void *)m->lora.data : be->alloc(m->lora.n * be->weight_size);
     build_cast_blocks(m);
     fl_model_sync_lora(m);
-    int half = fl_config_rotary_dim(&m->cfg) / 2;   /* (2, RD/2): the short (default) then the long table */
+    /* (2, RD/2), one row per RoPE table (model.h): the default, then longrope's long or Gemma's local one */
+    int half = fl_config_rotary_dim(&m->cfg) / 2;
     float *host = fl_malloc(sizeof(float) * 2 * (size_t)half);
     fl_rope_inv_freq_set(&m->cfg, 0, host);
-    fl_rope_inv_freq_set(&m->cfg, 1, host + half);
+    if (m->cfg.rope_longrope) fl_rope_inv_freq_set(&m->cfg, 1, host + half);
+    else fl_rope_inv_freq_local(&m->cfg, host + half);
     m->inv_freq = be->alloc(sizeof(float) * 2 * (size_t)half);
     be->upload(m->inv_freq, host, sizeof(float) * 2 * (size_t)half);
     free(host);

@@ -102,7 +102,7 @@ static step_key stage_step(fl_model *m, const fl_batch *micro, int n_micro, int 
         if (!r->active[i]) continue;
         stage_batch(m, i, &micro[i], m->micro_step + (uint64_t)i + 1);
         if (i < 64) key.active |= 1ull << i;
-        if (i < 64 && fl_model_rope_freq(m, r->seq[i]) != m->inv_freq) key.long_rope |= 1ull << i;
+        if (i < 64 && fl_model_rope_long(m, r->seq[i])) key.long_rope |= 1ull << i;
         else key.n_micro = -1; /* too many to name: never recorded */
     }
     return key;
@@ -112,8 +112,8 @@ static step_key stage_step(fl_model *m, const fl_batch *micro, int n_micro, int 
 static void micro_ops(fl_model *m, int i) {
     upload_slot(m, i);
     forward_layers(m, m->act.B, m->act.T);
-    m->be->lm_head_loss(m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets, m->base.lm_head,
-                        (size_t)m->act.B * m->act.T, m->cfg.hidden_size, m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, m->act.dx_final, NULL, NULL, m->sc, m->act.x_final, m->act.targets,
+                          (size_t)m->act.B * m->act.T);
     m->have_forward = 1;
     fl_model_backward(m);
 }

@@ -28,8 +28,7 @@ static fl_step_stats token_losses(fl_model *m, const fl_batch *batch, float *tok
     else m->training = 0;
     load_batch(m, batch, 1.0f);
     forward_layers(m, batch->B, batch->T);
-    m->be->lm_head_loss(train ? m->act.dx_final : NULL, NULL, dev, m->sc, m->act.x_final, m->act.targets,
-                        m->base.lm_head, N, m->cfg.hidden_size, m->cfg.vocab_size);
+    fl_model_lm_head_loss(m, train ? m->act.dx_final : NULL, NULL, dev, m->sc, m->act.x_final, m->act.targets, N);
     m->be->download(token_loss, dev, N * sizeof(float));
     m->training = was_training;
     m->have_forward = train;

@@ -32,6 +32,7 @@ int fl_export_gguf(const fl_export_options *o, int *n_tensors) {
     char *config_path = fl_path_join(o->model_dir, "config.json");
     int status = fl_config_load(&cfg, config_path);
     if (!status) status = fl_gguf_check_config(&cfg, config_path);
+    if (!status && !o->lora_only) status = fl_gguf_check_model_export(&cfg, config_path);
     free(config_path);
     FL_TRY(status);
     /* one export per output file at a time (io/run_lock.h) */

@@ -17,8 +17,12 @@
 
 /* ---- gguf_hparams.c ------------------------------------------------------------------------ */
 
-/* "llama", "qwen2" or "qwen3": general.architecture and the prefix of the architecture keys. */
+/* "llama", "qwen2", "qwen3", "gemma3" or "gemma2": general.architecture and the prefix of the
+ * architecture keys. */
 const char *fl_gguf_arch_name(fl_arch arch);
+/* Refuses the architectures whose whole-model export is not written (Gemma 2 / 3: their adapters
+ * export with --lora-only). `path` names config.json. */
+int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path);
 /* Refuses configs llama.cpp's graph for the architecture cannot run (e.g. qwen2 with
  * heads x head_dim != hidden_size, RoPE scaling it does not have). `path` names config.json. */
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path);

@@ -10,7 +10,18 @@
 #include "export/export_internal.h"
 
 const char *fl_gguf_arch_name(fl_arch arch) {
-    return arch == FL_ARCH_PHI3 ? "phi3" : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
+    return arch == FL_ARCH_GEMMA3 ? "gemma3" : arch == FL_ARCH_GEMMA2 ? "gemma2" : arch == FL_ARCH_PHI3 ? "phi3"
+           : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
+}
+
+int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path) {
+    if (cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3)
+        return fl_input_error("%s: GGUF export of the whole %s model is not implemented yet (llama.cpp's %s keys, the +1 "
+                              "convert_hf_to_gguf.py adds to every norm weight, the SentencePiece vocabulary); supported: "
+                              "llama, qwen2, qwen3, phi3, and --lora-only for %s", path,
+                              cfg->arch == FL_ARCH_GEMMA3 ? "Gemma 3" : "Gemma 2",
+                              fl_gguf_arch_name(cfg->arch), fl_gguf_arch_name(cfg->arch));
+    return 0;
 }
 
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
@@ -94,7 +105,7 @@ void fl_gguf_permute_rows(float *dst, const float *src, int n_head, int64_t rows
 }
 
 int fl_gguf_permute_heads(const fl_model_config *cfg, fl_proj p) {
-    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3 run NEOX-style RoPE on HF's layout */
+    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3, gemma2, gemma3 run NEOX-style RoPE on HF's layout */
     return p == FL_PROJ_Q ? cfg->n_heads : p == FL_PROJ_K ? cfg->n_kv_heads : 0;
 }
 

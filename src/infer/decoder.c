@@ -31,7 +31,8 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
     d->qkv = be->alloc(ch * (QD + 2 * KVD) * a);
     d->att = be->alloc(ch * QD * a);
     d->gate_up = be->alloc(ch * 2 * FF * a);
-    d->wide = be->alloc(ch * FF * a);
+    d->wide = be->alloc(ch * (FF > C ? FF : C) * a);   /* the GLU output; Gemma: a sandwich norm's output */
+    if (c->sandwich_norms) d->proj = be->alloc(ch * C * a);
     d->xa = be->alloc(ch * R * a);
     d->rstd = be->alloc(ch * sizeof(float));
     if (c->qk_norm) { /* Qwen3: q and k before their norms, the norms' rstd (engine/model.h) */
@@ -51,7 +52,7 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
 void fl_decoder_free(fl_decoder *d) {
     if (!d->m) return;
     const fl_backend *be = d->m->be;
-    void *bufs[] = {d->k_cache, d->v_cache, d->h, d->x, d->qkv, d->att, d->gate_up, d->wide, d->xa,
+    void *bufs[] = {d->k_cache, d->v_cache, d->h, d->x, d->qkv, d->att, d->gate_up, d->wide, d->proj, d->xa,
                     d->rstd, d->qk_raw, d->qk_rstd, d->ids, d->pos, d->ignore, d->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) be->free(bufs[i]);
@@ -76,34 +77,46 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
     for (int i = 0; i < Tn; i++) pos[i] = d->n + i;
     be->upload(d->ids, ids, sizeof(int32_t) * (size_t)Tn);
     be->upload(d->pos, pos, sizeof(int32_t) * (size_t)Tn);
-    be->embedding_forward(d->h, d->ids, m->base.embed, (size_t)Tn, C);
+    fl_model_embed(m, d->h, d->ids, (size_t)Tn);
     for (int l = 0; l < c->n_layers; l++) {
         const fl_layer_weights *w = &m->base.layers[l];
         void *kc = at(d, d->k_cache, (size_t)l * d->capacity * KVD), *vc = at(d, d->v_cache, (size_t)l * d->capacity * KVD);
-        be->rmsnorm_forward(d->x, d->rstd, d->h, w->attn_norm, c->rms_norm_eps, (size_t)Tn, C, ld_x);
+        fl_model_norm(m, d->x, d->rstd, d->h, w->attn_norm, (size_t)Tn, ld_x);
         fl_model_project(m, l, FL_GROUP_QKV, d->qkv, QKV, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
         if (c->qk_norm) /* Qwen3: att (Tn, QD) is free until the attention: the norms' scratch */
             fl_model_qk_norm_forward(m, l, d->qkv, d->qk_raw, at(d, d->qk_raw, (size_t)Tn * QD), d->qk_rstd, d->att,
                                      (size_t)Tn);
-        fl_model_rope_forward(m, d->qkv, d->pos, (size_t)Tn, d->n + Tn);   /* positions up to d->n + Tn - 1 */
+        fl_model_rope_forward(m, l, d->qkv, d->pos, (size_t)Tn, d->n + Tn);   /* positions up to d->n + Tn - 1 */
+        fl_model_scale_q(m, d->qkv, (size_t)Tn);
         for (int i = 0; i < Tn; i++) { /* k and v rows into the cache */
             be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);
             be->copy(at(d, vc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD + KVD), row);
         }
         be->attention_decode(d->att, d->qkv, kc, vc, d->n, Tn, fl_config_layer_window(c, l), NH, NKV, HS, QKV);
-        fl_model_project(m, l, FL_GROUP_O, d->h, C, 1.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
-        be->rmsnorm_forward(d->x, d->rstd, d->h, w->mlp_norm, c->rms_norm_eps, (size_t)Tn, C, ld_x);
+        if (c->sandwich_norms) { /* Gemma: h += rms(o(att)) */
+            fl_model_project(m, l, FL_GROUP_O, d->proj, C, 0.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
+            fl_model_norm(m, d->wide, d->rstd, d->proj, w->post_attn_norm, (size_t)Tn, C);
+            be->add_inplace(d->h, d->wide, (size_t)Tn, C, C);
+        } else {
+            fl_model_project(m, l, FL_GROUP_O, d->h, C, 1.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
+        }
+        fl_model_norm(m, d->x, d->rstd, d->h, w->mlp_norm, (size_t)Tn, ld_x);
         fl_model_project(m, l, FL_GROUP_GATE_UP, d->gate_up, 2 * FF, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
-        be->swiglu_forward(d->wide, d->gate_up, (size_t)Tn, FF);
-        fl_model_project(m, l, FL_GROUP_DOWN, d->h, C, 1.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
+        fl_model_glu_forward(m, d->wide, d->gate_up, (size_t)Tn);
+        if (c->sandwich_norms) { /* Gemma: h += rms(down(glu)) */
+            fl_model_project(m, l, FL_GROUP_DOWN, d->proj, C, 0.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
+            fl_model_norm(m, d->wide, d->rstd, d->proj, w->post_mlp_norm, (size_t)Tn, C);
+            be->add_inplace(d->h, d->wide, (size_t)Tn, C, C);
+        } else {
+            fl_model_project(m, l, FL_GROUP_DOWN, d->h, C, 1.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
+        }
     }
     d->n += Tn;
     if (!logits_host) return;
     /* the LM head on the last row only (or on all rows for tests) */
     int first = all ? 0 : Tn - 1, rows = Tn - first;
-    be->rmsnorm_forward(d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, c->rms_norm_eps, (size_t)rows,
-                        C, C);
-    be->lm_head_loss(NULL, d->logits, NULL, NULL, d->x, d->ignore, m->base.lm_head, (size_t)rows, C, V);
+    fl_model_norm(m, d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, (size_t)rows, C);
+    fl_model_lm_head_loss(m, NULL, d->logits, NULL, NULL, d->x, d->ignore, (size_t)rows);
     be->download(logits_host, d->logits, (size_t)rows * V * sizeof(float));
 }
 

@@ -25,7 +25,8 @@ typedef struct {
     int chunk;             /* most tokens per internal forward */
     int n;                 /* positions filled */
     void *k_cache, *v_cache;  /* (L, Tc, KVD) act-typed, RoPE applied to k */
-    void *h, *x, *qkv, *att, *gate_up, *wide, *xa;   /* (chunk, C / C + 3R / QKV / QD / 2FF / FF / R) act */
+    void *h, *x, *qkv, *att, *gate_up, *wide, *xa;   /* (chunk, C / C + 3R / QKV / QD / 2FF / max(FF, C) / R) act */
+    void *proj;          /* (chunk, C) act, Gemma: o's and down's outputs before their norms; else NULL */
     float *rstd;           /* (chunk) */
     void *qk_raw;          /* (chunk, QD + KVD) act, Qwen3 only: q | k before q_norm / k_norm, else NULL */
     float *qk_rstd;        /* (chunk, NH + NKV) Qwen3 only, else NULL */

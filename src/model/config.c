@@ -144,6 +144,22 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
+/* A validated layer_types list (some "sliding_attention") as config.h's rule, cfg->sliding_window set:
+ * layers from first_sliding on slide, except every window_global_every-th; else one line. */
+static int layer_types_rule(const char *path, json_t *types, int first_sliding, fl_model_config *cfg) {
+    cfg->window_first_layer = first_sliding;
+    for (int every = 0; every <= cfg->n_layers; every += every ? 1 : 2) {
+        cfg->window_global_every = every;
+        int same = 1;
+        for (int l = 0; l < cfg->n_layers && same; l++)
+            same = (fl_config_layer_window(cfg, l) > 0) ==
+                   !strcmp(json_string_value(json_array_get(types, (size_t)l)), "sliding_attention");
+        if (same) return 0;
+    }
+    return fl_input_error("%s: field 'layer_types': this pattern of sliding_attention layers is not supported (supported: "
+                          "full_attention up to a layer, then sliding_attention, optionally every n-th layer full)", path);
+}
+
 /* Qwen3's sliding layers, as transformers 5.x Qwen3Config builds them: sliding_window is kept only when
  * use_sliding_window is true (absent: 4096, null: none); layer_types, when the file does not list it,
  * is "sliding_attention" for layers i >= max_window_layers (default 28) when a window is kept, else
@@ -184,17 +200,145 @@ static int parse_qwen3_window(const char *path, json_t *root, fl_model_config *c
         return fl_input_error("%s: field 'layer_types' names sliding_attention layers but use_sliding_window is not true "
                               "or sliding_window is null", path);
     cfg->sliding_window = window;
-    cfg->window_first_layer = first_sliding;
-    for (int every = 0; every <= cfg->n_layers; every += every ? 1 : 2) {
-        cfg->window_global_every = every;
-        int same = 1;
-        for (int l = 0; l < cfg->n_layers && same; l++)
-            same = (fl_config_layer_window(cfg, l) > 0) ==
-                   !strcmp(json_string_value(json_array_get(types, (size_t)l)), "sliding_attention");
-        if (same) return 0;
+    return layer_types_rule(path, types, first_sliding, cfg);
+}
+
+/* ---- Gemma 2 / Gemma 3 --------------------------------------------------------------------- */
+
+/* One Gemma 3 RoPE entry ("default" or "linear"): its theta (default `theta0`) and linear factor. */
+static int gemma_rope_entry(const char *path, json_t *e, const char *field, double theta0, int allow_linear,
+                            double *theta, double *factor) {
+    *theta = theta0;
+    *factor = 0;
+    if (!e || json_is_null(e)) return 0;
+    if (!json_is_object(e)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
+    FL_TRY(get_number(path, e, "rope_theta", 0, theta0, theta));
+    json_t *type = json_object_get(e, "rope_type");
+    if (!type) type = json_object_get(e, "type");
+    const char *kind = json_is_string(type) ? json_string_value(type) : "default";
+    if (!strcmp(kind, "default")) return 0;
+    if (strcmp(kind, "linear") != 0 || !allow_linear)
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default%s", path, field, kind,
+                              allow_linear ? ", linear" : "");
+    FL_TRY(get_number(path, e, "factor", 1, 0, factor));
+    if (!(*factor > 0)) return fl_input_error("%s: field '%s.factor' must be positive", path, field);
+    return 0;
+}
+
+/* Gemma 3's two RoPEs: rope_parameters keyed by layer type (5.x), or rope_theta (global, default 1e6),
+ * rope_local_base_freq (sliding, default 1e4) and rope_scaling (global only) in 4.x. */
+static int parse_gemma3_rope(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *params = json_object_get(root, "rope_parameters");
+    double local = 10000.0;
+    if (params && !json_is_null(params)) {
+        if (!json_is_object(params) || json_object_get(params, "rope_theta"))
+            return fl_input_error("%s: field 'rope_parameters' must be an object keyed by layer type "
+                                  "(full_attention, sliding_attention)", path);
+        const char *key;
+        json_t *val;
+        json_object_foreach(params, key, val)
+            if (strcmp(key, "full_attention") != 0 && strcmp(key, "sliding_attention") != 0)
+                return fl_input_error("%s: field 'rope_parameters.%s' is not supported (supported: full_attention, "
+                                      "sliding_attention)", path, key);
+        double unused;
+        FL_TRY(gemma_rope_entry(path, json_object_get(params, "full_attention"), "rope_parameters.full_attention", 1e6,
+                                1, &cfg->rope_theta, &cfg->rope_linear_factor));
+        FL_TRY(gemma_rope_entry(path, json_object_get(params, "sliding_attention"),
+                                "rope_parameters.sliding_attention", 1e4, 0, &local, &unused));
+    } else {
+        FL_TRY(get_number(path, root, "rope_local_base_freq", 0, 1e4, &local));
+        double theta = 1e6;
+        FL_TRY(get_number(path, root, "rope_theta", 0, 1e6, &theta));
+        FL_TRY(gemma_rope_entry(path, json_object_get(root, "rope_scaling"), "rope_scaling", theta, 1, &cfg->rope_theta,
+                                &cfg->rope_linear_factor));
     }
-    return fl_input_error("%s: field 'layer_types': this pattern of sliding_attention layers is not supported (supported: "
-                          "full_attention up to a layer, then sliding_attention, optionally every n-th layer full)", path);
+    if (!(cfg->rope_theta > 0) || !(local > 0))
+        return fl_input_error("%s: the RoPE thetas (rope_theta, rope_local_base_freq) must be positive", path);
+    cfg->rope_local_theta = local;
+    return 0;
+}
+
+/* Which layers slide, as transformers 5.x Gemma2Config / Gemma3TextConfig build layer_types: the listed
+ * layer_types, else "sliding_attention" for layer i when (i + 1) % pattern != 0 (Gemma 3: the 4.x
+ * sliding_window_pattern, default 6; Gemma 2: 2, sliding first). Those layers see the last
+ * sliding_window positions (default 4096; masking_utils.sliding_window_overlay: kv_idx > q_idx - W)
+ * and, in Gemma 3, take the local RoPE: both through config.h's rule, refused when it cannot say it.
+ * Sliding layers with a null window are refused (transformers cannot build their mask). */
+static int parse_gemma_layers(const char *path, json_t *root, fl_model_config *cfg, int gemma3) {
+    json_t *sw = json_object_get(root, "sliding_window");
+    int window = 4096;   /* Gemma2Config's and Gemma3TextConfig's default */
+    if (sw && json_is_null(sw)) window = 0;
+    else if (sw && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
+        return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
+    else if (sw) window = (int)json_integer_value(sw);
+    cfg->sliding_window = cfg->window_first_layer = cfg->window_global_every = 0;
+    json_t *types = json_object_get(root, "layer_types");
+    if (types && !json_is_null(types)) {
+        if (!json_is_array(types) || json_array_size(types) != (size_t)cfg->n_layers)
+            return fl_input_error("%s: field 'layer_types' must be a list of num_hidden_layers (%d) strings", path,
+                                  cfg->n_layers);
+        int first_sliding = -1;
+        for (int l = 0; l < cfg->n_layers; l++) {
+            json_t *t = json_array_get(types, (size_t)l);
+            const char *k = json_is_string(t) ? json_string_value(t) : "";
+            if (strcmp(k, "sliding_attention") != 0 && strcmp(k, "full_attention") != 0)
+                return fl_input_error("%s: field 'layer_types[%d]' must be \"sliding_attention\" or \"full_attention\"",
+                                      path, l);
+            if (first_sliding < 0 && !strcmp(k, "sliding_attention")) first_sliding = l;
+        }
+        if (first_sliding < 0) return 0;
+        if (!window)
+            return fl_input_error("%s: field 'layer_types' names sliding_attention layers but sliding_window is null", path);
+        cfg->sliding_window = window;
+        return layer_types_rule(path, types, first_sliding, cfg);
+    }
+    int pattern = 2;
+    if (gemma3) FL_TRY(get_int(path, root, "sliding_window_pattern", 0, 6, &pattern));
+    if (pattern < 1) return fl_input_error("%s: field 'sliding_window_pattern' must be positive", path);
+    if (pattern == 1) return 0;   /* every layer global */
+    if (!window)
+        return fl_input_error("%s: field 'sliding_window' is null but %s layers slide (every %d-th is global)", path,
+                              gemma3 ? "sliding_window_pattern says" : "Gemma 2's", pattern);
+    cfg->sliding_window = window;
+    cfg->window_global_every = pattern;
+    return 0;
+}
+
+/* What Gemma 2 and Gemma 3 add to Llama's fields (config.h). Called after the shared dimensions. */
+static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
+    int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
+    cfg->qk_norm = gemma3;
+    cfg->norm_weight_offset = 1.0f;
+    cfg->sandwich_norms = 1;
+    cfg->act = FL_ACT_GELU_TANH;
+    cfg->embed_scale = sqrt((double)cfg->hidden_size);
+    json_t *act = json_object_get(root, "hidden_activation");
+    if (!act || json_is_null(act)) act = json_object_get(root, "hidden_act");
+    if (act && !json_is_null(act) && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
+        return fl_input_error("%s: field 'hidden_activation' must be \"gelu_pytorch_tanh\" (Gemma's GeGLU)", path);
+    FL_TRY(get_int(path, root, "query_pre_attn_scalar", 0, 256, &cfg->query_pre_attn_scalar));
+    if (cfg->query_pre_attn_scalar <= 0)
+        return fl_input_error("%s: field 'query_pre_attn_scalar' must be a positive integer", path);
+    double cap = gemma3 ? 0.0 : 30.0;
+    FL_TRY(get_number(path, root, "final_logit_softcapping", 0, cap, &cap));
+    if (cap < 0) return fl_input_error("%s: field 'final_logit_softcapping' must be null or positive", path);
+    cfg->final_logit_softcapping = (float)cap;
+    json_t *acap = json_object_get(root, "attn_logit_softcapping");
+    if ((!acap && !gemma3) || (acap && !json_is_null(acap)))   /* Gemma2Config's default is 50.0 */
+        return fl_input_error("%s: field 'attn_logit_softcapping' is set; attention logit soft-capping is not "
+                              "implemented yet (supported: null)", path);
+    int flag = 0;
+    FL_TRY(get_bool(path, root, "use_bidirectional_attention", 0, &flag));
+    if (flag)
+        return fl_input_error("%s: field 'use_bidirectional_attention' is true; only causal attention is supported", path);
+    static const char *const moe[] = {"num_experts", "num_local_experts", "num_experts_per_tok"};
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++)
+        if (json_object_get(root, moe[i]) && !json_is_null(json_object_get(root, moe[i])))
+            return fl_input_error("%s: field '%s': mixture-of-experts layers are not supported (dense Gemma only)", path,
+                                  moe[i]);
+    FL_TRY(parse_gemma_layers(path, root, cfg, gemma3));
+    if (gemma3) return parse_gemma3_rope(path, root, cfg);
+    return parse_rope(path, root, cfg);
 }
 
 static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
@@ -213,6 +357,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "mistral") ? "MistralForCausalLM"
                : !strcmp(mt, "qwen3") ? "Qwen3ForCausalLM"
                : !strcmp(mt, "phi3") ? "Phi3ForCausalLM"
+               : !strcmp(mt, "gemma3_text") ? "Gemma3ForCausalLM"
+               : !strcmp(mt, "gemma2") ? "Gemma2ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
@@ -221,7 +367,10 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM)", path, arch);
+    else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
+    else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma2ForCausalLM)", path, arch);
+    int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
     cfg->fused_modules = cfg->arch == FL_ARCH_PHI3;
@@ -246,7 +395,9 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
     /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
-    FL_TRY(get_int(path, root, "head_dim", 0, cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads, &cfg->head_dim));
+    /* Gemma2Config's and Gemma3TextConfig's: 256 */
+    FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads,
+                   &cfg->head_dim));
     if (cfg->head_dim <= 0 || cfg->head_dim % 2 || cfg->head_dim > FL_MAX_HEAD_DIM)
         return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number <= %d", path, cfg->head_dim,
                               FL_MAX_HEAD_DIM);
@@ -260,7 +411,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: hidden_size %d, intermediate_size %d, num_hidden_layers %d and vocab_size %d make more "
                               "than 10^15 parameters", path, cfg->hidden_size, cfg->intermediate_size, cfg->n_layers,
                               cfg->vocab_size);
-    if (cfg->qk_norm) FL_TRY(parse_qwen3_window(path, root, cfg));
+    if (cfg->arch == FL_ARCH_QWEN3) FL_TRY(parse_qwen3_window(path, root, cfg));
     FL_TRY(get_int(path, root, "max_position_embeddings", 0, cfg->fused_modules ? 4096 : 2048,
                    &cfg->max_position_embeddings));
     if (cfg->max_position_embeddings <= 0)
@@ -276,17 +427,18 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules, &cfg->tie_word_embeddings));
     if (cfg->fused_modules)   /* Phi3Config's pretraining length (4096 by default), longrope or not */
         FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &cfg->rope_original_max_position));
-    FL_TRY(parse_rope(path, root, cfg));
+    if (gemma) FL_TRY(parse_gemma(path, root, cfg));
+    else FL_TRY(parse_rope(path, root, cfg));
 
     int flag;
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
     if (flag)   /* Qwen3's attention_bias also puts a bias on o_proj, which no architecture here has */
         return fl_input_error("%s: field 'attention_bias' is true; only bias-free %s attention is supported", path,
-                              cfg->qk_norm ? "Qwen3" : "Llama");
+                              cfg->arch == FL_ARCH_QWEN3 ? "Qwen3" : gemma ? "Gemma" : "Llama");
     FL_TRY(get_bool(path, root, "mlp_bias", 0, &flag));
     if (flag) return fl_input_error("%s: field 'mlp_bias' is true; only bias-free MLPs are supported", path);
     json_t *act = json_object_get(root, "hidden_act");
-    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
+    if (!gemma && act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
         return fl_input_error("%s: field 'hidden_act' must be \"silu\"", path);
 
     json_t *dtype = json_object_get(root, "dtype");
@@ -407,7 +559,34 @@ static const preset presets[] = {
      96, 262144, 4096, phi35_short, phi35_long},
     {"phi-4-mini",     "microsoft/Phi-4-mini-instruct", FL_ARCH_PHI3, 200064, 3072, 8192, 32, 24,  8, 128, 131072, 1e4,   1e-5f, 1, 0, 199999, 199999,
      96, 262144, 4096, phi4_short, phi4_long},
+    /* google/gemma-3-1b-it's config.json (as quoted in public copies, e.g. github.com/Liwink/gemma-jax
+     * models/README.md, transformers 4.52.4): gemma3_text, head_dim 256, query_pre_attn_scalar 256,
+     * rope_theta 1e6, rope_local_base_freq 1e4, rope_scaling null, sliding_window 512 with
+     * sliding_window_pattern 6, eos [1, 106]: 999,885,952 parameters (the card's 1B) */
+    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL},
+    /* google/gemma-2-2b: transformers' Gemma2Config defaults (those of the 2B: e.g.
+     * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
+     * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
+     * final_logit_softcapping 30, rope_theta 1e4: 2,614,341,888 parameters. Its attn_logit_softcapping
+     * 50.0 is not implemented (a Gemma 2 config.json is refused); plan and bench size and time the
+     * rest of the model with this preset */
+    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL},
 };
+
+/* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
+static void preset_gemma(fl_model_config *cfg) {
+    int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
+    cfg->qk_norm = gemma3;
+    cfg->norm_weight_offset = 1.0f;
+    cfg->sandwich_norms = 1;
+    cfg->act = FL_ACT_GELU_TANH;
+    cfg->embed_scale = sqrt((double)cfg->hidden_size);
+    cfg->query_pre_attn_scalar = 256;
+    cfg->final_logit_softcapping = gemma3 ? 0.0f : 30.0f;
+    cfg->rope_local_theta = gemma3 ? 1e4 : 0.0;
+    cfg->sliding_window = gemma3 ? 512 : 4096;
+    cfg->window_global_every = gemma3 ? 6 : 2;   /* every 6th / every 2nd layer global, the others slide */
+}
 
 const char *fl_config_preset_hf_name(const char *name) {
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
@@ -428,7 +607,7 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
-           "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini";
+           "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-2-2b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -472,6 +651,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
             cfg->rope_high_freq_factor = 4.0;
             cfg->rope_original_max_position = 8192;
         }
+        if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
         return 0;
     }
     return fl_input_error("unknown preset '%s' (presets: %s)", name, fl_config_preset_names());
@@ -488,6 +668,7 @@ int64_t fl_config_total_params(const fl_model_config *c) {
     int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * (int64_t)c->intermediate_size + 2 * C;
     if (c->qkv_bias) per_layer += QD + 2 * KVD;
     if (c->qk_norm) per_layer += 2 * (int64_t)c->head_dim;
+    if (c->sandwich_norms) per_layer += 2 * C;   /* Gemma's post-attention and post-feedforward norms */
     int64_t embed = (int64_t)c->vocab_size * C * (c->tie_word_embeddings ? 1 : 2);
     return c->n_layers * per_layer + embed + C;
 }

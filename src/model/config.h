@@ -12,7 +12,9 @@
 
 #include "common/dtype.h"
 
-typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_PHI3 } fl_arch;
+typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_PHI3, FL_ARCH_GEMMA2, FL_ARCH_GEMMA3 } fl_arch;
+/* The MLP's gate activation: SwiGLU silu(gate)·up, or GeGLU gelu_tanh(gate)·up (Gemma's gelu_pytorch_tanh). */
+typedef enum { FL_ACT_SILU = 0, FL_ACT_GELU_TANH } fl_act;
 
 /* Limits fl_config_load enforces: the CPU RoPE keeps HS/2 angles on the stack, and NH*HS (an int,
  * passed to the GEMMs) must stay far from overflow. */
@@ -56,6 +58,22 @@ typedef struct {
     int sliding_window;      /* W; 0: every layer global (Llama, Qwen2, Mistral v0.2+) */
     int window_first_layer;  /* layers before it are global (Qwen3's max_window_layers); Mistral, Phi-3: 0 */
     int window_global_every; /* every n-th layer is global (Gemma 2: 2, Gemma 3: 6); 0: none (Mistral, Phi-3) */
+    /* ---- Gemma 2 / Gemma 3 (all zero for the other families: the Llama walk) ---- */
+    fl_act act;              /* the MLP's gate activation */
+    float norm_weight_offset; /* every RMSNorm (layers, q/k, final) multiplies by (offset + w): 1 for Gemma,
+                                whose norm weights are stored as offsets from 1; 0 otherwise */
+    int sandwich_norms;      /* Gemma: post_attention_layernorm after attention and post_feedforward_layernorm
+                                after the MLP, both before the residual add; the MLP's pre-norm is then
+                                pre_feedforward_layernorm (weights.h: post_attn_norm, post_mlp_norm) */
+    double embed_scale;      /* embeddings times sqrt(hidden_size), the factor rounded to the weight type
+                                first (Gemma*ScaledWordEmbedding); 0: none. The tied LM head is unscaled */
+    int query_pre_attn_scalar; /* attention scores scaled by query_pre_attn_scalar^-0.5 instead of HS^-0.5;
+                                0: HS */
+    float final_logit_softcapping; /* logits z -> cap·tanh(z/cap) before the loss; 0: none */
+    double rope_local_theta; /* Gemma 3: RoPE base of the sliding layers (those with a window,
+                                fl_config_layer_window; rope_local_base_freq / the sliding_attention
+                                rope_parameters), default RoPE; 0: every layer uses rope_theta */
+    double rope_linear_factor; /* linear RoPE scaling of the global layers (inv_freq / factor); 0 or 1: none */
 } fl_model_config;
 
 /* The window of layer l: cfg->sliding_window when the layer has one, else 0 (full causal). Query t
@@ -72,7 +90,12 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * defaults to 128 as in Qwen3Config; with use_sliding_window true, layers from max_window_layers on
  * slide, or those layer_types names when it lists them and the rule above expresses the list;
  * attention_bias true is refused), Phi3ForCausalLM (Llama's layers from fused checkpoint modules:
- * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's). */
+ * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's),
+ * Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
+ * their sliding layers (layer_types, else Gemma 3's sliding_window_pattern, default 6, and Gemma 2's
+ * alternation, sliding first) through the same rule; a non-null attn_logit_softcapping is refused (not
+ * implemented). Longrope (Phi-3's rope_scaling) and a local RoPE base (Gemma 3) never meet: only
+ * parse_rope reads longrope and only parse_gemma sets rope_local_theta, one or the other per family. */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names

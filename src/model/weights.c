@@ -30,9 +30,10 @@ int fl_quant_parse(const char *s, fl_quant *out) {
 }
 
 typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD, DIM_HS, DIM_FF2 } dim_kind;
-/* Which configs hold a tensor: every one, those with q/k/v biases (Qwen2), those with q/k norms (Qwen3),
- * those storing q/k/v and gate/up as separate tensors (all but Phi-3) or as fused ones (Phi-3). */
-typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM, FOR_SPLIT, FOR_FUSED } present_kind;
+/* Which configs hold a tensor: every one, those with q/k/v biases (Qwen2), those with q/k norms (Qwen3,
+ * Gemma 3), those storing q/k/v and gate/up as separate tensors (all but Phi-3) or as fused ones (Phi-3),
+ * those with two norms per layer (Llama's) or four (Gemma's sandwich, cfg->sandwich_norms). */
+typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM, FOR_SPLIT, FOR_FUSED, FOR_TWO_NORMS, FOR_SANDWICH } present_kind;
 typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 
 /* Where a layer's tensors are stored: one entry per field of fl_layer_weights, in storage order.
@@ -52,7 +53,9 @@ static const layer_storage layer_storage_table[] = {
     LS(q_norm, DIM_HS, DIM_ONE, FOR_QK_NORM, 0),
     LS(k_norm, DIM_HS, DIM_ONE, FOR_QK_NORM, 0),
     LS(o, DIM_C, DIM_QD, 0, 0),
+    LS(post_attn_norm, DIM_C, DIM_ONE, FOR_SANDWICH, 0),
     LS(mlp_norm, DIM_C, DIM_ONE, 0, 0),
+    LS(post_mlp_norm, DIM_C, DIM_ONE, FOR_SANDWICH, 0),
     LS(gate_up, DIM_FF, DIM_C, 0, 2), /* rows: 2·FF (doubled below) */
     LS(down, DIM_C, DIM_FF, 0, 0),
 };
@@ -82,7 +85,10 @@ static const layer_tensor layer_tensor_table[] = {
     LT("self_attn.q_norm.weight", q_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
     LT("self_attn.k_norm.weight", k_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
     LT("self_attn.o_proj.weight", o, DIM_C, DIM_QD, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
-    LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
+    LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_TWO_NORMS, INIT_NORM),
+    LT("post_attention_layernorm.weight", post_attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH, INIT_NORM),
+    LT("pre_feedforward_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH, INIT_NORM),
+    LT("post_feedforward_layernorm.weight", post_mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH, INIT_NORM),
     LT("mlp.gate_proj.weight", gate_up, DIM_FF, DIM_C, DIM_ZERO, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
     LT("mlp.up_proj.weight", gate_up, DIM_FF, DIM_C, DIM_FF, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
     LT("mlp.gate_up_proj.weight", gate_up, DIM_FF2, DIM_C, DIM_ZERO, DIM_ZERO, FOR_FUSED, INIT_LINEAR),
@@ -106,7 +112,8 @@ static int64_t dim_value(const fl_model_config *c, dim_kind d) {
 
 static int is_present(const fl_model_config *c, present_kind p) {
     return p == FOR_ALL || (p == FOR_QKV_BIAS && c->qkv_bias) || (p == FOR_QK_NORM && c->qk_norm) ||
-           (p == FOR_SPLIT && !c->fused_modules) || (p == FOR_FUSED && c->fused_modules);
+           (p == FOR_SPLIT && !c->fused_modules) || (p == FOR_FUSED && c->fused_modules) ||
+           (p == FOR_TWO_NORMS && !c->sandwich_norms) || (p == FOR_SANDWICH && c->sandwich_norms);
 }
 
 /* One entry of the full tensor list: name, shape, destination. */
@@ -322,7 +329,8 @@ void fl_weights_init_random_quant(fl_base_weights *w, const fl_model_config *cfg
         size_t count = (size_t)(slots[i].rows * slots[i].cols);
         if (count > chunk_cap) { free(host); chunk_cap = count; host = fl_malloc(count * sizeof(float)); }
         uint64_t stream = fl_rng_stream(seed, (uint64_t)i, 1, 0);
-        if (slots[i].init == INIT_NORM) fl_rng_fill_uniform(host, count, stream, 0.9f, 1.1f);
+        if (slots[i].init == INIT_NORM) /* an effective weight in [0.9, 1.1]: Gemma stores w - 1 */
+            fl_rng_fill_uniform(host, count, stream, 0.9f - cfg->norm_weight_offset, 1.1f - cfg->norm_weight_offset);
         else if (slots[i].init == INIT_BIAS) fl_rng_fill_uniform(host, count, stream, -0.02f, 0.02f);
         else fl_rng_fill_uniform(host, count, stream, -bound, bound);
         if (slots[i].nf4) {   /* finite by construction: quantizing cannot fail */

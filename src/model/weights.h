@@ -36,7 +36,9 @@ typedef struct {
     void *qkv_bias;    /* (QD + 2·KVD) — only when cfg.qkv_bias, else NULL */
     void *q_norm, *k_norm;  /* (HS) each — only when cfg.qk_norm (Qwen3), else NULL */
     void *o;           /* (C, QD) */
-    void *mlp_norm;    /* (C) */
+    void *mlp_norm;    /* (C) the MLP's pre-norm: Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm */
+    void *post_attn_norm, *post_mlp_norm; /* (C) each — Gemma's post_attention_layernorm and
+                                  post_feedforward_layernorm (cfg.sandwich_norms), else NULL */
     void *gate_up;     /* (2·FF, ld_gate_up): rows gate | up, columns [0, C) */
     void *down;        /* (C, FF) */
     const fl_nf4_weight *nf4;  /* NF4 base: q, k, v, o, gate, up, down (fl_proj order), their arrays in

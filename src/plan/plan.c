@@ -178,9 +178,19 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
         fwd += 6 * (QD + KVD);
         bwd += 9 * (QD + KVD);
     }
+    if (cfg->sandwich_norms) { /* Gemma's post-attention and post-feedforward norms (engine/model.c): forward
+                                  2 norms (2C) + 1 copy (2C) each; backward zero (C) + norm backward (4C) each */
+        fwd += 8 * C;
+        bwd += 10 * C;
+    }
+    if (fl_model_q_scale(cfg) != 1.0f) { /* query_pre_attn_scalar != HS: q scaled, dq scaled (2QD each) */
+        fwd += 2 * QD;
+        bwd += 2 * QD;
+    }
     /* NF4: each frozen product first dequantizes its weight (reads 4.13 bits, writes the tile) */
     double bytes = L * N * (fwd * passes + bwd) * e + dropout_bytes + dequant_bytes;
     bytes += 2 * N * C * e + 6 * N * C * e;        /* embedding, final RMSNorm forward + backward */
+    if (cfg->embed_scale > 0) bytes += 2 * N * C * e;   /* Gemma's embedding scale */
     bytes += 2 * N * V * le;                        /* softmax over the logits chunk, in place */
     double P = (double)fl_lora_param_count(cfg, lc);
     bytes += P * 4 * 11;                            /* AdamW (7 f32 streams), grad norm, zeroing, compute copy */

@@ -223,18 +223,25 @@ static int parse_pre_tokenizer(fl_tokenizer *tok, json_t *n, const char *file, c
         const char *behavior = json_string_value(json_object_get(n, "behavior"));
         bool invert;
         FL_TRY(get_bool(n, "invert", false, &invert, file, field));
-        if (!behavior || strcmp(behavior, "Isolated") || invert)
-            return fl_input_error("%s: %s: Split behavior '%s'%s is not supported (Isolated only)", file, field,
-                                  behavior ? behavior : "?", invert ? " with invert" : "");
+        bool merged = behavior && !strcmp(behavior, "MergedWithPrevious");
+        if (!behavior || (strcmp(behavior, "Isolated") && !merged) || invert)
+            return fl_input_error("%s: %s: Split behavior '%s'%s is not supported (Isolated, MergedWithPrevious)", file,
+                                  field, behavior ? behavior : "?", invert ? " with invert" : "");
+        int n_before = tok->pipe.n_pre;
         const char *re = json_string_value(json_object_get(pat, "Regex"));
-        if (re) return add_pre_step(tok, FL_PRE_SPLIT, re, file, field);
-        const char *lit = json_string_value(json_object_get(pat, "String"));
-        if (!lit) return fl_input_error("%s: %s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", file, field);
-        char *q = fl_malloc(strlen(lit) + 5);
-        sprintf(q, "\\Q%s\\E", lit);
-        int rc = strstr(lit, "\\E") ? fl_input_error("%s: %s.pattern.String: contains \\E", file, field)
+        int rc;
+        if (re) {
+            rc = add_pre_step(tok, FL_PRE_SPLIT, re, file, field);
+        } else {
+            const char *lit = json_string_value(json_object_get(pat, "String"));
+            if (!lit) return fl_input_error("%s: %s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", file, field);
+            char *q = fl_malloc(strlen(lit) + 5);
+            sprintf(q, "\\Q%s\\E", lit);
+            rc = strstr(lit, "\\E") ? fl_input_error("%s: %s.pattern.String: contains \\E", file, field)
                                     : add_pre_step(tok, FL_PRE_SPLIT, q, file, field);
-        free(q);
+            free(q);
+        }
+        if (!rc && tok->pipe.n_pre > n_before) tok->pipe.pre[n_before].merged_with_previous = merged;
         return rc;
     }
     if (!strcmp(type, "Digits")) {

@@ -1,7 +1,9 @@
 /* pretokenize.c — splitting normalized text into pre-tokens ("words") before BPE.
  *
  * Each pre-tokenizer step of tokenizer.json becomes one PCRE2 pattern applied with the `Isolated`
- * behaviour (every match and every gap between matches is a piece): `Split(regex)` uses the file's
+ * behaviour (every match and every gap between matches is a piece) or, for a Split that says so,
+ * `MergedWithPrevious` (as HF: a match right after a gap joins it, a match after a match or at the
+ * start stays a piece of its own; Gemma's Split(" ")): `Split(regex)` uses the file's
  * pattern, `Digits(individual_digits)` is `\p{N}` (`\p{N}+` when not individual), and
  * `ByteLevel(use_regex=true)` is the GPT-2 pattern. Steps apply in order, each to the pieces of
  * the previous one, so a later pattern sees a piece's end as the end of the text (this is what
@@ -183,8 +185,12 @@ static void split_step(const fl_pipeline *p, int k, int wide, const char *text, 
             pos = ms + (size_t)(cl > 0 ? cl : 1);
             continue;
         }
-        if (ms > gap) split_step(p, k + 1, wide, text, start + gap, start + ms, fn, ctx);
-        split_step(p, k + 1, wide, text, start + ms, start + me, fn, ctx);
+        if (p->pre[k].merged_with_previous) {
+            split_step(p, k + 1, wide, text, start + (ms > gap ? gap : ms), start + me, fn, ctx);
+        } else {
+            if (ms > gap) split_step(p, k + 1, wide, text, start + gap, start + ms, fn, ctx);
+            split_step(p, k + 1, wide, text, start + ms, start + me, fn, ctx);
+        }
         gap = pos = me;
     }
     if (gap < len) split_step(p, k + 1, wide, text, start + gap, end, fn, ctx);

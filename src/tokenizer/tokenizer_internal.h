@@ -104,6 +104,7 @@ typedef struct fl_regex fl_regex; // pretokenize.c: a compiled PCRE2 pattern + m
 typedef struct {
     int kind;            // FL_PRE_*
     fl_regex *regex;     // SPLIT, BYTELEVEL_REGEX
+    bool merged_with_previous; // SPLIT: a match joins the gap before it (Gemma's Split(" ")); else Isolated
 } fl_pre_step;
 
 typedef struct {

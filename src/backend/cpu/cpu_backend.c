@@ -24,6 +24,11 @@
     .download_act = cpu_download_act,                    \
     .rmsnorm_forward = rmsnorm_forward_cpu,              \
     .rmsnorm_backward = rmsnorm_backward_cpu,            \
+    .rmsnorm_offset_forward = rmsnorm_offset_forward_cpu, \
+    .rmsnorm_offset_backward = rmsnorm_offset_backward_cpu, \
+    .geglu_forward = geglu_forward_cpu,                  \
+    .geglu_backward = geglu_backward_cpu,                \
+    .scale_2d = scale_2d_cpu,                            \
     .matmul_backward_weight = matmul_backward_weight_cpu, \
     .rope_forward = rope_forward_cpu,                    \
     .rope_backward = rope_backward_cpu,                  \
@@ -53,6 +58,7 @@ static const fl_backend cpu_backend = {
     .matmul_nf4_forward = matmul_nf4_forward_cpu,
     .matmul_nf4_backward_input = matmul_nf4_backward_input_cpu,
     .lm_head_loss = lm_head_loss_cpu,
+    .lm_head_loss_softcap = lm_head_loss_softcap_cpu,
     .adamw_update = adamw_update_cpu,
 };
 
@@ -70,6 +76,7 @@ static const fl_backend cpu_bf16_backend = {
     .matmul_nf4_forward = matmul_nf4_forward_cpu_bf16,
     .matmul_nf4_backward_input = matmul_nf4_backward_input_cpu_bf16,
     .lm_head_loss = lm_head_loss_cpu_bf16,
+    .lm_head_loss_softcap = lm_head_loss_softcap_cpu_bf16,
     .adamw_update = adamw_update_cpu_bf16,
 };
 

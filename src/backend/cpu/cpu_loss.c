@@ -9,7 +9,10 @@
  * chunk packs the whole (V, C) weight for both GEMMs, so few large chunks run the head at the
  * GEMM's rate. Each row's loss also goes to token_loss when asked (0 for ignored rows). The
  * chunk's logits and row losses are slots of the backend's scratch arena
- * (cpu_scratch.h), kept between calls (one step runs at a time; not reentrant). */
+ * (cpu_scratch.h), kept between calls (one step runs at a time; not reentrant). With a soft-cap
+ * (Gemma 2's final_logit_softcapping, cap > 0) the chunk's logits become zc = cap·tanh(z/cap) right
+ * after the GEMM — what logits_out, the loss and the softmax see — and each dlogit is multiplied by
+ * dzc/dz = 1 − (zc/cap)². */
 #include <cblas.h>
 #include <math.h>
 
@@ -75,7 +78,8 @@ static double row_logsumexp(const float *row, int V) {
 }
 
 static void lm_head_loss_impl(float *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const float *inp,
-                              const int32_t *targets, const void *weight, size_t N, int C, int V, head_gemms gemm) {
+                              const int32_t *targets, const void *weight, float cap, size_t N, int C, int V,
+                              head_gemms gemm) {
     float grad_scale = dinp ? sc->grad_scale : 0.0f;
     size_t chunk = fl_cpu_lm_head_chunk_rows(N, V);
     float *logits = fl_cpu_scratch(FL_CPU_SCRATCH_LM_LOGITS, sizeof(float) * chunk * (size_t)V);
@@ -85,6 +89,10 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, float *token_loss,
     for (size_t n0 = 0; n0 < N; n0 += chunk) {
         size_t rows = N - n0 < chunk ? N - n0 : chunk;
         gemm.logits(logits, inp + n0 * C, weight, rows, C, V);
+        if (cap > 0.0f) {
+            #pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < rows * (size_t)V; i++) logits[i] = cap * tanhf(logits[i] / cap);
+        }
         if (logits_out)
             for (size_t i = 0; i < rows * (size_t)V; i++) logits_out[n0 * V + i] = logits[i];
         #pragma omp parallel for schedule(dynamic, 8)
@@ -100,9 +108,16 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, float *token_loss,
             row_loss[r] = lse - row[target];
             if (dinp) {
                 float l = (float)lse;
-                #pragma omp simd
-                for (int i = 0; i < V; i++) row[i] = fl_expf(row[i] - l) * grad_scale;
-                row[target] -= grad_scale;
+                if (cap > 0.0f) {
+                    for (int i = 0; i < V; i++) {
+                        float zc = row[i], p = fl_expf(zc - l) * grad_scale - (i == target ? grad_scale : 0.0f);
+                        row[i] = p * (1.0f - (zc / cap) * (zc / cap));
+                    }
+                } else {
+                    #pragma omp simd
+                    for (int i = 0; i < V; i++) row[i] = fl_expf(row[i] - l) * grad_scale;
+                    row[target] -= grad_scale;
+                }
             }
         }
         for (size_t r = 0; r < rows; r++) /* in order: the sum is the same for any thread count */
@@ -119,10 +134,25 @@ static void lm_head_loss_impl(float *dinp, float *logits_out, float *token_loss,
 
 void lm_head_loss_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                       const int32_t *targets, const void *weight, size_t N, int C, int V) {
-    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, N, C, V, (head_gemms){logits_f32, dinp_f32});
+    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, 0.0f, N, C, V,
+                      (head_gemms){logits_f32, dinp_f32});
+}
+
+void lm_head_loss_softcap_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                              const int32_t *targets, const void *weight, float softcap, size_t N, int C, int V) {
+    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, softcap, N, C, V,
+                      (head_gemms){logits_f32, dinp_f32});
 }
 
 void lm_head_loss_cpu_bf16(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                            const int32_t *targets, const void *weight, size_t N, int C, int V) {
-    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, N, C, V, (head_gemms){logits_bf16, dinp_bf16});
+    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, 0.0f, N, C, V,
+                      (head_gemms){logits_bf16, dinp_bf16});
+}
+
+void lm_head_loss_softcap_cpu_bf16(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                                   const void *inp, const int32_t *targets, const void *weight, float softcap, size_t N,
+                                   int C, int V) {
+    lm_head_loss_impl(dinp, logits_out, token_loss, sc, inp, targets, weight, softcap, N, C, V,
+                      (head_gemms){logits_bf16, dinp_bf16});
 }

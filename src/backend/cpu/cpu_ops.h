@@ -56,11 +56,23 @@ void attention_forward_cpu(void *out, float *lse, const void *q, const void *k, 
 void attention_backward_cpu(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                             const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
                             int NH, int NKV, int HS, int ld_qkv);
+void rmsnorm_offset_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
+                                float eps, size_t N, int C, int ld_out);
+void rmsnorm_offset_backward_cpu(void *dinp, const void *dout, const void *inp, const void *weight, float w_offset,
+                                 const float *rstd, size_t N, int C, int ld_dout);
+void geglu_forward_cpu(void *out, const void *gate_up, size_t N, int FF);
+void geglu_backward_cpu(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
+void scale_2d_cpu(void *x, float alpha, size_t rows, int cols, int ld);
 void swiglu_forward_cpu(void *out, const void *gate_up, size_t N, int FF);
 void swiglu_backward_cpu(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF);
 void dropout_cpu(void *out, const void *inp, float p, const uint64_t *stream, size_t rows, int cols, int ld_inp);
 void add_inplace_cpu(void *acc, const void *x, size_t rows, int cols, int ld_acc);
 void scale_rows_cpu(void *x, const float *w, size_t rows, int cols);
+void lm_head_loss_softcap_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
+                              const int32_t *targets, const void *weight, float softcap, size_t N, int C, int V);
+void lm_head_loss_softcap_cpu_bf16(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                                   const void *inp, const int32_t *targets, const void *weight, float softcap, size_t N,
+                                   int C, int V);
 void lm_head_loss_cpu(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const void *inp,
                       const int32_t *targets, const void *weight, size_t N, int C, int V);
 void sum_squares_cpu(double *out, const float *x, size_t n);

@@ -58,6 +58,25 @@ static void attention_backward_cuda(void *dq, void *dk, void *dv, const void *do
     attention_backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, (const bf16 *)out, lse, (const bf16 *)q,
                        (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, ld_qkv, fl_cuda.stream);
 }
+static void rmsnorm_offset_forward_cuda(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
+                                        float eps, size_t N, int C, int ld_out) {
+    rmsnorm_offset_forward((bf16 *)out, rstd, (const bf16 *)inp, (const bf16 *)weight, w_offset, eps, N, C, ld_out,
+                           fl_cuda.stream);
+}
+static void rmsnorm_offset_backward_cuda(void *dinp, const void *dout, const void *inp, const void *weight,
+                                         float w_offset, const float *rstd, size_t N, int C, int ld_dout) {
+    rmsnorm_offset_backward((bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight, w_offset, rstd, N,
+                            C, ld_dout, fl_cuda.stream);
+}
+static void geglu_forward_cuda(void *out, const void *gate_up, size_t N, int FF) {
+    geglu_forward((bf16 *)out, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
+}
+static void geglu_backward_cuda(void *dgate_up, const void *dout, const void *gate_up, size_t N, int FF) {
+    geglu_backward((bf16 *)dgate_up, (const bf16 *)dout, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
+}
+static void scale_2d_cuda(void *x, float alpha, size_t rows, int cols, int ld) {
+    scale_2d((bf16 *)x, alpha, rows, cols, ld, fl_cuda.stream);
+}
 static void swiglu_forward_cuda(void *out, const void *gate_up, size_t N, int FF) {
     swiglu_forward((bf16 *)out, (const bf16 *)gate_up, N, FF, fl_cuda.stream);
 }
@@ -79,6 +98,12 @@ static void lm_head_loss_cuda(void *dinp, float *logits_out, float *token_loss, 
                               const int32_t *targets, const void *weight, size_t N, int C, int V) {
     lm_head_loss((bf16 *)dinp, logits_out, token_loss, sc, (const bf16 *)inp, targets, (const bf16 *)weight, N, C, V,
                  fl_cuda.stream);
+}
+static void lm_head_loss_softcap_cuda(void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
+                                      const void *inp, const int32_t *targets, const void *weight, float softcap,
+                                      size_t N, int C, int V) {
+    lm_head_loss_softcap((bf16 *)dinp, logits_out, token_loss, sc, (const bf16 *)inp, targets, (const bf16 *)weight,
+                         softcap, N, C, V, fl_cuda.stream);
 }
 
 static void adamw_update_cuda(float *params, void *params_w, float *m, float *v, const float *grads,
@@ -126,6 +151,8 @@ static const fl_backend cuda_backend = {
     .embedding_forward = embedding_forward_cuda,
     .rmsnorm_forward = rmsnorm_forward_cuda,
     .rmsnorm_backward = rmsnorm_backward_cuda,
+    .rmsnorm_offset_forward = rmsnorm_offset_forward_cuda,
+    .rmsnorm_offset_backward = rmsnorm_offset_backward_cuda,
     .matmul_forward = matmul_forward_cuda,
     .matmul_backward_input = matmul_backward_input_cuda,
     .matmul_nf4_forward = fl_nf4_cuda_matmul_forward,
@@ -137,10 +164,14 @@ static const fl_backend cuda_backend = {
     .attention_backward = attention_backward_cuda,
     .swiglu_forward = swiglu_forward_cuda,
     .swiglu_backward = swiglu_backward_cuda,
+    .geglu_forward = geglu_forward_cuda,
+    .geglu_backward = geglu_backward_cuda,
+    .scale_2d = scale_2d_cuda,
     .dropout = dropout_cuda,
     .add_inplace = add_inplace_cuda,
     .scale_rows = scale_rows_cuda,
     .lm_head_loss = lm_head_loss_cuda,
+    .lm_head_loss_softcap = lm_head_loss_softcap_cuda,
     .sum_squares = sum_squares_cuda,
     .grad_clip_scale = grad_clip_scale_cuda,
     .adamw_update = adamw_update_cuda,

@@ -179,6 +179,13 @@ void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, cons
                             int NKV, int HS, int ld_qkv, cudaStream_t stream);
 /* cuda_elementwise.cu */
 /* gate_up (N, 2FF) rows [gate | up]; dgate_up likewise */
+void rmsnorm_offset_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float w_offset, float eps,
+                            size_t N, int C, int ld_out, cudaStream_t stream);
+void rmsnorm_offset_backward(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight, float w_offset,
+                             const float *rstd, size_t N, int C, int ld_dout, cudaStream_t stream);
+void geglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
+void geglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
+void scale_2d(bf16 *x, float alpha, size_t rows, int cols, int ld, cudaStream_t stream);
 void swiglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
 void swiglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream);
 /* out (rows, cols) contiguous = mask(inp (rows, cols; ld_inp)), mask index r·cols + c, the mask's
@@ -193,6 +200,9 @@ void scale_rows(bf16 *x, const float *w, size_t rows, int cols, cudaStream_t str
  * sum and the counted tokens (sc may be NULL when dinp is NULL) */
 void lm_head_loss(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
                   const int32_t *targets, const bf16 *weight, size_t N, int C, int V, cudaStream_t stream);
+void lm_head_loss_softcap(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
+                          const int32_t *targets, const bf16 *weight, float softcap, size_t N, int C, int V,
+                          cudaStream_t stream);
 /* cuda_optim.cu: AdamW with the step's factors and the clip factor read from sc (device memory) */
 void adamw_update(float *params, bf16 *params_act, float *m, float *v, const float *grads, const fl_step_scalars *sc,
                   float beta1, float beta2, float eps, float weight_decay, size_t n, cudaStream_t stream);

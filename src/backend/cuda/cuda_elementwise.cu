@@ -1,6 +1,8 @@
-/* cuda_elementwise.cu — SwiGLU forward/backward, dropout and the residual add on bf16, f32 math.
+/* cuda_elementwise.cu — SwiGLU and GeGLU forward/backward, dropout, scaling and the residual add on
+ * bf16, f32 math.
  *
  * Mirrors backend/cpu/cpu_elementwise.c: silu(g) = g·σ(g), d silu/dg = σ(g)(1 + g(1 − σ(g)));
+ * gelu_tanh(g) = g/2·(1 + tanh(u)), u = √(2/π)(g + 0.044715g³), and its derivative as there;
  * dropout keeps element i when fl_rng_uniform(*stream, i) >= p — the same counter-based hash as
  * common/rng.h, so the mask is the CPU's bit for bit. SwiGLU reads the fused gate/up rows
  * [gate (FF) | up (FF)]; dropout and the add take a row stride for their strided operand. Each op
@@ -48,6 +50,51 @@ struct swiglu_bwd_op {
             du[k] = d[k] * g[k] * sig;
         }
         store_w<W>(dgate_up + gi, dg); store_w<W>(dgate_up + gi + FF, du);
+    }
+};
+
+#define GELU_K0 0.7978845608028654f /* √(2/π) */
+#define GELU_K1 0.044715f
+
+struct geglu_fwd_op {
+    bf16 *out; const bf16 *gate_up; int FF;
+    template <int W> __device__ void apply(size_t i) const {
+        float g[W], u[W], o[W];
+        size_t gi = gate_at(i, FF);
+        load_w<W>(gate_up + gi, g); load_w<W>(gate_up + gi + FF, u);
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            o[k] = 0.5f * g[k] * (1.0f + tanhf(GELU_K0 * (g[k] + GELU_K1 * g[k] * g[k] * g[k]))) * u[k];
+        store_w<W>(out + i, o);
+    }
+};
+
+struct geglu_bwd_op {
+    bf16 *dgate_up; const bf16 *dout, *gate_up; int FF;
+    template <int W> __device__ void apply(size_t i) const {
+        float g[W], u[W], d[W], dg[W], du[W];
+        size_t gi = gate_at(i, FF);
+        load_w<W>(gate_up + gi, g); load_w<W>(gate_up + gi + FF, u); load_w<W>(dout + i, d);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            float t = tanhf(GELU_K0 * (g[k] + GELU_K1 * g[k] * g[k] * g[k]));
+            float dact = 0.5f * (1.0f + t) + 0.5f * g[k] * (1.0f - t * t) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * g[k] * g[k]);
+            dg[k] = d[k] * u[k] * dact;
+            du[k] = d[k] * 0.5f * g[k] * (1.0f + t);
+        }
+        store_w<W>(dgate_up + gi, dg); store_w<W>(dgate_up + gi + FF, du);
+    }
+};
+
+struct scale_2d_op {
+    bf16 *x; float alpha; int cols, ld;
+    template <int W> __device__ void apply(size_t i) const {
+        float a[W];
+        size_t xi = strided_at(i, cols, ld);
+        load_w<W>(x + xi, a);
+#pragma unroll
+        for (int k = 0; k < W; k++) a[k] *= alpha;
+        store_w<W>(x + xi, a);
     }
 };
 
@@ -110,6 +157,21 @@ void swiglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream
 void swiglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream) {
     swiglu_bwd_op op = {dgate_up, dout, gate_up, FF};
     elementwise_launch(op, N * (size_t)FF, FF % 8 == 0 && fl_aligned16(dgate_up, dout, gate_up), stream);
+}
+
+void geglu_forward(bf16 *out, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream) {
+    geglu_fwd_op op = {out, gate_up, FF};
+    elementwise_launch(op, N * (size_t)FF, FF % 8 == 0 && fl_aligned16(out, gate_up), stream);
+}
+
+void geglu_backward(bf16 *dgate_up, const bf16 *dout, const bf16 *gate_up, size_t N, int FF, cudaStream_t stream) {
+    geglu_bwd_op op = {dgate_up, dout, gate_up, FF};
+    elementwise_launch(op, N * (size_t)FF, FF % 8 == 0 && fl_aligned16(dgate_up, dout, gate_up), stream);
+}
+
+void scale_2d(bf16 *x, float alpha, size_t rows, int cols, int ld, cudaStream_t stream) {
+    scale_2d_op op = {x, alpha, cols, ld};
+    elementwise_launch(op, rows * (size_t)cols, cols % 8 == 0 && ld % 8 == 0 && fl_aligned16(x), stream);
 }
 
 void dropout(bf16 *out, const bf16 *inp, float p, const uint64_t *stream_key, size_t rows, int cols, int ld_inp,

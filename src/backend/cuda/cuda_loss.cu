@@ -15,14 +15,24 @@
  * double, counts the rows and adds both to the step's scalars (deterministic). grad_scale is read
  * from the step's scalars on the device, so nothing here depends on a host value that changes
  * between steps. The full (N, V) logits exist only when the caller asks for them (logits_out,
- * f32, tests and generation), and then come from an f32-output GEMM. */
+ * f32, tests and generation), and then come from an f32-output GEMM. With a soft-cap (Gemma 2's
+ * final_logit_softcapping, cap > 0) every logit z read in (1)/(2) is zc = cap·tanh(z/cap) in f32 and
+ * the gradient row carries the chain factor dzc/dz = 1 − (zc/cap)²; logits_out receives zc. */
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/cuda_info.h"
 
 #define XENT_THREADS 512
 
+/* z -> cap·tanh(z/cap) (cap > 0), else z */
+__device__ __forceinline__ float soft_cap(float z, float cap) { return cap > 0.0f ? cap * tanhf(z / cap) : z; }
+
+__global__ void soft_cap_f32_kernel(float *z, size_t n, float cap) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) z[i] = soft_cap(z[i], cap);
+}
+
 __global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t *targets, const fl_step_scalars *sc,
-                                    int V, int write_grad, int vec) {
+                                    int V, int write_grad, int vec, float cap) {
     __shared__ float red[32];
     float grad_scale = write_grad ? sc->grad_scale : 0.0f;
     size_t r = blockIdx.x;
@@ -40,6 +50,8 @@ __global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t
         for (int i = threadIdx.x * 8; i < V; i += blockDim.x * 8) {
             float f[8];
             bf16x8_to_float(*(const bf16x8 *)(row + i), f);
+#pragma unroll
+            for (int k = 0; k < 8; k++) f[k] = soft_cap(f[k], cap);
             float cm = f[0];
 #pragma unroll
             for (int k = 1; k < 8; k++) cm = fmaxf(cm, f[k]);
@@ -51,7 +63,7 @@ __global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t
         }
     } else {
         for (int i = threadIdx.x; i < V; i += blockDim.x) {
-            float x = __bfloat162float(row[i]);
+            float x = soft_cap(__bfloat162float(row[i]), cap);
             float nm = fmaxf(m, x);
             s = s * expf(m - nm) + expf(x - nm);
             m = nm;
@@ -61,7 +73,7 @@ __global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t
     float scaled = m == -INFINITY ? 0.0f : s * expf(m - row_max);
     float sum = block_reduce_sum(scaled, red);
     float lse = row_max + logf(sum);
-    float target_logit = __bfloat162float(row[target]);
+    float target_logit = soft_cap(__bfloat162float(row[target]), cap);
     __syncthreads(); /* everyone read row[target] before it is overwritten */
     if (threadIdx.x == 0) row_loss[r] = lse - target_logit;
     if (!write_grad) return;
@@ -72,13 +84,17 @@ __global__ void softmax_xent_kernel(bf16 *logits, float *row_loss, const int32_t
             float f[8];
             bf16x8_to_float(*(const bf16x8 *)(row + i), f);
 #pragma unroll
-            for (int k = 0; k < 8; k++) f[k] = grad_scale * expf(f[k] - row_max) * inv - (i + k == target ? grad_scale : 0.0f);
+            for (int k = 0; k < 8; k++) {
+                float zc = soft_cap(f[k], cap), chain = cap > 0.0f ? 1.0f - (zc / cap) * (zc / cap) : 1.0f;
+                f[k] = (grad_scale * expf(zc - row_max) * inv - (i + k == target ? grad_scale : 0.0f)) * chain;
+            }
             *(bf16x8 *)(row + i) = float_to_bf16x8(f);
         }
     } else {
         for (int i = threadIdx.x; i < V; i += blockDim.x) {
-            float p = grad_scale * expf(__bfloat162float(row[i]) - row_max) * inv;
-            row[i] = __float2bfloat16_rn(p - (i == target ? grad_scale : 0.0f));
+            float zc = soft_cap(__bfloat162float(row[i]), cap), chain = cap > 0.0f ? 1.0f - (zc / cap) * (zc / cap) : 1.0f;
+            float p = grad_scale * expf(zc - row_max) * inv;
+            row[i] = __float2bfloat16_rn((p - (i == target ? grad_scale : 0.0f)) * chain);
         }
     }
 }
@@ -119,6 +135,12 @@ static size_t head_budget(void) { return budget_override ? budget_override : fl_
 
 void lm_head_loss(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
                   const int32_t *targets, const bf16 *weight, size_t N, int C, int V, cudaStream_t stream) {
+    lm_head_loss_softcap(dinp, logits_out, token_loss, sc, inp, targets, weight, 0.0f, N, C, V, stream);
+}
+
+void lm_head_loss_softcap(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc, const bf16 *inp,
+                          const int32_t *targets, const bf16 *weight, float softcap, size_t N, int C, int V,
+                          cudaStream_t stream) {
     if (!N) return;
     size_t budget = head_budget(), rows_max = fl_cuda_lm_head_chunk_rows(N, V, budget);
     char *scratch = (char *)fl_cuda_scratch(FL_SCRATCH_LM_LOGITS, fl_cuda_lm_head_scratch_bytes(N, V, budget));
@@ -130,10 +152,16 @@ void lm_head_loss(bf16 *dinp, float *logits_out, float *token_loss, fl_step_scal
         if (logits_out) {
             /* f32 logits for the caller: the same product with an f32 output */
             matmul_forward_f32out(logits_out + n0 * (size_t)V, inp + n0 * C, weight, rows, C, V, stream);
+            if (softcap > 0.0f) {
+                size_t n = rows * (size_t)V;
+                soft_cap_f32_kernel<<<fl_cuda_grid_1d(n, 256, 1, (unsigned)fl_cuda.prop.multiProcessorCount * 16), 256, 0,
+                                      stream>>>(logits_out + n0 * (size_t)V, n, softcap);
+                CUDA_LAUNCH_CHECK();
+            }
         }
         int vec = V % 8 == 0 && fl_aligned16(logits);
         softmax_xent_kernel<<<(unsigned)rows, XENT_THREADS, 0, stream>>>(logits, row_loss + n0, targets + n0, sc, V,
-                                                                         dinp != NULL, vec);
+                                                                         dinp != NULL, vec, softcap);
         CUDA_LAUNCH_CHECK();
         if (dinp) matmul_backward_input(dinp + n0 * C, logits, weight, 1.0f, 0.0f, rows, C, V, C, V, C, stream);
     }

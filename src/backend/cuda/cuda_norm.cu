@@ -1,7 +1,8 @@
 /* cuda_norm.cu — embedding gather and RMSNorm forward/backward on bf16 rows, f32 math.
  *
  * Mirrors backend/cpu/cpu_norm.c: y = w·(x·r), r = (mean(x²) + eps)^-1/2 saved in f32;
- * backward dx += r·(w·dy − x·r²·mean(w·dy·x)) (docs/DERIVATIONS.md). y (forward) and dy (backward)
+ * backward dx += r·(w·dy − x·r²·mean(w·dy·x)) (docs/DERIVATIONS.md); w = w_offset + weight in f32
+ * (Gemma's 1 + w: the sum is not rounded to bf16, as transformers adds in float32). y (forward) and dy (backward)
  * are rows of stride ld (the K-concatenated [x | x·Aᵀ] of the fused projections). One warp per
  * row, 8 rows per block; rows whose width and stride are multiples of 8 with 16-byte aligned
  * pointers move 8 bf16 per load (the common case), others go element by element. The row is read twice (reduce, then write);
@@ -23,8 +24,8 @@ __global__ void embedding_forward_kernel(bf16 *out, const int32_t *ids, const bf
     }
 }
 
-__global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N,
-                                       int C, int ld_out, int vec) {
+__global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float w_offset,
+                                       float eps, size_t N, int C, int ld_out, int vec) {
     size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -52,18 +53,18 @@ __global__ void rmsnorm_forward_kernel(bf16 *out, float *rstd, const bf16 *inp, 
             bf16x8_to_float(*(const bf16x8 *)(x + c), f);
             bf16x8_to_float(*(const bf16x8 *)(weight + c), w);
 #pragma unroll
-            for (int i = 0; i < 8; i++) f[i] = w[i] * (f[i] * r);
+            for (int i = 0; i < 8; i++) f[i] = (w_offset + w[i]) * (f[i] * r);
             *(bf16x8 *)(y + c) = float_to_bf16x8(f);
         }
     } else {
         for (int c = lane; c < C; c += 32)
-            y[c] = __float2bfloat16_rn(__bfloat162float(weight[c]) * (__bfloat162float(x[c]) * r));
+            y[c] = __float2bfloat16_rn((w_offset + __bfloat162float(weight[c])) * (__bfloat162float(x[c]) * r));
     }
     if (lane == 0) rstd[row] = r;
 }
 
 __global__ void rmsnorm_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight,
-                                        const float *rstd, size_t N, int C, int ld_dout, int vec) {
+                                        float w_offset, const float *rstd, size_t N, int C, int ld_dout, int vec) {
     size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -77,11 +78,11 @@ __global__ void rmsnorm_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16
             bf16x8_to_float(*(const bf16x8 *)(dy + c), df);
             bf16x8_to_float(*(const bf16x8 *)(weight + c), wf);
 #pragma unroll
-            for (int i = 0; i < 8; i++) dot += wf[i] * df[i] * xf[i];
+            for (int i = 0; i < 8; i++) dot += (w_offset + wf[i]) * df[i] * xf[i];
         }
     } else {
         for (int c = lane; c < C; c += 32)
-            dot += __bfloat162float(weight[c]) * __bfloat162float(dy[c]) * __bfloat162float(x[c]);
+            dot += (w_offset + __bfloat162float(weight[c])) * __bfloat162float(dy[c]) * __bfloat162float(x[c]);
     }
     dot = warp_reduce_sum(dot);
     float k = r * r * dot / C;
@@ -93,13 +94,13 @@ __global__ void rmsnorm_backward_kernel(bf16 *dinp, const bf16 *dout, const bf16
             bf16x8_to_float(*(const bf16x8 *)(weight + c), wf);
             bf16x8_to_float(*(const bf16x8 *)(dx + c), acc);
 #pragma unroll
-            for (int i = 0; i < 8; i++) acc[i] += r * (wf[i] * df[i] - xf[i] * k);
+            for (int i = 0; i < 8; i++) acc[i] += r * ((w_offset + wf[i]) * df[i] - xf[i] * k);
             *(bf16x8 *)(dx + c) = float_to_bf16x8(acc);
         }
     } else {
         for (int c = lane; c < C; c += 32) {
             float v = __bfloat162float(dx[c]) +
-                      r * (__bfloat162float(weight[c]) * __bfloat162float(dy[c]) - __bfloat162float(x[c]) * k);
+                      r * ((w_offset + __bfloat162float(weight[c])) * __bfloat162float(dy[c]) - __bfloat162float(x[c]) * k);
             dx[c] = __float2bfloat16_rn(v);
         }
     }
@@ -114,20 +115,30 @@ void embedding_forward(bf16 *out, const int32_t *ids, const bf16 *table, size_t 
     CUDA_LAUNCH_CHECK();
 }
 
-void rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N, int C,
-                     int ld_out, cudaStream_t stream) {
+void rmsnorm_offset_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float w_offset, float eps,
+                            size_t N, int C, int ld_out, cudaStream_t stream) {
     if (!N) return;
     int vec = C % 8 == 0 && ld_out % 8 == 0 && fl_aligned16(out, inp, weight);
-    rmsnorm_forward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(out, rstd, inp, weight, eps, N, C, ld_out,
-                                                                              vec);
+    rmsnorm_forward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(out, rstd, inp, weight, w_offset, eps, N, C,
+                                                                              ld_out, vec);
     CUDA_LAUNCH_CHECK();
+}
+
+void rmsnorm_offset_backward(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight, float w_offset,
+                             const float *rstd, size_t N, int C, int ld_dout, cudaStream_t stream) {
+    if (!N) return;
+    int vec = C % 8 == 0 && ld_dout % 8 == 0 && fl_aligned16(dinp, dout, inp, weight);
+    rmsnorm_backward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(dinp, dout, inp, weight, w_offset, rstd, N,
+                                                                               C, ld_dout, vec);
+    CUDA_LAUNCH_CHECK();
+}
+
+void rmsnorm_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float eps, size_t N, int C,
+                     int ld_out, cudaStream_t stream) {
+    rmsnorm_offset_forward(out, rstd, inp, weight, 0.0f, eps, N, C, ld_out, stream);
 }
 
 void rmsnorm_backward(bf16 *dinp, const bf16 *dout, const bf16 *inp, const bf16 *weight, const float *rstd, size_t N,
                       int C, int ld_dout, cudaStream_t stream) {
-    if (!N) return;
-    int vec = C % 8 == 0 && ld_dout % 8 == 0 && fl_aligned16(dinp, dout, inp, weight);
-    rmsnorm_backward_kernel<<<row_blocks(N), 32 * ROWS_PER_BLOCK, 0, stream>>>(dinp, dout, inp, weight, rstd, N, C,
-                                                                               ld_dout, vec);
-    CUDA_LAUNCH_CHECK();
+    rmsnorm_offset_backward(dinp, dout, inp, weight, 0.0f, rstd, N, C, ld_dout, stream);
 }
