@@ -252,8 +252,7 @@ int fl_bench_run(fl_bench_options *o) {
     }
 
     printf("fastlora bench %s: %s (%s, %s weights), %.1fM params, LoRA r=%d alpha=%g on %s (%.2fM trainable)\n",
-           c.version, c.weights, cfg->arch == FL_ARCH_GEMMA3 ? "Gemma3" : cfg->arch == FL_ARCH_GEMMA2 ? "Gemma2"
-           : cfg->arch == FL_ARCH_QWEN3 ? "Qwen3" : cfg->arch == FL_ARCH_QWEN2 ? "Qwen2" : "Llama", o->preset ? "random" : "loaded",
+           c.version, c.weights, fl_arch_name(cfg->arch), o->preset ? "random" : "loaded",
            fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, o->targets, lora_params / 1e6);
     printf("  device: %s (%s backend, %s weights, %s activations", c.device, be->name, c.dtype, c.act_dtype);
     if (!c.is_cuda) printf(", %d threads, OMP_WAIT_POLICY %s, GEMM %s", c.threads,

@@ -604,6 +604,11 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
     return NULL;
 }
 
+const char *fl_arch_name(fl_arch arch) {
+    static const char *const names[] = {"Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2", "Gemma3"};
+    return (unsigned)arch < sizeof names / sizeof names[0] ? names[arch] : "?";
+}
+
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "

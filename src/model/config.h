@@ -103,6 +103,9 @@ int fl_config_load(fl_model_config *cfg, const char *path);
 int fl_config_preset(fl_model_config *cfg, const char *name);
 /* A comma-separated list of preset names (static storage). */
 const char *fl_config_preset_names(void);
+/* The family's name as bench and messages print it ("Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2",
+ * "Gemma3"; Mistral runs as Llama with its window). */
+const char *fl_arch_name(fl_arch arch);
 /* The Hugging Face id of a preset's weights ("smollm2-135m" -> "HuggingFaceTB/SmolLM2-135M"), or NULL. */
 const char *fl_config_preset_hf_name(const char *name);
 /* The preset whose weights are `hf_name` (a full id, or its last path component), or NULL. */
