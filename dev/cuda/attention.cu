@@ -36,7 +36,8 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         const char *vn = variant ? "simple" : "mma";
         lab_poison(o_d, nq * 2);
         lab_poison(lse_d, N * NH * 4);
-        if (variant == 0) attention_forward_mma(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, fl_cuda.stream);
+        if (variant == 0)
+            attention_forward_mma(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, 0.0f, fl_cuda.stream);
         else attention_forward_simple(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, 0.0f, fl_cuda.stream);
         snprintf(name, sizeof name, "fwd %s B=%d T=%d NH=%d NKV=%d HS=%d out", vn, B, T, NH, NKV, HS);
         lab_check(name, lab_rel_err(lab_host_bf16(o_d, nq), out), 2e-2);
@@ -52,7 +53,7 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         lab_poison(dqkv_d, N * ld * 2);
         if (variant == 0)
             attention_backward_mma(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld,
-                                   fl_cuda.stream);
+                                   0.0f, fl_cuda.stream);
         else
             attention_backward_simple(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld,
                                       0.0f, fl_cuda.stream);
@@ -77,10 +78,10 @@ static void timing(const char *model, int B, int T, int NH, int NKV, int HS, int
     cudaStream_t s = fl_cuda.stream;
     /* a real lse (the forward's) so the backward's exponentials see realistic values */
     attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s);
-    double t_fwd = lab_time_ms([&] { attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 10);
-    attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s);
+    double t_fwd = lab_time_ms([&] { attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s); }, 10);
+    attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s);
     double t_bwd = lab_time_ms(
-        [&] { attention_backward_mma(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 10);
+        [&] { attention_backward_mma(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s); }, 10);
     printf("%-16s B=%d T=%d NH=%d NKV=%d HS=%d: fwd mma %.3f ms (%.0f TFLOP/s), bwd mma %.3f ms (%.0f TFLOP/s)", model,
            B, T, NH, NKV, HS, t_fwd, flops_fwd / t_fwd / 1e9, t_bwd, 2.5 * flops_fwd / t_bwd / 1e9);
     if (with_simple) {

@@ -22,8 +22,7 @@
  *
  * Soft-cap (softcap > 0, Gemma 2's attn_logit_softcapping): every kernel here caps the scaled score,
  * s' = c·tanh(s/c), before the mask's online softmax, and the backward multiplies ds by
- * 1 − tanh²(s/c), as the CPU op. The tensor-core kernels have no cap: the dispatch below runs the
- * simple kernels whenever softcap > 0 (slower, never approximated). */
+ * 1 − tanh²(s/c), as the CPU op; so do the tensor-core kernels (their CAP instantiations). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,8 +334,8 @@ extern "C" const char *fl_cuda_attention_variant(void) {
 
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,
                        int T, int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream) {
-    if (softcap <= 0.0f && use_mma(HS, ld_qkv, q, k, v, out))   /* the mma kernels have no soft-cap */
-        attention_forward_mma(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
+    if (use_mma(HS, ld_qkv, q, k, v, out))
+        attention_forward_mma(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap, stream);
     else attention_forward_simple(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap, stream);
 }
 
@@ -346,8 +345,9 @@ void attention_backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf
     /* FL_CUDA_ATTN_BWD=simple keeps the simple backward under the tensor-core forward */
     static int bwd_simple = -1;
     if (bwd_simple < 0) bwd_simple = getenv("FL_CUDA_ATTN_BWD") && !strcmp(getenv("FL_CUDA_ATTN_BWD"), "simple");
-    if (!bwd_simple && softcap <= 0.0f && use_mma(HS, ld_qkv, q, k, v, out) && fl_aligned16(dq, dk, dv, dout))
-        attention_backward_mma(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
+    if (!bwd_simple && use_mma(HS, ld_qkv, q, k, v, out) && fl_aligned16(dq, dk, dv, dout))
+        attention_backward_mma(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap,
+                               stream);
     else attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap,
                                    stream);
 }
