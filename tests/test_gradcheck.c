@@ -403,6 +403,7 @@ static void gemma_fields(fl_model_config *cfg, int gemma3) {
         cfg->rope_linear_factor = 2.0;
     } else {
         cfg->final_logit_softcapping = 4.0f;
+        cfg->attn_logit_softcapping = 0.5f;   /* binds on these scores: the tanh's curve, not its line */
     }
 }
 
@@ -598,7 +599,8 @@ TEST(matmul_backward_weight_small_rank_strided_thread_independent) {
     }
 }
 /* Gemma: the sandwich norms (post-attention, post-feedforward) with (1 + w) weights, GeGLU-tanh, the
- * embed scale, the query scale, per-layer RoPE; Gemma 3's q/k norms; Gemma 2's soft-capped loss */
+ * embed scale, the query scale, per-layer RoPE; Gemma 3's q/k norms; Gemma 2's soft-capped loss and
+ * attention scores */
 TEST(gradcheck_model_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NONE); }
 TEST(gradcheck_model_gemma3_dropout_recompute) { model_gradcheck(3, 0.3f, 1, FL_QUANT_NONE); }
 TEST(gradcheck_model_nf4_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NF4); }
