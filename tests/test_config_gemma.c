@@ -71,6 +71,7 @@ static void check_gemma_fields_equal(const fl_model_config *got, const fl_model_
     CHECK_EQ_INT(got->tie_word_embeddings, want->tie_word_embeddings);
     CHECK_EQ_INT(got->qk_norm, want->qk_norm);
     CHECK(got->norm_weight_offset == want->norm_weight_offset);
+    CHECK(got->attn_logit_softcapping == want->attn_logit_softcapping);
     CHECK_EQ_INT(got->sandwich_norms, want->sandwich_norms);
     CHECK_EQ_INT(got->act, want->act);
     CHECK_CLOSE(got->embed_scale, want->embed_scale, 0, 1e-12);
@@ -128,7 +129,9 @@ static void refused(const char *json, const char *field) {
 
 TEST(config_gemma_unsupported_fields_refused) {
     const char *cases[][3] = {
-        {"\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": 50.0", "attn_logit_softcapping"},
+        {"\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": 0", "attn_logit_softcapping"},
+        {"\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": -50.0", "attn_logit_softcapping"},
+        {"\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": \"50\"", "attn_logit_softcapping"},
         {"\"hidden_activation\": \"gelu_pytorch_tanh\"", "\"hidden_activation\": \"gelu\"", "hidden_activation"},
         {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0}", "rope_scaling.rope_type"},
         {"\"use_cache\": true", "\"use_cache\": true, \"use_bidirectional_attention\": true", "use_bidirectional_attention"},
@@ -153,24 +156,33 @@ TEST(config_gemma_unsupported_fields_refused) {
     free(p);
 }
 
-/* Gemma 2: attn_logit_softcapping defaults to 50.0 (Gemma2Config), so a config without it is refused
- * too; null is accepted and then everything but the window is the preset's */
-TEST(config_gemma2_attn_softcap_refused_null_accepted) {
+/* Gemma 2: attn_logit_softcapping defaults to 50.0 (Gemma2Config), so a config without it caps at
+ * 50 as one that says 50.0, and matches the preset; null is no cap; another positive value is
+ * taken as it is. Gemma 3 (Gemma3TextConfig's None) has none unless its config sets one. */
+TEST(config_gemma2_attn_softcap_default_null_value) {
     const char *g2 =
         "{\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\", \"hidden_size\": 2304,"
         " \"intermediate_size\": 9216, \"num_hidden_layers\": 26, \"num_attention_heads\": 8,"
         " \"num_key_value_heads\": 4, \"vocab_size\": 256000, \"max_position_embeddings\": 8192,"
         " \"bos_token_id\": 2, \"eos_token_id\": 1, \"hidden_act\": \"gelu_pytorch_tanh\"}";
-    refused(g2, "attn_logit_softcapping");
-    char *with = edit(g2, "\"hidden_act\"", "\"attn_logit_softcapping\": 50.0, \"hidden_act\"");
-    refused(with, "attn_logit_softcapping");
-    char *null = edit(g2, "\"hidden_act\"", "\"attn_logit_softcapping\": null, \"hidden_act\"");
     fl_model_config got, want;
-    CHECK_MSG(load_json(&got, null) == 0, "%s", fl_last_error());
     CHECK(fl_config_preset(&want, "gemma-2-2b") == 0);
+    CHECK(want.attn_logit_softcapping == 50.0f);
+    CHECK_MSG(load_json(&got, g2) == 0, "%s", fl_last_error());
     check_gemma_fields_equal(&got, &want);
     for (int l = 0; l < 26; l++) CHECK_EQ_INT(fl_config_layer_window(&got, l), l % 2 == 0 ? 4096 : 0);   /* sliding first */
-    free(with); free(null);
+    char *with = edit(g2, "\"hidden_act\"", "\"attn_logit_softcapping\": 50.0, \"hidden_act\"");
+    CHECK_MSG(load_json(&got, with) == 0, "%s", fl_last_error());
+    check_gemma_fields_equal(&got, &want);
+    char *other = edit(g2, "\"hidden_act\"", "\"attn_logit_softcapping\": 1.5, \"hidden_act\"");
+    CHECK_MSG(load_json(&got, other) == 0 && got.attn_logit_softcapping == 1.5f, "%s", fl_last_error());
+    char *null = edit(g2, "\"hidden_act\"", "\"attn_logit_softcapping\": null, \"hidden_act\"");
+    CHECK_MSG(load_json(&got, null) == 0 && got.attn_logit_softcapping == 0.0f, "%s", fl_last_error());
+    char *zero = edit(g2, "\"hidden_act\"", "\"attn_logit_softcapping\": 0.0, \"hidden_act\"");
+    refused(zero, "attn_logit_softcapping");
+    char *g3 = edit(gemma3_1b_4x, "\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": 20.0");
+    CHECK_MSG(load_json(&got, g3) == 0 && got.attn_logit_softcapping == 20.0f, "%s", fl_last_error());
+    free(with); free(other); free(null); free(zero); free(g3);
 }
 
 /* The sliding layers are real windows (no bound on the sequence): sliding_window_pattern 1 makes every

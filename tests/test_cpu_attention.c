@@ -4,11 +4,15 @@
  * and q/k/v in one padded buffer; and the same bits for 1 and 2 threads. The finite-difference
  * check (test_gradcheck.c) covers the calculus at a tiny size; this covers the tiling. With a sliding
  * window W the op gets engine/model.h's fl_window_key_start as its seg_start while the reference
- * applies transformers' rule itself: key j visible to query t iff seg <= j, t - W < j <= t.
+ * applies transformers' rule itself: key j visible to query t iff seg <= j, t - W < j <= t. With a
+ * soft-cap c (Gemma 2) the reference caps each scaled score, s' = c·tanh(s/c), before the softmax
+ * (as transformers' eager_attention_forward does, before the mask) and multiplies its gradient by
+ * 1 − tanh²(s/c).
  *
  * Tolerances: outputs are convex combinations of v (|v| <= 1) and gradients sums of at most T
  * terms of O(1), all accumulated in f32 with an online softmax: the error is a few f32 ulps per
- * term, ~ T · 2^-24 ≈ 4e-5 at T = 600; checked to 2e-4 of the largest reference entry. */
+ * term, ~ T · 2^-24 ≈ 4e-5 at T = 600; checked to 2e-4 of the largest reference entry. The cap adds
+ * one f32 tanh per score (a few ulps, |ds'/ds| <= 1 only shrinks the gradient): the same bound. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -19,14 +23,14 @@
 #include "engine/model.h"
 #include "test.h"
 
-typedef struct { int B, T, NH, NKV, HS, pad; const int *doc_starts; int n_docs; int window; } attn_shape;
+typedef struct { int B, T, NH, NKV, HS, pad; const int *doc_starts; int n_docs; int window; float cap; } attn_shape;
 
 /* The reference: out, lse and dq/dk/dv (into dqkv, same layout as qkv) in double. */
 static void reference(const attn_shape *s, const float *qkv, const float *dout, const int32_t *seg, double *out,
                       double *lse, double *dqkv) {
     int ld = (s->NH + 2 * s->NKV) * s->HS + s->pad, group = s->NH / s->NKV, HS = s->HS, T = s->T;
     double scale = 1.0 / sqrt((double)HS);
-    double *p = malloc(sizeof(double) * T), *dp = malloc(sizeof(double) * T);
+    double *p = malloc(sizeof(double) * T), *dp = malloc(sizeof(double) * T), *dcap = malloc(sizeof(double) * T);
     memset(dqkv, 0, sizeof(double) * (size_t)s->B * T * ld);
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->NH; h++) {
@@ -41,6 +45,12 @@ static void reference(const attn_shape *s, const float *qkv, const float *dout, 
                     double d = 0;
                     for (int e = 0; e < HS; e++) d += (double)qt[e] * kj[e];
                     p[j] = d * scale;
+                    dcap[j] = 1;
+                    if (s->cap > 0) { /* s' = c·tanh(s/c), ds'/ds = 1 − tanh² */
+                        double th = tanh(p[j] / s->cap);
+                        p[j] = s->cap * th;
+                        dcap[j] = 1 - th * th;
+                    }
                     m = p[j] > m ? p[j] : m;
                 }
                 for (int j = j0; j <= t; j++) sum += exp(p[j] - m);
@@ -58,7 +68,7 @@ static void reference(const attn_shape *s, const float *qkv, const float *dout, 
                     const float *vj = qkv + ((size_t)b * T + j) * ld + vo, *kj = vj - vo + ko;
                     double d = 0;
                     for (int e = 0; e < HS; e++) d += (double)dot[e] * vj[e];
-                    dp[j] = p[j] * (d - D) * scale;
+                    dp[j] = p[j] * (d - D) * dcap[j] * scale;
                     double *dq = dqkv + ((size_t)b * T + t) * ld + qo, *dk = dqkv + ((size_t)b * T + j) * ld + ko;
                     double *dv = dqkv + ((size_t)b * T + j) * ld + vo;
                     for (int e = 0; e < HS; e++) {
@@ -71,6 +81,7 @@ static void reference(const attn_shape *s, const float *qkv, const float *dout, 
         }
     free(p);
     free(dp);
+    free(dcap);
 }
 
 static double max_err(const float *got, const double *want, size_t n, size_t stride, int width, double *max_ref) {
@@ -113,22 +124,22 @@ static void check_shape(const attn_shape *s) {
     for (int run = 0; run < 2; run++) {
         omp_set_num_threads(run == 0 ? 1 : (threads > 1 ? threads : 2));
         const float *q = qkv, *k = q + s->NH * s->HS, *v = k + s->NKV * s->HS;
-        attention_forward_cpu(out, lse, q, k, v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld);
+        attention_forward_cpu(out, lse, q, k, v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld, s->cap);
         for (size_t i = 0; i < n_qkv; i++) d[run][i] = 0.0f;
         attention_backward_cpu(d[run], d[run] + s->NH * s->HS, d[run] + (s->NH + s->NKV) * s->HS, dout, out, lse, q, k,
-                               v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld);
+                               v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld, s->cap);
     }
     omp_set_num_threads(threads);
     double ref_max;
     double e_out = max_err(out, out_ref, n_out, 0, 0, &ref_max);
-    CHECK_MSG(e_out <= 2e-4 * ref_max, "T=%d W=%d: out max error %g of %g", s->T, s->window, e_out, ref_max);
+    CHECK_MSG(e_out <= 2e-4 * ref_max, "T=%d W=%d cap=%g: out max error %g of %g", s->T, s->window, s->cap, e_out, ref_max);
     double e_lse = max_err(lse, lse_ref, n_lse, 0, 0, &ref_max);
-    CHECK_MSG(e_lse <= 2e-4 * fmax(ref_max, 1.0), "T=%d W=%d: lse max error %g of %g", s->T, s->window, e_lse, ref_max);
+    CHECK_MSG(e_lse <= 2e-4 * fmax(ref_max, 1.0), "T=%d W=%d cap=%g: lse max error %g of %g", s->T, s->window, s->cap, e_lse, ref_max);
     double e_d = max_err(d[1], d_ref, n_qkv, ld, width, &ref_max);
-    CHECK_MSG(e_d <= 2e-4 * ref_max, "T=%d W=%d: dq|dk|dv max error %g of %g", s->T, s->window, e_d, ref_max);
+    CHECK_MSG(e_d <= 2e-4 * ref_max, "T=%d W=%d cap=%g: dq|dk|dv max error %g of %g", s->T, s->window, s->cap, e_d, ref_max);
     int same = 1;
     for (size_t i = 0; i < n_qkv; i++) same &= (int)((i % ld) >= (size_t)width || d[0][i] == d[1][i]);
-    CHECK_MSG(same, "T=%d W=%d: 1 and 2 threads give different gradients", s->T, s->window);
+    CHECK_MSG(same, "T=%d W=%d cap=%g: 1 and 2 threads give different gradients", s->T, s->window, s->cap);
     for (size_t n = 0; n < N; n++)
         for (int e = width; e < ld; e++) CHECK(d[1][n * ld + e] == 0.0f); /* padding not written */
     free(qkv); free(dout); free(seg); free(key_start); free(out_ref); free(lse_ref); free(d_ref);
@@ -139,14 +150,14 @@ TEST(cpu_attention_tiles_match_double_reference_gqa_documents) {
     /* documents start inside a key tile (130), on a tile edge (256), inside a later query block
      * (300: the query blocks from 320 on skip key tile 0), and at the last token */
     static const int docs[] = {0, 130, 256, 300, 599};
-    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 0});
+    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 0, 0});
 }
 
 TEST(cpu_attention_tiles_match_double_reference_odd_lengths) {
     static const int docs[] = {0, 31, 33, 257, 511};
-    check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5, 0}); /* T = 2·KB + 1, MQA */
-    check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2, 0});  /* one key tile, ragged query block */
-    check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3, 0});  /* head size 20: a part-filled 16-column panel */
+    check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5, 0, 0}); /* T = 2·KB + 1, MQA */
+    check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2, 0, 0});  /* one key tile, ragged query block */
+    check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3, 0, 0});  /* head size 20: a part-filled 16-column panel */
 }
 
 /* Sliding windows (Mistral): W = 1 (each query sees itself only), W dividing neither tile (100
@@ -155,10 +166,26 @@ TEST(cpu_attention_tiles_match_double_reference_odd_lengths) {
  * numbers). Same tolerance: the window only removes terms. */
 TEST(cpu_attention_sliding_window_matches_double_reference) {
     static const int docs[] = {0, 130, 256, 300, 599};
-    check_shape(&(attn_shape){1, 70, 2, 1, 16, 1, docs, 1, 1});
-    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 100});
-    check_shape(&(attn_shape){1, 600, 3, 1, 8, 0, docs, 4, 257});
-    check_shape(&(attn_shape){1, 37, 2, 2, 20, 2, docs, 1, 5});
-    check_shape(&(attn_shape){1, 70, 2, 1, 16, 0, docs, 1, 70});
-    check_shape(&(attn_shape){1, 70, 2, 1, 16, 0, docs, 1, 1000});
+    check_shape(&(attn_shape){1, 70, 2, 1, 16, 1, docs, 1, 1, 0});
+    check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 100, 0});
+    check_shape(&(attn_shape){1, 600, 3, 1, 8, 0, docs, 4, 257, 0});
+    check_shape(&(attn_shape){1, 37, 2, 2, 20, 2, docs, 1, 5, 0});
+    check_shape(&(attn_shape){1, 70, 2, 1, 16, 0, docs, 1, 70, 0});
+    check_shape(&(attn_shape){1, 70, 2, 1, 16, 0, docs, 1, 1000, 0});
+}
+
+/* Gemma 2's attention soft-cap: caps that bind hard on these scores (|s| up to ~1.5 here: 0.5),
+ * that bend them (2) and Gemma 2's own 50 (close to no cap), over packed documents, GQA, windows
+ * shorter than T (mid-tile and across key tiles) and the tile-spanning lengths above. */
+TEST(cpu_attention_softcap_matches_double_reference) {
+    static const int docs[] = {0, 130, 256, 300, 599};
+    static const float caps[] = {0.5f, 2.0f, 50.0f};
+    for (int i = 0; i < 3; i++) {
+        float c = caps[i];
+        check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 0, c});
+        check_shape(&(attn_shape){2, 600, 4, 2, 16, 3, docs, 5, 100, c});
+        check_shape(&(attn_shape){1, 513, 3, 1, 8, 0, docs, 5, 257, c});
+        check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2, 5, c});
+        check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3, 0, c});
+    }
 }

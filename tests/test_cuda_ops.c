@@ -246,6 +246,8 @@ static void check_rows(const char *what, const float *got, const float *want, si
 
 static void attention_window_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS,
                                   int gap, int window);
+static void attention_cap_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS, int gap,
+                               int window, float softcap);
 void cuda_attention_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS, int gap) {
     attention_window_case(cu, variant, B, T, NH, NKV, HS, gap, 0);
 }
@@ -254,9 +256,14 @@ static void attention_case(const fl_backend *cu, const char *variant, int T, int
 }
 
 /* B rows (odd ones packed with three documents); window > 0: a sliding window of that many
- * positions, both backends given engine/model.h's fl_window_key_start as seg_start */
+ * positions, both backends given engine/model.h's fl_window_key_start as seg_start; softcap > 0:
+ * Gemma 2's attention soft-cap on both */
 static void attention_window_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS,
                                   int gap, int window) {
+    attention_cap_case(cu, variant, B, T, NH, NKV, HS, gap, window, 0.0f);
+}
+static void attention_cap_case(const fl_backend *cu, const char *variant, int B, int T, int NH, int NKV, int HS, int gap,
+                               int window, float softcap) {
     const fl_backend *cpu = fl_backend_cpu();
     fl_cuda_set_attention_variant(variant);
     int QD = NH * HS, KVD = NKV * HS, ld = QD + 2 * KVD + gap;
@@ -272,8 +279,8 @@ static void attention_window_case(const fl_backend *cu, const char *variant, int
     int32_t *seg_d = dev_i32(cu, seg, N);
     float *q = qkv.cpu, *k = q + QD, *v = k + KVD;
     char *qd = qkv.dev, *kd = qd + 2 * QD, *vd = kd + 2 * KVD;
-    cpu->attention_forward(out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
-    cu->attention_forward(out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
+    cpu->attention_forward(out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld, softcap);
+    cu->attention_forward(out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld, softcap);
     float *o_g = down_act(cu, &out), *l_g = down_f32(cu, &lse);
     CHECK_MSG(rel_err(o_g, out.cpu, nq) <= 2e-2, "%s T=%d W=%d NH=%d NKV=%d HS=%d ld=%d: out rel err %.3g", variant, T,
               window, NH, NKV, HS, ld, rel_err(o_g, out.cpu, nq));
@@ -284,8 +291,8 @@ static void attention_window_case(const fl_backend *cu, const char *variant, int
     cu->upload(lse.dev, lse.cpu, sizeof(float) * N * NH);
     float *dq = dqkv.cpu, *dk = dq + QD, *dv = dk + KVD;
     char *dqd = dqkv.dev, *dkd = dqd + 2 * QD, *dvd = dkd + 2 * KVD;
-    cpu->attention_backward(dq, dk, dv, dout.cpu, out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld);
-    cu->attention_backward(dqd, dkd, dvd, dout.dev, out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld);
+    cpu->attention_backward(dq, dk, dv, dout.cpu, out.cpu, lse.cpu, q, k, v, seg, B, T, NH, NKV, HS, ld, softcap);
+    cu->attention_backward(dqd, dkd, dvd, dout.dev, out.dev, lse.dev, qd, kd, vd, seg_d, B, T, NH, NKV, HS, ld, softcap);
     float *d_g = down_act(cu, &dqkv);
     check_rows("dq", d_g, dqkv.cpu, N, NH, HS, (size_t)ld, ROW_TOL_GRAD);
     check_rows("dk", d_g + QD, dqkv.cpu + QD, N, NKV, HS, (size_t)ld, ROW_TOL_GRAD);
@@ -331,8 +338,8 @@ void cuda_attn_bwd_qkv_case(const fl_backend *cu, int B, int T, int NH, int NKV,
         }
     memcpy(ref, grad, sizeof(float) * nqkv);
     const float *q = qkv_h, *k = q + QD, *v = k + KVD;
-    cpu->attention_forward(out_h, lse_h, q, k, v, seg, B, T, NH, NKV, HS, ld);
-    cpu->attention_backward(ref, ref + QD, ref + QD + KVD, do_h, out_h, lse_h, q, k, v, seg, B, T, NH, NKV, HS, ld);
+    cpu->attention_forward(out_h, lse_h, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f);
+    cpu->attention_backward(ref, ref + QD, ref + QD + KVD, do_h, out_h, lse_h, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f);
 
     char *qkv_d = cu->alloc(2 * nqkv), *dqkv_d = cu->alloc(2 * nqkv), *dqkv2_d = cu->alloc(2 * nqkv);
     void *do_d = cu->alloc(2 * nq), *out_d = cu->alloc(2 * nq);
@@ -348,7 +355,7 @@ void cuda_attn_bwd_qkv_case(const fl_backend *cu, int B, int T, int NH, int NKV,
     char *dqkv[2] = {dqkv_d, dqkv2_d};
     for (int r = 0; r < 2; r++)
         cu->attention_backward(dqkv[r], dqkv[r] + 2 * QD, dqkv[r] + 2 * (QD + KVD), do_d, out_d, lse_d, qkv_d,
-                               qkv_d + 2 * QD, qkv_d + 2 * (QD + KVD), seg_d, B, T, NH, NKV, HS, ld);
+                               qkv_d + 2 * QD, qkv_d + 2 * (QD + KVD), seg_d, B, T, NH, NKV, HS, ld, 0.0f);
     fl_cuda_set_attention_variant(getenv("FL_CUDA_ATTN"));
     float *got = malloc(sizeof(float) * nqkv);
     cu->download_act(got, dqkv_d, nqkv);
@@ -405,6 +412,22 @@ TEST(cuda_op_attention_sliding_window) {
         attention_window_case(cu, variants[i], 1, 130, 6, 1, 128, 0, 130);
     }
     attention_window_case(cu, "simple", 2, 77, 4, 2, 96, 5, 9); /* a head size only the simple kernels take */
+}
+
+/* Gemma 2's attention soft-cap (0.5 binds on these scores, |s| up to ~|q||k|/√HS ≈ 10 with q, k in
+ * [-2, 2]; 50 is Gemma 2's own), plain and windowed over packed rows, at head sizes the mma
+ * kernels would take (the dispatch runs the simple kernels under a cap: cuda_attention.cu) and one
+ * they would not. The same bounds as above: the cap adds a tanh per score in f32. */
+TEST(cuda_op_attention_softcap) {
+    CUDA_OR_SKIP(cu);
+    static const char *variants[] = {"mma", "simple"};
+    static const float caps[] = {0.5f, 50.0f};
+    for (int i = 0; i < 2; i++)
+        for (int c = 0; c < 2; c++) {
+            attention_cap_case(cu, variants[i], 2, 256, 8, 2, 64, 0, 0, caps[c]);
+            attention_cap_case(cu, variants[i], 2, 200, 4, 4, 128, 8, 37, caps[c]);
+            attention_cap_case(cu, variants[i], 2, 77, 4, 2, 16, 5, 9, caps[c]);
+        }
 }
 
 TEST(cuda_op_attention_simple) {

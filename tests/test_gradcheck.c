@@ -119,11 +119,11 @@ TEST(gradcheck_rope) { rope_check(8, 8, 1.0f); }
 TEST(gradcheck_rope_partial_rotary_scaled) { rope_check(10, 6, 1.19f); }
 
 /* ---- attention (GQA, with a document boundary, q/k/v in one buffer with a padded row) ---- */
-typedef struct { float *qkv, *out, *lse, *dout; int32_t *seg; int B, T, NH, NKV, HS, ld; } attn_ctx;
+typedef struct { float *qkv, *out, *lse, *dout; int32_t *seg; int B, T, NH, NKV, HS, ld; float cap; } attn_ctx;
 static double attn_loss(void *p) {
     attn_ctx *c = p;
     float *q = c->qkv, *k = q + c->NH * c->HS, *v = k + c->NKV * c->HS;
-    attention_forward_cpu(c->out, c->lse, q, k, v, c->seg, c->B, c->T, c->NH, c->NKV, c->HS, c->ld);
+    attention_forward_cpu(c->out, c->lse, q, k, v, c->seg, c->B, c->T, c->NH, c->NKV, c->HS, c->ld, c->cap);
     return weighted_sum(c->dout, c->out, (size_t)c->B * c->T * c->NH * c->HS);
 }
 TEST(gradcheck_attention_gqa_packed) {
@@ -131,14 +131,14 @@ TEST(gradcheck_attention_gqa_packed) {
     size_t nq = (size_t)B * T * NH * HS, nqkv = (size_t)B * T * ld;
     /* row 0: one document; row 1: documents [0,2) and [2,5) */
     int32_t seg[10] = {0, 0, 0, 0, 0, 0, 0, 2, 2, 2};
-    attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), seg, B, T, NH, NKV, HS, ld};
+    attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), seg, B, T, NH, NKV, HS, ld, 0.0f};
     fill(c.qkv, nqkv, 6, -1, 1); fill(c.dout, nq, 9, -1, 1);
     for (int n = 0; n < B * T; n++) c.qkv[n * ld + ld - 1] = NAN; /* padding: never read */
     float *dqkv = malloc(4 * nqkv);
     for (size_t i = 0; i < nqkv; i++) dqkv[i] = 0.0f;
     attn_loss(&c);
     attention_backward_cpu(dqkv, dqkv + NH * HS, dqkv + (NH + NKV) * HS, c.dout, c.out, c.lse, c.qkv, c.qkv + NH * HS,
-                           c.qkv + (NH + NKV) * HS, seg, B, T, NH, NKV, HS, ld);
+                           c.qkv + (NH + NKV) * HS, seg, B, T, NH, NKV, HS, ld, 0.0f);
     for (int n = 0; n < B * T; n++) { /* padding not written; give it the value FD sees */
         CHECK(dqkv[n * ld + ld - 1] == 0.0f);
         c.qkv[n * ld + ld - 1] = 0.0f;
@@ -155,17 +155,45 @@ TEST(gradcheck_attention_sliding_window) {
     int32_t seg[14] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2}, win[14];
     for (int W = 1; W <= 3; W++) {
         fl_window_key_start(win, seg, (size_t)B, T, W);
-        attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), win, B, T, NH, NKV, HS, ld};
+        attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), win, B, T, NH, NKV, HS, ld, 0.0f};
         fill(c.qkv, nqkv, 60 + W, -1, 1); fill(c.dout, nq, 90 + W, -1, 1);
         for (int n = 0; n < B * T; n++) c.qkv[n * ld + ld - 1] = 0.0f;
         float *dqkv = malloc(4 * nqkv);
         for (size_t i = 0; i < nqkv; i++) dqkv[i] = 0.0f;
         attn_loss(&c);
         attention_backward_cpu(dqkv, dqkv + NH * HS, dqkv + (NH + NKV) * HS, c.dout, c.out, c.lse, c.qkv,
-                               c.qkv + NH * HS, c.qkv + (NH + NKV) * HS, win, B, T, NH, NKV, HS, ld);
+                               c.qkv + NH * HS, c.qkv + (NH + NKV) * HS, win, B, T, NH, NKV, HS, ld, 0.0f);
         fd_compare("windowed attention dq|dk|dv", c.qkv, dqkv, nqkv, attn_loss, &c);
         free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
     }
+}
+
+/* Gemma 2's attention soft-cap s' = c·tanh(s/c): caps that bind (0.2, 0.5), that bend (2) and
+ * Gemma 2's 50, plain causal and windowed (W 2) over the packed rows; q and k scaled by 3 so that
+ * the scores (|s| up to ~|q||k|/2 = 18) reach the saturated part of the tanh. */
+TEST(gradcheck_attention_softcap) {
+    int B = 2, T = 6, NH = 4, NKV = 2, HS = 4, ld = (NH + 2 * NKV) * HS + 1;
+    size_t nq = (size_t)B * T * NH * HS, nqkv = (size_t)B * T * ld;
+    int32_t seg[12] = {0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2}, win[12];
+    static const float caps[] = {0.2f, 0.5f, 2.0f, 50.0f};
+    for (int W = 0; W <= 2; W += 2)
+        for (int ci = 0; ci < 4; ci++) {
+            fl_window_key_start(win, seg, (size_t)B, T, W);
+            attn_ctx c = {malloc(4 * nqkv), malloc(4 * nq), malloc(4 * B * NH * T), malloc(4 * nq), win, B, T, NH, NKV,
+                          HS, ld, caps[ci]};
+            fill(c.qkv, nqkv, 70 + W + ci, -1, 1); fill(c.dout, nq, 95 + W + ci, -1, 1);
+            for (int n = 0; n < B * T; n++) {
+                for (int e = 0; e < (NH + NKV) * HS; e++) c.qkv[n * ld + e] *= 3.0f; /* q, k */
+                c.qkv[n * ld + ld - 1] = 0.0f;
+            }
+            float *dqkv = malloc(4 * nqkv);
+            for (size_t i = 0; i < nqkv; i++) dqkv[i] = 0.0f;
+            attn_loss(&c);
+            attention_backward_cpu(dqkv, dqkv + NH * HS, dqkv + (NH + NKV) * HS, c.dout, c.out, c.lse, c.qkv,
+                                   c.qkv + NH * HS, c.qkv + (NH + NKV) * HS, win, B, T, NH, NKV, HS, ld, c.cap);
+            fd_compare("soft-capped attention dq|dk|dv", c.qkv, dqkv, nqkv, attn_loss, &c);
+            free(c.qkv); free(c.out); free(c.lse); free(c.dout); free(dqkv);
+        }
 }
 
 /* ---- SwiGLU (the fused gate/up rows) ---- */
@@ -375,6 +403,7 @@ static void gemma_fields(fl_model_config *cfg, int gemma3) {
         cfg->rope_linear_factor = 2.0;
     } else {
         cfg->final_logit_softcapping = 4.0f;
+        cfg->attn_logit_softcapping = 0.5f;   /* binds on these scores: the tanh's curve, not its line */
     }
 }
 
@@ -570,7 +599,8 @@ TEST(matmul_backward_weight_small_rank_strided_thread_independent) {
     }
 }
 /* Gemma: the sandwich norms (post-attention, post-feedforward) with (1 + w) weights, GeGLU-tanh, the
- * embed scale, the query scale, per-layer RoPE; Gemma 3's q/k norms; Gemma 2's soft-capped loss */
+ * embed scale, the query scale, per-layer RoPE; Gemma 3's q/k norms; Gemma 2's soft-capped loss and
+ * attention scores */
 TEST(gradcheck_model_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NONE); }
 TEST(gradcheck_model_gemma3_dropout_recompute) { model_gradcheck(3, 0.3f, 1, FL_QUANT_NONE); }
 TEST(gradcheck_model_nf4_gemma3) { model_gradcheck(3, 0.0f, 0, FL_QUANT_NF4); }

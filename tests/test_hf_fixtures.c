@@ -232,8 +232,15 @@ TEST(hf_gemma3_sandwich_loss_and_grads_recompute) { recompute = 1; check_loss_an
 TEST(hf_gemma3_sandwich_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma3_sandwich"); recompute = 0; }
 /* Gemma2ForCausalLM: Gemma 3's layers without q_norm/k_norm, one RoPE for every layer, and
  * final_logit_softcapping 3.0 (|logits| ~ 3-4: on tanh's curve) in the loss, its gradient and the
- * logits; attn_logit_softcapping null (Gemma 2's 50.0 is refused: config.h) */
+ * logits; attn_logit_softcapping null */
 TEST(hf_gemma2_softcap_logits) { check_logits("gemma2_softcap"); }
 TEST(hf_gemma2_softcap_loss_and_grads) { check_loss_and_grads("gemma2_softcap"); }
 TEST(hf_gemma2_softcap_three_clipped_steps) { check_three_steps("gemma2_softcap"); }
 TEST(hf_gemma2_softcap_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma2_softcap"); recompute = 0; }
+/* Gemma 2's attention soft-cap: attn_logit_softcapping 0.2 (without it transformers' logits move by
+ * ~0.47) over a sliding window of 5 on layer 0 (T 12), with final_logit_softcapping 3.0 */
+TEST(hf_gemma2_attn_softcap_logits) { check_logits("gemma2_attn_softcap"); }
+TEST(hf_gemma2_attn_softcap_loss_and_grads) { check_loss_and_grads("gemma2_attn_softcap"); }
+TEST(hf_gemma2_attn_softcap_three_clipped_steps) { check_three_steps("gemma2_attn_softcap"); }
+TEST(hf_gemma2_attn_softcap_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("gemma2_attn_softcap"); recompute = 0; }
+TEST(hf_gemma2_attn_softcap_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma2_attn_softcap"); recompute = 0; }

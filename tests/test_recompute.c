@@ -61,6 +61,7 @@ static void compare_recompute(const fl_backend *be, const rc_case *c) {
         cfg.window_global_every = 3;
         cfg.rope_local_theta = c->qwen == 3 ? 100.0 : 0.0;
         cfg.final_logit_softcapping = c->qwen == 4 ? 5.0f : 0.0f;
+        cfg.attn_logit_softcapping = c->qwen == 4 ? 1.0f : 0.0f;
     }
     if (!c->qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;

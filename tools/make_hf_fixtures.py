@@ -208,7 +208,28 @@ SPECS = [
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
             tie_word_embeddings=True, attention_bias=False,
             final_logit_softcapping=3.0,                 # small cap: the logits (|z| ~ 4) sit on tanh's curve
-            attn_logit_softcapping=None,                 # Gemma 2's 50.0 needs the attention kernels: refused
+            attn_logit_softcapping=None,                 # gemma2_attn_softcap caps the attention scores
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        name="gemma2_attn_softcap",
+        arch="gemma2",
+        seed=242526,
+        config=dict(
+            vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=12,
+            query_pre_attn_scalar=20,
+            max_position_embeddings=256, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+            # binds: 12 positions, layer 0 sees its last 5, layer 1 all
+            layer_types=["sliding_attention", "full_attention"], sliding_window=5,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            tie_word_embeddings=True, attention_bias=False,
+            final_logit_softcapping=3.0,
+            attn_logit_softcapping=0.2,                  # binds: without it the logits move by ~0.47 (checked below)
         ),
         B=2, T=12,
         lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
@@ -480,6 +501,20 @@ def write_fixture(spec, out_root):
         assert torch.equal(causal_logits[:, :window], mem_logits[:, :window])
         apart = (causal_logits[:, window:] - mem_logits[:, window:]).abs().max().item()
         print(f"    sliding window {window}: full causal attention moves later logits by {apart:.3g}")
+        assert apart > 1e-2, apart
+
+    acap = spec["config"].get("attn_logit_softcapping")
+    if acap is not None:   # the attention soft-cap binds: without it the logits move
+        attns = [mod for mod in pm.modules() if hasattr(mod, "attn_logit_softcapping")]
+        assert attns, "no attention module carries attn_logit_softcapping"
+        for mod in attns:
+            mod.attn_logit_softcapping = None
+        with torch.no_grad():
+            uncapped_logits = pm(input_ids=ids).logits.clone()
+        for mod in attns:
+            mod.attn_logit_softcapping = acap
+        apart = (uncapped_logits - mem_logits).abs().max().item()
+        print(f"    attn_logit_softcapping {acap}: without it the logits move by {apart:.3g}")
         assert apart > 1e-2, apart
 
     # ---- everything below from the files on disk: proves the saved folders are the reference ----

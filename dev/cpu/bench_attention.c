@@ -48,10 +48,10 @@ int main(int argc, char **argv) {
     double best[2][2] = {{1e30, 1e30}, {1e30, 1e30}}; /* [forward, backward][wall, cpu] */
     for (int r = 0; r < runs; r++) {
         double w0 = seconds(CLOCK_MONOTONIC), c0 = seconds(CLOCK_PROCESS_CPUTIME_ID);
-        attention_forward_cpu(out, lse, q, k, v, seg, B, T, NH, NKV, HS, ld);
+        attention_forward_cpu(out, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f);
         double w1 = seconds(CLOCK_MONOTONIC), c1 = seconds(CLOCK_PROCESS_CPUTIME_ID);
         attention_backward_cpu(d, d + (size_t)NH * HS, d + (size_t)(NH + NKV) * HS, dout, out, lse, q, k, v, seg, B, T, NH,
-                               NKV, HS, ld);
+                               NKV, HS, ld, 0.0f);
         double w2 = seconds(CLOCK_MONOTONIC), c2 = seconds(CLOCK_PROCESS_CPUTIME_ID);
         double t[2][2] = {{w1 - w0, c1 - c0}, {w2 - w1, c2 - c1}};
         for (int p = 0; p < 2; p++)

@@ -20,9 +20,9 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         for (int t = 0; t < T; t++) seg[(size_t)b * T + t] = b == 0 ? 0 : (t < T / 3 ? 0 : t < T / 2 ? T / 3 : T / 2);
     std::vector<float> out(nq), lse(N * NH), dqkv(N * ld);
     attention_forward_cpu(out.data(), lse.data(), qkv.data(), qkv.data() + QD, qkv.data() + QD + KVD, seg.data(), B, T, NH,
-                          NKV, HS, ld);
+                          NKV, HS, ld, 0.0f);
     attention_backward_cpu(dqkv.data(), dqkv.data() + QD, dqkv.data() + QD + KVD, dout.data(), out.data(), lse.data(),
-                           qkv.data(), qkv.data() + QD, qkv.data() + QD + KVD, seg.data(), B, T, NH, NKV, HS, ld);
+                           qkv.data(), qkv.data() + QD, qkv.data() + QD + KVD, seg.data(), B, T, NH, NKV, HS, ld, 0.0f);
     bf16 *qkv_d = lab_dev_bf16(qkv), *do_d = lab_dev_bf16(dout), *q_d = qkv_d, *k_d = qkv_d + QD, *v_d = k_d + KVD;
     bf16 *o_d = lab_dev_bf16(out), *dqkv_d;
     CUDA_CHECK(cudaMalloc(&dqkv_d, N * ld * 2));
@@ -36,8 +36,9 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         const char *vn = variant ? "simple" : "mma";
         lab_poison(o_d, nq * 2);
         lab_poison(lse_d, N * NH * 4);
-        if (variant == 0) attention_forward_mma(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, fl_cuda.stream);
-        else attention_forward_simple(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, fl_cuda.stream);
+        if (variant == 0)
+            attention_forward_mma(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, 0.0f, fl_cuda.stream);
+        else attention_forward_simple(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, 0.0f, fl_cuda.stream);
         snprintf(name, sizeof name, "fwd %s B=%d T=%d NH=%d NKV=%d HS=%d out", vn, B, T, NH, NKV, HS);
         lab_check(name, lab_rel_err(lab_host_bf16(o_d, nq), out), 2e-2);
         snprintf(name, sizeof name, "fwd %s T=%d HS=%d lse", vn, T, HS);
@@ -52,10 +53,10 @@ static void validate(int B, int T, int NH, int NKV, int HS) {
         lab_poison(dqkv_d, N * ld * 2);
         if (variant == 0)
             attention_backward_mma(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld,
-                                   fl_cuda.stream);
+                                   0.0f, fl_cuda.stream);
         else
             attention_backward_simple(dq_d, dk_d, dv_d, do_d, o_ref, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld,
-                                      fl_cuda.stream);
+                                      0.0f, fl_cuda.stream);
         snprintf(name, sizeof name, "bwd %s T=%d NH=%d NKV=%d HS=%d dq|dk|dv", vn, T, NH, NKV, HS);
         lab_check(name, lab_rel_err(lab_host_bf16(dqkv_d, N * ld), dqkv), 2e-2);
     }
@@ -76,17 +77,17 @@ static void timing(const char *model, int B, int T, int NH, int NKV, int HS, int
     double flops_fwd = 4.0 * B * NH * HS * (double)T * T / 2;
     cudaStream_t s = fl_cuda.stream;
     /* a real lse (the forward's) so the backward's exponentials see realistic values */
-    attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s);
-    double t_fwd = lab_time_ms([&] { attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 10);
-    attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s);
+    attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s);
+    double t_fwd = lab_time_ms([&] { attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s); }, 10);
+    attention_forward_mma(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s);
     double t_bwd = lab_time_ms(
-        [&] { attention_backward_mma(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 10);
+        [&] { attention_backward_mma(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s); }, 10);
     printf("%-16s B=%d T=%d NH=%d NKV=%d HS=%d: fwd mma %.3f ms (%.0f TFLOP/s), bwd mma %.3f ms (%.0f TFLOP/s)", model,
            B, T, NH, NKV, HS, t_fwd, flops_fwd / t_fwd / 1e9, t_bwd, 2.5 * flops_fwd / t_bwd / 1e9);
     if (with_simple) {
-        double t_sf = lab_time_ms([&] { attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 3);
+        double t_sf = lab_time_ms([&] { attention_forward_simple(o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s); }, 3);
         double t_sb = lab_time_ms(
-            [&] { attention_backward_simple(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, s); }, 3);
+            [&] { attention_backward_simple(dq, dk, dv, dout, o, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f, s); }, 3);
         printf(", simple fwd %.3f ms, simple bwd %.3f ms", t_sf, t_sb);
     }
     printf("\nattn_ms %s fwd %.3f bwd %.3f\n", model, t_fwd, t_bwd);

@@ -18,9 +18,9 @@ static void attention(const fl_backend *cu, const char *variant, int B, int T, i
         for (int t = 0; t < T; t++) seg[(size_t)b * T + t] = b % 2 ? t - t % 37 : 0;
     std::vector<float> out(nq), lse(N * NH), dqkv(N * ld, 0.0f);
     const float *qh = qkv.data(), *kh = qh + QD, *vh = kh + KVD;
-    attention_forward_cpu(out.data(), lse.data(), qh, kh, vh, seg.data(), B, T, NH, NKV, HS, ld);
+    attention_forward_cpu(out.data(), lse.data(), qh, kh, vh, seg.data(), B, T, NH, NKV, HS, ld, 0.0f);
     attention_backward_cpu(dqkv.data(), dqkv.data() + QD, dqkv.data() + QD + KVD, dout.data(), out.data(), lse.data(), qh,
-                           kh, vh, seg.data(), B, T, NH, NKV, HS, ld);
+                           kh, vh, seg.data(), B, T, NH, NKV, HS, ld, 0.0f);
     bf16 *qkv_d = lab_dev_bf16(qkv), *do_d = lab_dev_bf16(dout), *o_d, *dqkv_d;
     float *lse_d;
     CUDA_CHECK(cudaMalloc(&o_d, nq * 2));
@@ -29,8 +29,8 @@ static void attention(const fl_backend *cu, const char *variant, int B, int T, i
     lab_memset(dqkv_d, 0, N * ld * 2); /* the unused columns stay 0, as the CPU's */
     int32_t *seg_d = lab_dev(seg);
     bf16 *q_d = qkv_d, *k_d = q_d + QD, *v_d = k_d + KVD, *dq_d = dqkv_d, *dk_d = dq_d + QD, *dv_d = dk_d + KVD;
-    cu->attention_forward(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld);
-    cu->attention_backward(dq_d, dk_d, dv_d, do_d, o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld);
+    cu->attention_forward(o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, 0.0f);
+    cu->attention_backward(dq_d, dk_d, dv_d, do_d, o_d, lse_d, q_d, k_d, v_d, seg_d, B, T, NH, NKV, HS, ld, 0.0f);
     char name[96];
     snprintf(name, sizeof name, "attention %s B=%d T=%d NH=%d NKV=%d HS=%d out", variant, B, T, NH, NKV, HS);
     lab_check(name, lab_rel_err(lab_host_bf16(o_d, nq), out), 2e-2);

@@ -171,14 +171,18 @@ typedef struct fl_backend {
      * backward). Query t of row b sees keys seg_start[b*T+t] .. t, which is how packed documents
      * stay apart, and how a sliding window applies (the engine passes max(document start,
      * t - W + 1): engine/model.h fl_window_key_start); key tiles before every query's first key are
-     * skipped. */
+     * skipped. softcap > 0 (Gemma 2's attn_logit_softcapping) caps each scaled score
+     * s = q·k/sqrt(HS) to softcap·tanh(s/softcap) before the mask and the softmax (the lse is of the
+     * capped scores); softcap 0: no cap. */
     void (*attention_forward)(void *out, float *lse, const void *q, const void *k, const void *v,
-                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
+                              const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                              float softcap);
     /* dq, dk, dv assigned, laid out as q, k, v (stride ld_qkv: one dqkv buffer); dout, out
-     * contiguous (N, NH·HS). */
+     * contiguous (N, NH·HS). softcap as in the forward: the softmax's gradient is multiplied by
+     * 1 − tanh²(s/softcap) on its way to dq and dk. */
     void (*attention_backward)(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                                const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
-                               int NH, int NKV, int HS, int ld_qkv);
+                               int NH, int NKV, int HS, int ld_qkv, float softcap);
     /* out (N, FF) = silu(gate) * up, gate_up (N, 2FF) rows [gate | up] (the fused projection's output) */
     void (*swiglu_forward)(void *out, const void *gate_up, size_t N, int FF);
     /* dgate_up (N, 2FF) rows [dgate | dup] from dout (N, FF) */
@@ -247,9 +251,9 @@ typedef struct fl_backend {
      * (>= start+Tn, NKV, HS) hold positions 0 .. start+Tn-1 (k with RoPE). out (Tn, NH, HS)
      * assigned: query i sees keys lo .. start+i, lo = max(0, start+i-window+1) (window 0: lo = 0;
      * a sliding window, model/config.h). The same math as attention_forward with seg_start lo,
-     * without the lse. */
+     * without the lse; softcap likewise (0: none). */
     void (*attention_decode)(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
-                             int window, int NH, int NKV, int HS, int ld_q);
+                             int window, int NH, int NKV, int HS, int ld_q, float softcap);
 
     /* ---- describing the device (bench) ----
      * describe fills *info (fl_device_info above); measure_peak != 0 also runs the backend's own

@@ -208,7 +208,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     fl_model_rope_forward(m, l, v.qkv, a->pos, N, m->rope_seq);   /* q and k; layer l's table for the batch (staging.c) */
     fl_model_scale_q(m, v.qkv, N);   /* Gemma's query_pre_attn_scalar */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                          layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
+                          layer_key_start(m, l), B, T, NH, NKV, HS, QKV, c->attn_logit_softcapping);
     be->copy(v.h_mid, v.h, N * C * be->act_size);
     if (c->sandwich_norms) {   /* h_mid = h + rms(o(att)); wide: scratch */
         group_forward(m, l, &o, v.att_proj, C, 0.0f, v.att, QD, v.xa_o, N);
@@ -344,7 +344,7 @@ void fl_model_backward(fl_model *m) {
         group_backward(m, l, &o, a->dwide, QD, 1, d_o, C, v.att, QD, v.xa_o, N);
         be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
-                               layer_key_start(m, l), B, T, NH, NKV, HS, QKV);
+                               layer_key_start(m, l), B, T, NH, NKV, HS, QKV, c->attn_logit_softcapping);
         fl_model_scale_q(m, a->dqkv, N);   /* Gemma: d q before the scale */
         be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, l, m->rope_seq), fl_config_rope_attention_factor(c), N,
                           NH + NKV, HS, fl_config_rotary_dim(c), QKV);

@@ -92,7 +92,8 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
             be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);
             be->copy(at(d, vc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD + KVD), row);
         }
-        be->attention_decode(d->att, d->qkv, kc, vc, d->n, Tn, fl_config_layer_window(c, l), NH, NKV, HS, QKV);
+        be->attention_decode(d->att, d->qkv, kc, vc, d->n, Tn, fl_config_layer_window(c, l), NH, NKV, HS, QKV,
+                             c->attn_logit_softcapping);
         if (c->sandwich_norms) { /* Gemma: h += rms(o(att)) */
             fl_model_project(m, l, FL_GROUP_O, d->proj, C, 0.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
             fl_model_norm(m, d->wide, d->rstd, d->proj, w->post_attn_norm, (size_t)Tn, C);

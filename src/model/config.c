@@ -323,10 +323,14 @@ static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
     FL_TRY(get_number(path, root, "final_logit_softcapping", 0, cap, &cap));
     if (cap < 0) return fl_input_error("%s: field 'final_logit_softcapping' must be null or positive", path);
     cfg->final_logit_softcapping = (float)cap;
+    /* absent: Gemma2Config's 50.0 (Gemma3TextConfig's None); null: none */
     json_t *acap = json_object_get(root, "attn_logit_softcapping");
-    if ((!acap && !gemma3) || (acap && !json_is_null(acap)))   /* Gemma2Config's default is 50.0 */
-        return fl_input_error("%s: field 'attn_logit_softcapping' is set; attention logit soft-capping is not "
-                              "implemented yet (supported: null)", path);
+    double attn_cap = gemma3 ? 0.0 : 50.0;
+    if (acap && json_is_null(acap)) attn_cap = 0.0;
+    else FL_TRY(get_number(path, root, "attn_logit_softcapping", 0, attn_cap, &attn_cap));
+    if (acap && !json_is_null(acap) && !(attn_cap > 0))   /* 0 would divide by zero in HF too */
+        return fl_input_error("%s: field 'attn_logit_softcapping' must be null or positive", path);
+    cfg->attn_logit_softcapping = (float)attn_cap;
     int flag = 0;
     FL_TRY(get_bool(path, root, "use_bidirectional_attention", 0, &flag));
     if (flag)
@@ -567,9 +571,7 @@ static const preset presets[] = {
     /* google/gemma-2-2b: transformers' Gemma2Config defaults (those of the 2B: e.g.
      * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
      * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
-     * final_logit_softcapping 30, rope_theta 1e4: 2,614,341,888 parameters. Its attn_logit_softcapping
-     * 50.0 is not implemented (a Gemma 2 config.json is refused); plan and bench size and time the
-     * rest of the model with this preset */
+     * final_logit_softcapping 30, attn_logit_softcapping 50, rope_theta 1e4: 2,614,341,888 parameters */
     {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL},
 };
 
@@ -583,6 +585,7 @@ static void preset_gemma(fl_model_config *cfg) {
     cfg->embed_scale = sqrt((double)cfg->hidden_size);
     cfg->query_pre_attn_scalar = 256;
     cfg->final_logit_softcapping = gemma3 ? 0.0f : 30.0f;
+    cfg->attn_logit_softcapping = gemma3 ? 0.0f : 50.0f;
     cfg->rope_local_theta = gemma3 ? 1e4 : 0.0;
     cfg->sliding_window = gemma3 ? 512 : 4096;
     cfg->window_global_every = gemma3 ? 6 : 2;   /* every 6th / every 2nd layer global, the others slide */

@@ -70,6 +70,8 @@ typedef struct {
     int query_pre_attn_scalar; /* attention scores scaled by query_pre_attn_scalar^-0.5 instead of HS^-0.5;
                                 0: HS */
     float final_logit_softcapping; /* logits z -> cap·tanh(z/cap) before the loss; 0: none */
+    float attn_logit_softcapping;  /* Gemma 2: each scaled attention score s -> cap·tanh(s/cap) before the
+                                      mask and softmax (backend.h attention_forward's softcap); 0: none */
     double rope_local_theta; /* Gemma 3: RoPE base of the sliding layers (those with a window,
                                 fl_config_layer_window; rope_local_base_freq / the sliding_attention
                                 rope_parameters), default RoPE; 0: every layer uses rope_theta */
@@ -93,8 +95,8 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's),
  * Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
  * their sliding layers (layer_types, else Gemma 3's sliding_window_pattern, default 6, and Gemma 2's
- * alternation, sliding first) through the same rule; a non-null attn_logit_softcapping is refused (not
- * implemented). Longrope (Phi-3's rope_scaling) and a local RoPE base (Gemma 3) never meet: only
+ * alternation, sliding first) through the same rule; attn_logit_softcapping absent is Gemma 2's 50.0
+ * (Gemma 3's none), null is none. Longrope (Phi-3's rope_scaling) and a local RoPE base (Gemma 3) never meet: only
  * parse_rope reads longrope and only parse_gemma sets rope_local_theta, one or the other per family. */
 int fl_config_load(fl_model_config *cfg, const char *path);
 

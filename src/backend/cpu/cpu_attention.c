@@ -4,6 +4,9 @@
  *   s_tj = q_t·k_j / sqrt(HS) for seg_start[t] <= j <= t;  p = softmax_j(s);  out_t = Σ_j p_tj v_j
  *   backward: D_t = dout_t·out_t, dp_tj = dout_t·v_j, ds_tj = p_tj (dp_tj − D_t),
  *             dq_t = Σ_j ds_tj k_j / sqrt(HS), dk_j += ds_tj q_t / sqrt(HS), dv_j += p_tj dout_t.
+ * With a soft-cap c > 0 (Gemma 2's attn_logit_softcapping) the softmax sees s'_tj = c·tanh(s_tj/c)
+ * (before the mask: masked keys stay out either way), the lse is of s', and the backward recomputes
+ * s' and multiplies ds_tj by ds'/ds = 1 − tanh²(s_tj/c). c = 0 runs the uncapped code unchanged.
  * Query head h reads key/value head h / (NH/NKV), never a materialized copy. Query t of row b
  * sees keys seg_start[b*T+t] .. t (0 .. t for plain causal attention; on a sliding-window layer the
  * engine passes max(document start, t - W + 1), engine/model.h fl_window_key_start, so the tile
@@ -83,7 +86,8 @@ static inline void tile_range(int t, int seg, int k0, int nk, int *j0, int *j1) 
 }
 
 void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
-                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv) {
+                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                           float softcap) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
     int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
@@ -126,16 +130,22 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                             float *s = S + (size_t)r * nk;
                             int j0, j1;
                             tile_range(t0 + r, seg[r], k0, nk, &j0, &j1);
+                            float sc = scale;
+                            if (softcap > 0.0f) { /* s ← c·tanh(s·scale/c): scaled already */
+                                float inv_cap = scale / softcap;
+                                for (int j = j0; j < j1; j++) s[j] = softcap * tanhf(s[j] * inv_cap);
+                                sc = 1.0f;
+                            }
                             float s_max = -INFINITY; /* scale > 0: max(s)·scale is max(s·scale), rounding included */
                             #pragma omp simd reduction(max : s_max)
                             for (int j = j0; j < j1; j++) s_max = s[j] > s_max ? s[j] : s_max;
-                            float m = s_max * scale > run_max[r] ? s_max * scale : run_max[r];
+                            float m = s_max * sc > run_max[r] ? s_max * sc : run_max[r];
                             /* rows with no key here yet keep max -inf: their p and sum stay 0 */
                             float corr = m == -INFINITY ? 1.0f : fl_expf(run_max[r] - m), sum = 0.0f;
                             for (int j = 0; j < j0; j++) s[j] = 0.0f;
                             #pragma omp simd reduction(+ : sum)
                             for (int j = j0; j < j1; j++) {
-                                s[j] = fl_expf(s[j] * scale - m);
+                                s[j] = fl_expf(s[j] * sc - m);
                                 sum += s[j];
                             }
                             for (int j = j1; j < nk; j++) s[j] = 0.0f;
@@ -168,7 +178,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
 
 void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, const void *out_, const float *lse,
                             const void *q_, const void *k_, const void *v_, const int32_t *seg_start, int B, int T,
-                            int NH, int NKV, int HS, int ld_qkv) {
+                            int NH, int NKV, int HS, int ld_qkv, float softcap) {
     float *dq = dq_, *dk = dk_, *dv = dv_;
     const float *dout = dout_, *out = out_, *q = q_, *k = k_, *v = v_;
     int group = NH / NKV;
@@ -246,10 +256,19 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                             int j0, j1;
                             tile_range(t0 + r, seg[t0 + r], k0, nq, &j0, &j1);
                             for (int j = 0; j < j0; j++) p[j] = ds[j] = 0.0f;
-                            #pragma omp simd
-                            for (int j = j0; j < j1; j++) {
-                                p[j] = fl_expf(p[j] * scale - L);
-                                ds[j] = p[j] * (ds[j] - Dr) * scale;
+                            if (softcap > 0.0f) {
+                                float inv_cap = scale / softcap;
+                                for (int j = j0; j < j1; j++) {
+                                    float th = tanhf(p[j] * inv_cap); /* the forward's tanh, recomputed */
+                                    p[j] = fl_expf(softcap * th - L);
+                                    ds[j] = p[j] * (ds[j] - Dr) * (1.0f - th * th) * scale;
+                                }
+                            } else {
+                                #pragma omp simd
+                                for (int j = j0; j < j1; j++) {
+                                    p[j] = fl_expf(p[j] * scale - L);
+                                    ds[j] = p[j] * (ds[j] - Dr) * scale;
+                                }
                             }
                             for (int j = j1; j < nq; j++) p[j] = ds[j] = 0.0f;
                         }

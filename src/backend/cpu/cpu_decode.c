@@ -4,7 +4,8 @@
  *   s_ij = q_i·k_j / sqrt(HS) for lo_i <= j <= start+i;  p = softmax_j(s);  out_i = Σ_j p_ij v_j
  * lo_i = 0, or under a sliding window of W positions max(0, start+i-W+1) (the cache keeps every
  * position; keys before the window are simply not read). Query head h reads key/value head
- * h / (NH/NKV). One sequence (no batch), f32 (CPU act type). */
+ * h / (NH/NKV). One sequence (no batch), f32 (CPU act type). softcap > 0 caps each s to
+ * softcap·tanh(s/softcap) first (Gemma 2), as attention_forward_cpu does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "common/error.h"
 
 void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void *v_, int start, int Tn, int window, int NH,
-                          int NKV, int HS, int ld_q) {
+                          int NKV, int HS, int ld_q, float softcap) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
     int group = NH / NKV, T = start + Tn;
@@ -32,7 +33,7 @@ void attention_decode_cpu(void *out_, const void *q_, const void *k_, const void
                     float s = 0.0f;
                     #pragma omp simd reduction(+ : s)
                     for (int d = 0; d < HS; d++) s += qi[d] * kj[d];
-                    scores[j] = s * scale;
+                    scores[j] = softcap > 0.0f ? softcap * tanhf(s * scale / softcap) : s * scale;
                     if (scores[j] > max) max = scores[j];
                 }
                 float sum = 0.0f;

@@ -3,6 +3,6 @@
 #define FL_CPU_DECODE_H
 
 void attention_decode_cpu(void *out, const void *q, const void *k_cache, const void *v_cache, int start, int Tn,
-                          int window, int NH, int NKV, int HS, int ld_q);
+                          int window, int NH, int NKV, int HS, int ld_q, float softcap);
 
 #endif

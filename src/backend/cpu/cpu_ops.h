@@ -52,10 +52,11 @@ void rope_forward_cpu(void *x, const int32_t *pos, const float *inv_freq, float 
 void rope_backward_cpu(void *dx, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS,
                        int RD, int ld);
 void attention_forward_cpu(void *out, float *lse, const void *q, const void *k, const void *v,
-                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv);
+                           const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                           float softcap);
 void attention_backward_cpu(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                             const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
-                            int NH, int NKV, int HS, int ld_qkv);
+                            int NH, int NKV, int HS, int ld_qkv, float softcap);
 void rmsnorm_offset_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
                                 float eps, size_t N, int C, int ld_out);
 void rmsnorm_offset_backward_cpu(void *dinp, const void *dout, const void *inp, const void *weight, float w_offset,

@@ -18,7 +18,11 @@
  *                every query that sees the key: dv += p·dout, dk += ds·q.
  * Splitting the backward into a dq pass and a dk/dv pass costs a second QKᵀ and dout·Vᵀ but needs
  * no atomics, so results are bitwise reproducible (the determinism test depends on it).
- * D = rowsum(dout ∘ out) is computed once by its own small kernel into the scratch arena. */
+ * D = rowsum(dout ∘ out) is computed once by its own small kernel into the scratch arena.
+ *
+ * Soft-cap (softcap > 0, Gemma 2's attn_logit_softcapping): every kernel here caps the scaled score,
+ * s' = c·tanh(s/c), before the mask's online softmax, and the backward multiplies ds by
+ * 1 − tanh²(s/c), as the CPU op; so do the tensor-core kernels (their CAP instantiations). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +44,8 @@ __device__ __forceinline__ void load_tile(float *tile, const bf16 *x, int b, int
 }
 
 __global__ void attention_forward_simple_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-                                                const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld) {
+                                                const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld,
+                                                float softcap) {
     extern __shared__ float smem[];
     float *Ks = smem, *Vs = Ks + TILE * (HS + 1), *Qw = Vs + TILE * (HS + 1);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -70,6 +75,7 @@ __global__ void attention_forward_simple_kernel(bf16 *out, float *lse, const bf1
             const float *kr = Ks + lane * (HS + 1);
             for (int d = 0; d < HS; d++) dot += qv[d] * kr[d];
             s = dot * scale;
+            if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
         }
         float tile_max = warp_reduce_max(s);
         if (tile_max == -INFINITY) continue;
@@ -113,7 +119,8 @@ __global__ void attention_rowdot_kernel(float *D, const bf16 *dout, const bf16 *
 
 __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, const float *lse, const float *D,
                                                     const bf16 *q, const bf16 *k, const bf16 *v,
-                                                    const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld) {
+                                                    const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld,
+                                                    float softcap) {
     extern __shared__ float smem[];
     float *Ks = smem, *Vs = Ks + TILE * (HS + 1), *W = Vs + TILE * (HS + 1);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -153,8 +160,14 @@ __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, 
                 s += qv[d] * kr[d];
                 dp += dov[d] * vr[d];
             }
-            float p = expf(s * scale - L);
-            ds = p * (dp - Dt) * scale;
+            float sc = s * scale, dcap = 1.0f;
+            if (softcap > 0.0f) {
+                float th = tanhf(sc / softcap);
+                sc = softcap * th;
+                dcap = 1.0f - th * th;
+            }
+            float p = expf(sc - L);
+            ds = p * (dp - Dt) * dcap * scale;
         }
         for (int jj = 0; jj < TILE; jj++) {
             float dsj = __shfl_sync(0xffffffffu, ds, jj);
@@ -173,7 +186,8 @@ __global__ void attention_backward_dq_simple_kernel(bf16 *dq, const bf16 *dout, 
 
 __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const bf16 *dout, const float *lse,
                                                      const float *D, const bf16 *q, const bf16 *k, const bf16 *v,
-                                                     const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld) {
+                                                     const int32_t *seg_start, int T, int NH, int NKV, int HS, int ld,
+                                                     float softcap) {
     extern __shared__ float smem[];
     float *Qs = smem, *Os = Qs + TILE * (HS + 1), *W = Os + TILE * (HS + 1);
     __shared__ float Ls[TILE], Ds[TILE];
@@ -222,8 +236,14 @@ __global__ void attention_backward_dkv_simple_kernel(bf16 *dk, bf16 *dv, const b
                     s += qr[d] * kv[d];
                     dp += orow[d] * vv[d];
                 }
-                p = expf(s * scale - Ls[lane]);
-                ds = p * (dp - Ds[lane]) * scale;
+                float sc = s * scale, dcap = 1.0f;
+                if (softcap > 0.0f) {
+                    float th = tanhf(sc / softcap);
+                    sc = softcap * th;
+                    dcap = 1.0f - th * th;
+                }
+                p = expf(sc - Ls[lane]);
+                ds = p * (dp - Ds[lane]) * dcap * scale;
             }
             for (int tt = 0; tt < TILE; tt++) {
                 float pt = __shfl_sync(0xffffffffu, p, tt), dst = __shfl_sync(0xffffffffu, ds, tt);
@@ -263,19 +283,19 @@ template <typename K> static void allow_smem(K kernel, size_t bytes) {
 
 void attention_forward_simple(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
                               const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
-                              cudaStream_t stream) {
+                              float softcap, cudaStream_t stream) {
     check_heads(NH, NKV, HS, "attention_forward");
     if (!B || !T) return;
     fl_cuda_launch l = fl_cuda_attn_simple_launch(B, T, NH, HS);
     allow_smem(attention_forward_simple_kernel, l.smem_bytes);
     attention_forward_simple_kernel<<<dim3(l.grid_x, l.grid_y, l.grid_z), l.threads, l.smem_bytes, stream>>>(
-        out, lse, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv);
+        out, lse, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv, softcap);
     CUDA_LAUNCH_CHECK();
 }
 
 void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                                const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
-                               int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream) {
+                               int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream) {
     check_heads(NH, NKV, HS, "attention_backward");
     if (!B || !T) return;
     size_t rows = (size_t)B * T * NH;
@@ -285,12 +305,12 @@ void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, c
     fl_cuda_launch lq = fl_cuda_attn_simple_launch(B, T, NH, HS);
     allow_smem(attention_backward_dq_simple_kernel, lq.smem_bytes);
     attention_backward_dq_simple_kernel<<<dim3(lq.grid_x, lq.grid_y, lq.grid_z), lq.threads, lq.smem_bytes, stream>>>(
-        dq, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv);
+        dq, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv, softcap);
     CUDA_LAUNCH_CHECK();
     fl_cuda_launch lk = fl_cuda_attn_simple_launch(B, T, NKV, HS);
     allow_smem(attention_backward_dkv_simple_kernel, lk.smem_bytes);
     attention_backward_dkv_simple_kernel<<<dim3(lk.grid_x, lk.grid_y, lk.grid_z), lk.threads, lk.smem_bytes, stream>>>(
-        dk, dv, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv);
+        dk, dv, dout, lse, D, q, k, v, seg_start, T, NH, NKV, HS, ld_qkv, softcap);
     CUDA_LAUNCH_CHECK();
 }
 
@@ -313,19 +333,21 @@ extern "C" const char *fl_cuda_attention_variant(void) {
 }
 
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,
-                       int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream) {
+                       int T, int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream) {
     if (use_mma(HS, ld_qkv, q, k, v, out))
-        attention_forward_mma(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
-    else attention_forward_simple(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
+        attention_forward_mma(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap, stream);
+    else attention_forward_simple(out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap, stream);
 }
 
 void attention_backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
                         const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int HS,
-                        int ld_qkv, cudaStream_t stream) {
+                        int ld_qkv, float softcap, cudaStream_t stream) {
     /* FL_CUDA_ATTN_BWD=simple keeps the simple backward under the tensor-core forward */
     static int bwd_simple = -1;
     if (bwd_simple < 0) bwd_simple = getenv("FL_CUDA_ATTN_BWD") && !strcmp(getenv("FL_CUDA_ATTN_BWD"), "simple");
     if (!bwd_simple && use_mma(HS, ld_qkv, q, k, v, out) && fl_aligned16(dq, dk, dv, dout))
-        attention_backward_mma(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
-    else attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, stream);
+        attention_backward_mma(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap,
+                               stream);
+    else attention_backward_simple(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap,
+                                   stream);
 }

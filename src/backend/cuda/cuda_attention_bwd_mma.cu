@@ -8,6 +8,8 @@
  * Math (the CPU spec, backend/cpu/cpu_attention.c), with s the scaled score of query t, key j:
  *   P = exp(s − lse_t) on seg_start[t] <= j <= t, D_t = Σ_d dO_t·O_t, dP = dO·Vᵀ, dS = P∘(dP − D),
  *   dV = Pᵀ·dO, dK = dSᵀ·Q / √HS, dQ = dS·K / √HS.
+ * Under Gemma 2's soft-cap c (the CAP instantiations) s is c·tanh(s/c) and dS carries the factor
+ * 1 − tanh²(s/c) (cuda_mma.cuh score_log2).
  * Scores run in the log2 domain as in the forward: P = exp2(q·k · log2e/√HS − lse·log2e).
  *
  * Two passes instead of FlashAttention-2's atomic dQ accumulation:
@@ -178,11 +180,12 @@ __device__ __forceinline__ void load_query_tile(bf16 *Qs, bf16 *dOs, float *Ls, 
     }
 }
 
-template <int HS, int QT>
+template <int HS, int QT, bool CAP>
 __global__ void __launch_bounds__(128)
     attention_bwd_dkv_kernel(bf16 *dk, bf16 *dv, float *dk_part, float *dv_part, const bf16 *q, const bf16 *k,
                              const bf16 *v, const bf16 *dout, const float *L2, const float *D, const int32_t *seg_start,
-                             const int32_t *seg_min, int T, int NH, int NKV, int ld_qkv, int seg_chunks) {
+                             const int32_t *seg_min, int T, int NH, int NKV, int ld_qkv, int seg_chunks,
+                             float softcap) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *Ks = (bf16 *)smem_raw, *Vs = Ks + BKV * HS;
     bf16 *Qs = Vs + BKV * HS, *dOs = Qs + 2 * QT * HS; /* [2][QT * HS] each */
@@ -192,6 +195,7 @@ __global__ void __launch_bounds__(128)
     const int h = blockIdx.y, b = blockIdx.z, kvh = h / (NH / NKV);
     const int k0 = blockIdx.x * BKV, k_last = min(T - 1, k0 + BKV - 1);
     const float scale_log2 = rsqrtf((float)HS) * LOG2E;
+    const float inv_cap = CAP ? rsqrtf((float)HS) / softcap : 0.0f, cap_log2 = CAP ? softcap * LOG2E : 0.0f;
 
     const bf16 *q_bh = q + (size_t)b * T * ld_qkv + (size_t)h * HS;
     const bf16 *do_bh = dout + (size_t)b * T * NH * HS + (size_t)h * HS;
@@ -245,10 +249,13 @@ __global__ void __launch_bounds__(128)
                 const int t = q0 + tl + e, seg = e ? sg.y : sg.x;
                 const float Lt = e ? L.y : L.x, Dt = e ? Dv.y : Dv.x;
                 const bool ok = t < T;
-                p[e] = ok && j_a <= t && seg <= j_a ? fast_exp2(s[nb][e] * scale_log2 - Lt) : 0.0f;
-                p[2 + e] = ok && j_b <= t && seg <= j_b ? fast_exp2(s[nb][2 + e] * scale_log2 - Lt) : 0.0f;
-                ds[e] = p[e] * (dp[nb][e] - Dt);
-                ds[2 + e] = p[2 + e] * (dp[nb][2 + e] - Dt);
+                float dca, dcb;
+                const float sa = score_log2<CAP>(s[nb][e], scale_log2, inv_cap, cap_log2, &dca);
+                const float sb = score_log2<CAP>(s[nb][2 + e], scale_log2, inv_cap, cap_log2, &dcb);
+                p[e] = ok && j_a <= t && seg <= j_a ? fast_exp2(sa - Lt) : 0.0f;
+                p[2 + e] = ok && j_b <= t && seg <= j_b ? fast_exp2(sb - Lt) : 0.0f;
+                ds[e] = p[e] * (dp[nb][e] - Dt) * dca;
+                ds[2 + e] = p[2 + e] * (dp[nb][2 + e] - Dt) * dcb;
             }
             pa[nb / 2][(nb & 1) * 2 + 0] = pack_bf16(p[0], p[1]);
             pa[nb / 2][(nb & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
@@ -319,11 +326,11 @@ __global__ void attention_bwd_gqa_reduce_kernel(bf16 *dk, bf16 *dv, const float 
 
 /* ---- dQ ---- */
 
-template <int HS>
+template <int HS, bool CAP>
 __global__ void __launch_bounds__(128)
     attention_bwd_dq_kernel(bf16 *dq, const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *dout, const float *L2,
                             const float *D, const int32_t *seg_start, const int32_t *seg_min, int T, int NH, int NKV,
-                            int ld_qkv, int seg_chunks) {
+                            int ld_qkv, int seg_chunks, float softcap) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *Qs = (bf16 *)smem_raw, *dOs = Qs + BQ * HS;
     bf16 *Ks = dOs + BQ * HS, *Vs = Ks + 2 * BKV * HS; /* [2][BKV * HS] each */
@@ -332,6 +339,7 @@ __global__ void __launch_bounds__(128)
     const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ; /* last (longest) query tiles first */
     const int q_last = min(T - 1, q0 + BQ - 1);
     const float scale_log2 = rsqrtf((float)HS) * LOG2E;
+    const float inv_cap = CAP ? rsqrtf((float)HS) / softcap : 0.0f, cap_log2 = CAP ? softcap * LOG2E : 0.0f;
 
     const bf16 *k_bh = k + (size_t)b * T * ld_qkv + (size_t)kvh * HS;
     const bf16 *v_bh = v + (size_t)b * T * ld_qkv + (size_t)kvh * HS;
@@ -382,10 +390,13 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int j = k0 + nb * 8 + 2 * c + e;
-                float pa = seg_a <= j && j <= tq_a ? fast_exp2(s[nb][e] * scale_log2 - L_a) : 0.0f;
-                float pb = seg_b <= j && j <= tq_b ? fast_exp2(s[nb][2 + e] * scale_log2 - L_b) : 0.0f;
-                ds[e] = pa * (dp[nb][e] - D_a);
-                ds[2 + e] = pb * (dp[nb][2 + e] - D_b);
+                float dca, dcb;
+                const float sa = score_log2<CAP>(s[nb][e], scale_log2, inv_cap, cap_log2, &dca);
+                const float sb = score_log2<CAP>(s[nb][2 + e], scale_log2, inv_cap, cap_log2, &dcb);
+                float pa = seg_a <= j && j <= tq_a ? fast_exp2(sa - L_a) : 0.0f;
+                float pb = seg_b <= j && j <= tq_b ? fast_exp2(sb - L_b) : 0.0f;
+                ds[e] = pa * (dp[nb][e] - D_a) * dca;
+                ds[2 + e] = pb * (dp[nb][2 + e] - D_b) * dcb;
             }
             da[nb / 2][(nb & 1) * 2 + 0] = pack_bf16(ds[0], ds[1]);
             da[nb / 2][(nb & 1) * 2 + 1] = pack_bf16(ds[2], ds[3]);
@@ -415,14 +426,14 @@ template <typename K> static void set_smem(K kernel, size_t bytes) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <int HS, int QT>
+template <int HS, int QT, bool CAP>
 static void launch(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
                    const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int ld_qkv,
-                   const fl_cuda_attn_bwd_plan &p, cudaStream_t stream) {
+                   float softcap, const fl_cuda_attn_bwd_plan &p, cudaStream_t stream) {
     static int attributes_set; /* per instantiation: dynamic shared memory above 48 KiB is opt-in */
     if (!attributes_set) {
-        set_smem(attention_bwd_dkv_kernel<HS, QT>, p.dkv.smem_bytes);
-        set_smem(attention_bwd_dq_kernel<HS>, p.dq.smem_bytes);
+        set_smem(attention_bwd_dkv_kernel<HS, QT, CAP>, p.dkv.smem_bytes);
+        set_smem(attention_bwd_dq_kernel<HS, CAP>, p.dq.smem_bytes);
         attributes_set = 1;
     }
     unsigned char *scratch = (unsigned char *)fl_cuda_scratch(FL_SCRATCH_ATTN, p.scratch_bytes);
@@ -434,12 +445,14 @@ static void launch(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *o
     attention_bwd_prep_kernel<HS><<<dim3(p.prep.grid_x, p.prep.grid_y, p.prep.grid_z), p.prep.threads, 0, stream>>>(
         L2, D, seg_min, dout, out, lse, seg_start, T, NH, p.seg_chunks);
     CUDA_LAUNCH_CHECK();
-    attention_bwd_dkv_kernel<HS, QT><<<dim3(p.dkv.grid_x, p.dkv.grid_y, p.dkv.grid_z), p.dkv.threads, p.dkv.smem_bytes,
-                                       stream>>>(dk, dv, dk_part, dv_part, q, k, v, dout, L2, D, seg_start, seg_min, T,
-                                                 NH, NKV, ld_qkv, p.seg_chunks);
+    attention_bwd_dkv_kernel<HS, QT, CAP><<<dim3(p.dkv.grid_x, p.dkv.grid_y, p.dkv.grid_z), p.dkv.threads,
+                                            p.dkv.smem_bytes, stream>>>(dk, dv, dk_part, dv_part, q, k, v, dout, L2, D,
+                                                                        seg_start, seg_min, T, NH, NKV, ld_qkv,
+                                                                        p.seg_chunks, softcap);
     CUDA_LAUNCH_CHECK();
-    attention_bwd_dq_kernel<HS><<<dim3(p.dq.grid_x, p.dq.grid_y, p.dq.grid_z), p.dq.threads, p.dq.smem_bytes, stream>>>(
-        dq, q, k, v, dout, L2, D, seg_start, seg_min, T, NH, NKV, ld_qkv, p.seg_chunks);
+    attention_bwd_dq_kernel<HS, CAP><<<dim3(p.dq.grid_x, p.dq.grid_y, p.dq.grid_z), p.dq.threads, p.dq.smem_bytes,
+                                       stream>>>(dq, q, k, v, dout, L2, D, seg_start, seg_min, T, NH, NKV, ld_qkv,
+                                                 p.seg_chunks, softcap);
     CUDA_LAUNCH_CHECK();
     if (p.gqa_partials) {
         attention_bwd_gqa_reduce_kernel<<<p.reduce.grid_x, p.reduce.threads, 0, stream>>>(
@@ -450,7 +463,7 @@ static void launch(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *o
 
 void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                             const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH,
-                            int NKV, int HS, int ld_qkv, cudaStream_t stream) {
+                            int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream) {
     if (!B || !T) return;
     if (!fl_cuda_attn_mma_supported(HS) || NKV <= 0 || NH % NKV || ld_qkv % 8 ||
         !fl_aligned16(q, k, v, dout) || !fl_aligned16(dq, dk, dv, out)) {
@@ -462,10 +475,15 @@ void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, cons
     }
     fl_cuda_attn_bwd_plan p = fl_cuda_attn_bwd_make_plan(B, T, NH, NKV, HS);
     /* the plan's query tile picks the instantiation; a plan without one is a build bug */
-    if (HS == 64 && p.dkv_q_tile == 64)
-        launch<64, 64>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, p, stream);
+    int cap = softcap > 0.0f;
+    if (HS == 64 && p.dkv_q_tile == 64 && cap)
+        launch<64, 64, true>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, p, stream);
+    else if (HS == 64 && p.dkv_q_tile == 64)
+        launch<64, 64, false>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, p, stream);
+    else if (HS == 128 && p.dkv_q_tile == 64 && cap)
+        launch<128, 64, true>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, p, stream);
     else if (HS == 128 && p.dkv_q_tile == 64)
-        launch<128, 64>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, p, stream);
+        launch<128, 64, false>(dq, dk, dv, dout, out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, p, stream);
     else {
         fprintf(stderr, "fastlora: attention_backward_mma: no kernel for HS %d with query tile %d\n", HS, p.dkv_q_tile);
         abort();

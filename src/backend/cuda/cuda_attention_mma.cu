@@ -13,7 +13,8 @@
  * C layout of m16n8k16 is the A layout's two halves), and reads V with ldmatrix.trans. Shared rows
  * are XOR-swizzled in 16-byte chunks (chunk c of row r stored at c ^ (r & 7)) so each 8-row
  * ldmatrix hits 8 different bank groups. lse = ln2 · (m + log2 l), exactly the CPU's log-sum-exp
- * of the scaled scores.
+ * of the scaled scores. Gemma 2's soft-cap (softcap > 0, the CAP instantiation) caps each scaled
+ * score to c·tanh(s/c) before the mask (cuda_mma.cuh score_log2), the lse then of the capped scores.
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16, g = lane/4, c = lane%4):
  *   A 16x16: a0 (g, 2c..2c+1) a1 (g+8, 2c..) a2 (g, 2c+8..) a3 (g+8, 2c+8..)
@@ -39,10 +40,10 @@ __device__ __forceinline__ void load_tile_async(bf16 *tile, const bf16 *x, int b
     }
 }
 
-template <int HS>
+template <int HS, bool CAP>
 __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, float *lse, const bf16 *q, const bf16 *k,
                                                                     const bf16 *v, const int32_t *seg_start, int T,
-                                                                    int NH, int NKV, int ld) {
+                                                                    int NH, int NKV, int ld, float softcap) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *Qs = (bf16 *)smem_raw, *Ks = Qs + BQ * HS, *Vs = Ks + BK * HS;
     __shared__ int seg_s[BQ];
@@ -52,6 +53,7 @@ __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, f
     const int q0 = blockIdx.x * BQ;
     const int q_last = min(T - 1, q0 + BQ - 1);
     const float scale_log2 = rsqrtf((float)HS) * 1.4426950408889634f;
+    const float inv_cap = CAP ? rsqrtf((float)HS) / softcap : 0.0f, cap_log2 = CAP ? softcap * 1.4426950408889634f : 0.0f;
 
     load_tile_async<HS>(Qs, q, b, q0, T, ld, h);
     cp_async_commit();
@@ -113,8 +115,12 @@ __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, f
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 int j = k0 + nb * 8 + 2 * c + e;
-                float va = (j >= seg_a && j <= tq_a) ? s[nb][e] * scale_log2 : -INFINITY;
-                float vb = (j >= seg_b && j <= tq_b) ? s[nb][2 + e] * scale_log2 : -INFINITY;
+                float unused;
+                float va = (j >= seg_a && j <= tq_a) ? score_log2<CAP>(s[nb][e], scale_log2, inv_cap, cap_log2, &unused)
+                                                     : -INFINITY;
+                float vb = (j >= seg_b && j <= tq_b)
+                               ? score_log2<CAP>(s[nb][2 + e], scale_log2, inv_cap, cap_log2, &unused)
+                               : -INFINITY;
                 s[nb][e] = va;
                 s[nb][2 + e] = vb;
                 tmax_a = fmaxf(tmax_a, va);
@@ -184,26 +190,31 @@ __global__ void __launch_bounds__(128) attention_forward_mma_kernel(bf16 *out, f
     }
 }
 
-template <int HS>
+template <int HS, bool CAP>
 static void launch_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
-                           int B, int T, int NH, int NKV, int ld, cudaStream_t stream) {
+                           int B, int T, int NH, int NKV, int ld, float softcap, cudaStream_t stream) {
     fl_cuda_launch l = fl_cuda_attn_forward_launch(B, T, NH, HS);
-    static int attribute_set; /* per head size: dynamic + static shared memory passes 48 KiB at HS 128 */
+    static int attribute_set; /* per instantiation: dynamic + static shared memory passes 48 KiB at HS 128 */
     if (!attribute_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(attention_forward_mma_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CUDA_CHECK(cudaFuncSetAttribute(attention_forward_mma_kernel<HS, CAP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)l.smem_bytes));
         attribute_set = 1;
     }
-    attention_forward_mma_kernel<HS><<<dim3(l.grid_x, l.grid_y, l.grid_z), l.threads, l.smem_bytes, stream>>>(
-        out, lse, q, k, v, seg_start, T, NH, NKV, ld);
+    attention_forward_mma_kernel<HS, CAP><<<dim3(l.grid_x, l.grid_y, l.grid_z), l.threads, l.smem_bytes, stream>>>(
+        out, lse, q, k, v, seg_start, T, NH, NKV, ld, softcap);
     CUDA_LAUNCH_CHECK();
 }
 
 void attention_forward_mma(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
-                           int B, int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream) {
+                           int B, int T, int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream) {
     if (!B || !T) return;
-    if (HS == 64) launch_forward<64>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, stream);
-    else if (HS == 128) launch_forward<128>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, stream);
+    int cap = softcap > 0.0f;
+    if (HS == 64 && cap) launch_forward<64, true>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, stream);
+    else if (HS == 64) launch_forward<64, false>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, stream);
+    else if (HS == 128 && cap)
+        launch_forward<128, true>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, stream);
+    else if (HS == 128)
+        launch_forward<128, false>(out, lse, q, k, v, seg_start, B, T, NH, NKV, ld_qkv, softcap, stream);
     else {
         fprintf(stderr, "fastlora: attention_forward_mma: head size %d not supported (64 or 128)\n", HS);
         abort();

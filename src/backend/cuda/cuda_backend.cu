@@ -48,15 +48,16 @@ static void rope_backward_cuda(void *dx, const int32_t *pos, const float *inv_fr
     rope_backward((bf16 *)dx, pos, inv_freq, scale, N, n_heads, HS, RD, ld, fl_cuda.stream);
 }
 static void attention_forward_cuda(void *out, float *lse, const void *q, const void *k, const void *v,
-                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv) {
+                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                                   float softcap) {
     attention_forward((bf16 *)out, lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS,
-                      ld_qkv, fl_cuda.stream);
+                      ld_qkv, softcap, fl_cuda.stream);
 }
 static void attention_backward_cuda(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                                     const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
-                                    int NH, int NKV, int HS, int ld_qkv) {
+                                    int NH, int NKV, int HS, int ld_qkv, float softcap) {
     attention_backward((bf16 *)dq, (bf16 *)dk, (bf16 *)dv, (const bf16 *)dout, (const bf16 *)out, lse, (const bf16 *)q,
-                       (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, ld_qkv, fl_cuda.stream);
+                       (const bf16 *)k, (const bf16 *)v, seg_start, B, T, NH, NKV, HS, ld_qkv, softcap, fl_cuda.stream);
 }
 static void rmsnorm_offset_forward_cuda(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
                                         float eps, size_t N, int C, int ld_out) {

@@ -156,27 +156,28 @@ void rope_forward(bf16 *x, const int32_t *pos, const float *inv_freq, float scal
                   int ld, cudaStream_t stream);
 void rope_backward(bf16 *dx, const int32_t *pos, const float *inv_freq, float scale, size_t N, int n_heads, int HS,
                    int RD, int ld, cudaStream_t stream);
-/* cuda_attention.cu (dispatch: mma kernels for HS 64/128 on sm_80+, simple kernels otherwise) */
+/* cuda_attention.cu (dispatch: mma kernels for HS 64/128 on sm_80+, simple kernels otherwise; softcap
+ * as backend.h attention_forward, 0: none) */
 /* q, k, v and dq, dk, dv: token n, head h at base + n·ld_qkv + h·HS; out, dout contiguous (N, NH·HS) */
 void attention_forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B,
-                       int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream);
+                       int T, int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream);
 void attention_backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse, const bf16 *q,
                         const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH, int NKV, int HS,
-                        int ld_qkv, cudaStream_t stream);
+                        int ld_qkv, float softcap, cudaStream_t stream);
 /* the variants, for the lab and the tests (FL_CUDA_ATTN=simple|mma picks one at run time) */
 void attention_forward_simple(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
                               const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
-                              cudaStream_t stream);
+                              float softcap, cudaStream_t stream);
 void attention_backward_simple(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                                const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T,
-                               int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream);
+                               int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream);
 void attention_forward_mma(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start,
-                           int B, int T, int NH, int NKV, int HS, int ld_qkv, cudaStream_t stream);
+                           int B, int T, int NH, int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream);
 /* cuda_attention_bwd_mma.cu: the tensor-core backward (HS 64/128), same layouts as attention_backward
  * (ld_qkv a multiple of 8, 16-byte aligned bases) */
 void attention_backward_mma(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *out, const float *lse,
                             const bf16 *q, const bf16 *k, const bf16 *v, const int32_t *seg_start, int B, int T, int NH,
-                            int NKV, int HS, int ld_qkv, cudaStream_t stream);
+                            int NKV, int HS, int ld_qkv, float softcap, cudaStream_t stream);
 /* cuda_elementwise.cu */
 /* gate_up (N, 2FF) rows [gate | up]; dgate_up likewise */
 void rmsnorm_offset_forward(bf16 *out, float *rstd, const bf16 *inp, const bf16 *weight, float w_offset, float eps,

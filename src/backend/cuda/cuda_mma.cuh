@@ -80,4 +80,19 @@ __device__ __forceinline__ void load_b_cols(uint32_t *b, const bf16 *tile, int k
     ldmatrix_x4_trans(b[0], b[1], b[2], b[3], tile + swz<HS>(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8));
 }
 
+/* A score in the log2 domain of the softmax and its soft-cap factor: s·scale_log2 and 1 without a
+ * cap; under Gemma 2's soft-cap c (inv_cap = scale / c, cap_log2 = c·log2 e) c·tanh(s·scale/c)·log2 e
+ * and ds'/ds = 1 − tanh². CAP is a template flag so that uncapped kernels carry no tanh (the capped
+ * dK/dV kernel at HS 128 spills 16 bytes: docs/CUDA.md). */
+template <bool CAP>
+__device__ __forceinline__ float score_log2(float s, float scale_log2, float inv_cap, float cap_log2, float *dcap) {
+    if (!CAP) {
+        *dcap = 1.0f;
+        return s * scale_log2;
+    }
+    float th = tanhf(s * inv_cap);
+    *dcap = 1.0f - th * th;
+    return cap_log2 * th;
+}
+
 #endif
