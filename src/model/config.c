@@ -305,13 +305,19 @@ static int parse_gemma_layers(const char *path, json_t *root, fl_model_config *c
 }
 
 /* What Gemma 2 and Gemma 3 add to Llama's fields (config.h). Called after the shared dimensions. */
-static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
-    int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
-    cfg->qk_norm = gemma3;
+/* The layout every Gemma 2 / 3 has, whatever its config.json says: q/k norms (Gemma 3), norms
+ * x·(1 + w), four norms per layer, GeGLU-tanh, embeddings scaled by √hidden. */
+static void gemma_layout(fl_model_config *cfg) {
+    cfg->qk_norm = cfg->arch == FL_ARCH_GEMMA3;
     cfg->norm_weight_offset = 1.0f;
     cfg->sandwich_norms = 1;
     cfg->act = FL_ACT_GELU_TANH;
     cfg->embed_scale = sqrt((double)cfg->hidden_size);
+}
+
+static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
+    int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
+    gemma_layout(cfg);
     json_t *act = json_object_get(root, "hidden_activation");
     if (!act || json_is_null(act)) act = json_object_get(root, "hidden_act");
     if (act && !json_is_null(act) && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
@@ -578,11 +584,7 @@ static const preset presets[] = {
 /* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
 static void preset_gemma(fl_model_config *cfg) {
     int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
-    cfg->qk_norm = gemma3;
-    cfg->norm_weight_offset = 1.0f;
-    cfg->sandwich_norms = 1;
-    cfg->act = FL_ACT_GELU_TANH;
-    cfg->embed_scale = sqrt((double)cfg->hidden_size);
+    gemma_layout(cfg);
     cfg->query_pre_attn_scalar = 256;
     cfg->final_logit_softcapping = gemma3 ? 0.0f : 30.0f;
     cfg->attn_logit_softcapping = gemma3 ? 0.0f : 50.0f;
