@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "io/file_util.h"
 #include "io/output_dir.h"
 #include "io/safetensors.h"
@@ -394,6 +395,10 @@ static int convert_tokenizer(const char *path, const char *out_dir, int V, int s
     tok_entry *e = fl_calloc((size_t)V, sizeof *e);
     int status = read_pieces(path, V, e);
     int n_bytes = status ? 0 : mark_special(e, V);
+    for (int i = 0; i < V && !status; i++) { /* tokenizer.json holds text: a piece that is not UTF-8 cannot go there */
+        size_t n = strlen(e[i].piece), bad = fl_utf8_validate(e[i].piece, n);
+        if (bad < n) status = fl_input_error("%s: token %d is not UTF-8 text (byte %zu of its %zu)", path, i, bad, n);
+    }
     if (!status && strcmp(e[0].piece, "<unk>")) status = fl_input_error("%s: token 0 is '%s', expected <unk>", path, e[0].piece);
     for (int i = 0; i < V && !status; i++)
         for (int j = 0; j < i && !status; j++)
