@@ -158,7 +158,7 @@ TEST(config_gemma_unsupported_fields_refused) {
 
 /* Gemma 2: attn_logit_softcapping defaults to 50.0 (Gemma2Config), so a config without it caps at
  * 50 as one that says 50.0, and matches the preset; null is no cap; another positive value is
- * taken as it is. Gemma 3 (Gemma3TextConfig's None) has none unless its config sets one. */
+ * taken as it is; final_logit_softcapping the same with 30.0. Gemma 3 (Gemma3TextConfig's None) has none unless its config sets one. */
 TEST(config_gemma2_attn_softcap_default_null_value) {
     const char *g2 =
         "{\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\", \"hidden_size\": 2304,"
@@ -182,7 +182,13 @@ TEST(config_gemma2_attn_softcap_default_null_value) {
     refused(zero, "attn_logit_softcapping");
     char *g3 = edit(gemma3_1b_4x, "\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": 20.0");
     CHECK_MSG(load_json(&got, g3) == 0 && got.attn_logit_softcapping == 20.0f, "%s", fl_last_error());
-    free(with); free(other); free(null); free(zero); free(g3);
+    /* final_logit_softcapping likewise: absent 30.0 (the preset's), null none, a value as it is */
+    CHECK(want.final_logit_softcapping == 30.0f);
+    char *fnull = edit(g2, "\"hidden_act\"", "\"final_logit_softcapping\": null, \"hidden_act\"");
+    CHECK_MSG(load_json(&got, fnull) == 0 && got.final_logit_softcapping == 0.0f, "%s", fl_last_error());
+    char *fval = edit(g2, "\"hidden_act\"", "\"final_logit_softcapping\": 3.0, \"hidden_act\"");
+    CHECK_MSG(load_json(&got, fval) == 0 && got.final_logit_softcapping == 3.0f, "%s", fl_last_error());
+    free(with); free(other); free(null); free(zero); free(g3); free(fnull); free(fval);
 }
 
 /* The sliding layers are real windows (no bound on the sequence): sliding_window_pattern 1 makes every

@@ -169,7 +169,8 @@ int cmd_generate(int argc, char **argv) {
     int n_ids = 0;
     fl_lora_config lc = fl_lora_config_default();
     lc.rank = 1;
-    lc.target_mask = 1u << FL_PROJ_Q; /* unused without an adapter (B = 0 and the decoder skips LoRA) */
+    lc.target_mask = 1u << FL_PROJ_O; /* unused without an adapter (B = 0 and the decoder skips LoRA); o_proj is
+                                         never part of a fused module (Phi-3 refuses a lone q) */
     fl_quant quant = FL_QUANT_NONE;
     rc = fl_backend_select_dtype(device, dtype, &be);
     if (!rc) rc = fl_quant_parse(quant_s, &quant);

@@ -29,6 +29,7 @@ typedef struct {
     int layer, proj;          /* the adapted projection, or proj -1 */
     int permute_heads;        /* llama q/k: heads whose rows are permuted */
     int factors;              /* a generated phi3 tensor: 1 rope_factors_short, 2 rope_factors_long */
+    float add;                /* added to every value: Gemma's norm weights are stored as w - 1 */
     fl_ggml_type type;
 } plan_item;
 
@@ -55,7 +56,12 @@ static plan_item *plan_add(plan *p, const char *hf, const char *name, int64_t ro
     return it;
 }
 
-/* The tensors of a llama / qwen2 / qwen3 / phi3 model in llama.cpp's names, in HF layout. */
+/* A norm weight of C (or HS) values; Gemma stores w - 1, llama.cpp multiplies by w (the converter's +1). */
+static void plan_norm(plan *p, const fl_model_config *cfg, const char *hf, const char *name, int64_t n) {
+    plan_add(p, hf, name, n, 0)->add = cfg->norm_weight_offset;
+}
+
+/* The tensors of a llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model in llama.cpp's names, in HF layout. */
 static void plan_model(plan *p, const fl_model_config *cfg) {
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size;
     char hf[96], name[64];
@@ -65,13 +71,18 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
         plan_add(p, "", "rope_factors_short.weight", fl_config_rotary_dim(cfg) / 2, 0)->factors = 1;
     }
     plan_add(p, "model.embed_tokens.weight", "token_embd.weight", V, C);
-    static const char *const norm_hf[2] = {"input_layernorm", "post_attention_layernorm"};
-    static const char *const norm_gguf[2] = {"attn_norm", "ffn_norm"};
+    /* Gemma's sandwich: post_attention_layernorm follows attention, pre_feedforward_layernorm is the
+     * MLP's input norm; elsewhere post_attention_layernorm is the MLP's input norm */
+    static const char *const norm_hf[4] = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                                           "post_feedforward_layernorm"};
+    static const char *const norm_gguf[2][4] = {{"attn_norm", "ffn_norm", "", ""},
+                                                {"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"}};
+    const int sandwich = cfg->sandwich_norms != 0, n_norms = sandwich ? 4 : 2;
     for (int l = 0; l < cfg->n_layers; l++) {
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < n_norms; k++) {
             snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, norm_hf[k]);
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, norm_gguf[k]);
-            plan_add(p, hf, name, C, 0);
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, norm_gguf[sandwich][k]);
+            plan_norm(p, cfg, hf, name, C);
         }
         for (int j = 0; j < FL_N_PROJ; j++) {
             if (!fl_is_module(cfg, (fl_proj)j)) continue;   /* phi3: k, v, up are rows of qkv_proj, gate_up_proj */
@@ -90,13 +101,13 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
                 plan_add(p, hf, name, oc, 0)->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
             }
         }
-        for (int k = 0; k < 2 && cfg->qk_norm; k++) { /* qwen3: the per-head norms of q and k */
+        for (int k = 0; k < 2 && cfg->qk_norm; k++) { /* qwen3, gemma3: the per-head norms of q and k */
             snprintf(hf, sizeof hf, "model.layers.%d.self_attn.%s_norm.weight", l, k ? "k" : "q");
             snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
-            plan_add(p, hf, name, cfg->head_dim, 0);
+            plan_norm(p, cfg, hf, name, cfg->head_dim);
         }
     }
-    plan_add(p, "model.norm.weight", "output_norm.weight", C, 0);
+    plan_norm(p, cfg, "model.norm.weight", "output_norm.weight", C);
     if (!cfg->tie_word_embeddings) plan_add(p, "lm_head.weight", "output.weight", V, C);
 }
 
@@ -148,7 +159,7 @@ static int write_item(fl_gguf_writer *w, const plan_item *it, const fl_model_con
     }
     const int same = (t->dtype == FL_F32 && it->type == FL_GGML_F32) || (t->dtype == FL_BF16 && it->type == FL_GGML_BF16) ||
                      (t->dtype == FL_F16 && it->type == FL_GGML_F16);
-    if (same && !lora_a && !it->permute_heads) return fl_gguf_write_data(w, t->data, t->nbytes);
+    if (same && !lora_a && !it->permute_heads && it->add == 0) return fl_gguf_write_data(w, t->data, t->nbytes);
     const size_t esize = fl_dtype_size(t->dtype);
     /* rows per step: the whole tensor when it is merged or permuted, else chunks of ~1M values */
     int64_t step = lora_a || it->permute_heads ? rows : (int64_t)((1 << 20) / (size_t)cols) + 1;
@@ -165,6 +176,7 @@ static int write_item(fl_gguf_writer *w, const plan_item *it, const fl_model_con
             fl_merge_lora_f32(x, lora_b, lora_a, (int)rows, (int)cols, lc->rank, fl_lora_scale(lc));
             if ((status = fl_merge_check_finite(x, cnt, it->hf, it->src_file))) break; /* no Inf or NaN into the GGUF */
         }
+        for (size_t i = 0; it->add != 0 && i < cnt; i++) x[i] += it->add;
         const float *src = x;
         if (y) {
             fl_gguf_permute_rows(y, x, it->permute_heads, rows, cols);

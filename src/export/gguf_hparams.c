@@ -1,7 +1,8 @@
-/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 / qwen3 / phi3 model: metadata keys, tensor
- * names, the q/k row permutation, the llama3 rope_freqs factors and the per-tensor storage type,
- * following convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model/Qwen3Model/Phi3MiniModel) and
- * gguf-py's constants. */
+/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model:
+ * metadata keys, tensor names, the q/k row permutation, the llama3 rope_freqs factors, the
+ * per-tensor storage type and the configs llama.cpp's graphs cannot run, following
+ * convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model/Qwen3Model/Phi3MiniModel/Gemma2Model/
+ * Gemma3Model), gguf-py's constants and llama.cpp's hparams loaders. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,13 +15,38 @@ const char *fl_gguf_arch_name(fl_arch arch) {
            : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
 }
 
+/* The score scale llama.cpp's gemma2 / gemma3 graphs apply: 1/sqrt(head_dim), except for the 27B models
+ * (told apart by their layer count: 46 for Gemma 2, 62 for Gemma 3), 1/sqrt(hidden / heads) — the
+ * values of every released Gemma's query_pre_attn_scalar; llama.cpp does not read the key itself. */
+static int llama_cpp_gemma_query_scalar(const fl_model_config *cfg) {
+    int is_27b = cfg->n_layers == (cfg->arch == FL_ARCH_GEMMA2 ? 46 : 62);
+    return is_27b ? cfg->hidden_size / cfg->n_heads : cfg->head_dim;
+}
+
 int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path) {
-    if (cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3)
-        return fl_input_error("%s: GGUF export of the whole %s model is not implemented yet (llama.cpp's %s keys, the +1 "
-                              "convert_hf_to_gguf.py adds to every norm weight, the SentencePiece vocabulary); supported: "
-                              "llama, qwen2, qwen3, phi3, and --lora-only for %s", path,
-                              cfg->arch == FL_ARCH_GEMMA3 ? "Gemma 3" : "Gemma 2",
-                              fl_gguf_arch_name(cfg->arch), fl_gguf_arch_name(cfg->arch));
+    if (cfg->arch != FL_ARCH_GEMMA2 && cfg->arch != FL_ARCH_GEMMA3) return 0;
+    const char *a = fl_gguf_arch_name(cfg->arch);
+    int scalar = cfg->query_pre_attn_scalar ? cfg->query_pre_attn_scalar : cfg->head_dim;
+    if (scalar != llama_cpp_gemma_query_scalar(cfg))
+        return fl_input_error("%s: query_pre_attn_scalar %d has no llama.cpp counterpart: its %s graph scales scores by "
+                              "1/sqrt(%d) (head_dim, or hidden_size / num_attention_heads for the 27B layer count)", path,
+                              scalar, a, llama_cpp_gemma_query_scalar(cfg));
+    if (cfg->window_first_layer > 0)
+        return fl_input_error("%s: global layers before the sliding ones have no llama.cpp counterpart in %s", path, a);
+    if (cfg->arch == FL_ARCH_GEMMA2) {
+        /* llama.cpp's gemma2 graph always soft-caps both (defaults 50 and 30) and ties the head */
+        if (cfg->attn_logit_softcapping <= 0 || cfg->final_logit_softcapping <= 0)
+            return fl_input_error("%s: Gemma 2 without %s has no llama.cpp counterpart (its gemma2 graph always soft-caps)",
+                                  path, cfg->attn_logit_softcapping <= 0 ? "attn_logit_softcapping" : "final_logit_softcapping");
+        if (!cfg->tie_word_embeddings)
+            return fl_input_error("%s: Gemma 2 with tie_word_embeddings false has no llama.cpp counterpart (its gemma2 graph "
+                                  "uses the embedding as the output head)", path);
+    } else {
+        if (cfg->attn_logit_softcapping > 0)
+            return fl_input_error("%s: attn_logit_softcapping on Gemma 3 has no llama.cpp counterpart", path);
+        if (!cfg->qk_norm)
+            return fl_input_error("%s: Gemma 3 without q/k norms has no llama.cpp counterpart", path);
+    }
     return 0;
 }
 
@@ -52,6 +78,27 @@ void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const ch
     if (end > start) fl_gguf_kv_strn(w, "general.name", dir + start, end - start);
 }
 
+/* Gemma2Model / Gemma3Model's keys: soft-caps, the window, and what llama.cpp cannot infer — its
+ * window layout rule (`sliding_window_pattern` n: layer l slides unless l % n == n - 1, n 0: every
+ * layer; defaults gemma2 2, gemma3 6: written when the model's differs) and the sliding layers' RoPE
+ * base (gemma3's default 10000; gemma2 uses rope.freq_base). */
+static void put_gemma(fl_gguf_writer *w, const fl_model_config *cfg, const char *a) {
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
+    const int gemma2 = cfg->arch == FL_ARCH_GEMMA2;
+    if (gemma2) fl_gguf_kv_f32(w, KEY("attn_logit_softcapping"), cfg->attn_logit_softcapping);
+    if (cfg->final_logit_softcapping > 0) fl_gguf_kv_f32(w, KEY("final_logit_softcapping"), cfg->final_logit_softcapping);
+    /* gemma2 always slides: a model without a window gets one covering every position */
+    if (cfg->sliding_window > 0 || gemma2)
+        fl_gguf_kv_u32(w, KEY("attention.sliding_window"),
+                       (uint32_t)(cfg->sliding_window > 0 ? cfg->sliding_window : cfg->max_position_embeddings));
+    if (cfg->sliding_window > 0 && cfg->window_global_every != (gemma2 ? 2 : 6))
+        fl_gguf_kv_u32(w, KEY("attention.sliding_window_pattern"), (uint32_t)cfg->window_global_every);
+    if (!gemma2 && cfg->sliding_window > 0)
+        fl_gguf_kv_f32(w, KEY("rope.freq_base_swa"), (float)(cfg->rope_local_theta > 0 ? cfg->rope_local_theta : cfg->rope_theta));
+#undef KEY
+}
+
 void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_type ftype) {
     const char *a = fl_gguf_arch_name(cfg->arch);
     char key[96];
@@ -65,7 +112,7 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
     fl_gguf_kv_f32(w, KEY("rope.freq_base"), (float)cfg->rope_theta);
     fl_gguf_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), cfg->rms_norm_eps);
     /* llama.cpp assumes head size = embedding / heads unless told */
-    if (cfg->head_dim * cfg->n_heads != cfg->hidden_size) {
+    if (cfg->head_dim * cfg->n_heads != cfg->hidden_size || cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3) {
         fl_gguf_kv_u32(w, KEY("attention.key_length"), (uint32_t)cfg->head_dim);
         fl_gguf_kv_u32(w, KEY("attention.value_length"), (uint32_t)cfg->head_dim);
     }
@@ -82,6 +129,11 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
          * is the model's own (the same unless config.json gives attention_factor) */
         if (cfg->rope_longrope) fl_gguf_kv_f32(w, KEY("rope.scaling.attn_factor"), fl_config_rope_attention_factor(cfg));
     }
+    if (cfg->rope_linear_factor > 1) { /* linear scaling (Gemma 3's global layers): llama.cpp divides by it */
+        fl_gguf_kv_str(w, KEY("rope.scaling.type"), "linear");
+        fl_gguf_kv_f32(w, KEY("rope.scaling.factor"), (float)cfg->rope_linear_factor);
+    }
+    if (cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3) put_gemma(w, cfg, a);
 #undef KEY
     fl_gguf_kv_u32(w, "general.quantization_version", FL_GGML_QUANT_VERSION);
 }

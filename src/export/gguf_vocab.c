@@ -269,6 +269,8 @@ int fl_gguf_put_tokenizer(fl_gguf_writer *w, const char *model_dir, const fl_mod
     fl_gguf_kv_bool(w, "tokenizer.ggml.add_eos_token", n_suffix > 0 && suffix[n_suffix - 1] == eos);
     json_t *aps = tc ? json_object_get(tc, "add_prefix_space") : NULL;
     if (cfg->arch == FL_ARCH_LLAMA && json_is_boolean(aps)) fl_gguf_kv_bool(w, "tokenizer.ggml.add_space_prefix", json_is_true(aps));
+    /* llama.cpp's SentencePiece tokenizer prepends "▁" unless told: Gemma's pipeline does not */
+    else if (spm && cfg->arch != FL_ARCH_LLAMA) fl_gguf_kv_bool(w, "tokenizer.ggml.add_space_prefix", fl_tokenizer_prepends_space(tok));
     const char *tpl = chat_template ? chat_template : fl_tokenizer_chat_template(tok);
     if (tpl) fl_gguf_kv_str(w, "tokenizer.chat_template", tpl);
     vocab_table_free(&t, V);

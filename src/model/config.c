@@ -325,7 +325,9 @@ static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
     FL_TRY(get_int(path, root, "query_pre_attn_scalar", 0, 256, &cfg->query_pre_attn_scalar));
     if (cfg->query_pre_attn_scalar <= 0)
         return fl_input_error("%s: field 'query_pre_attn_scalar' must be a positive integer", path);
-    double cap = gemma3 ? 0.0 : 30.0;
+    /* absent: Gemma2Config's 30.0 (Gemma3TextConfig's None); null: none, as the models test `is not None` */
+    json_t *fcap = json_object_get(root, "final_logit_softcapping");
+    double cap = gemma3 || (fcap && json_is_null(fcap)) ? 0.0 : 30.0;
     FL_TRY(get_number(path, root, "final_logit_softcapping", 0, cap, &cap));
     if (cap < 0) return fl_input_error("%s: field 'final_logit_softcapping' must be null or positive", path);
     cfg->final_logit_softcapping = (float)cap;
