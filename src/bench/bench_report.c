@@ -16,7 +16,7 @@ static void print_definition(const fl_bench_context *c, int B, int T, int n_time
            "    over the vocabulary, every token trained; rank %d, alpha %g, on %s; frozen base weights in %s%s\n"
            "    (activations %s%s); AdamW on the LoRA parameters; %d warm-up step%s excluded, median of %d timed step%s\n"
            "    (device synchronized); train tok/s = %d x %d / median step time.\n",
-           FL_BENCH_DEFINITION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, o->targets, c->dtype,
+           FL_BENCH_DEFINITION, B, T, c->m->lora_cfg.rank, c->m->lora_cfg.alpha, c->targets, c->dtype,
            c->m->base.quant == FL_QUANT_NF4 ? " (projections NF4, dequantized per tile)" : "", c->act_dtype,
            c->m->recompute ? ", recomputed per layer in the backward" : "", o->warmup, o->warmup == 1 ? "" : "s", n_timed,
            n_timed == 1 ? "" : "s", B, T);

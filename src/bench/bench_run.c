@@ -236,6 +236,7 @@ int fl_bench_run(fl_bench_options *o) {
         return 2;
     }
     const fl_model_config *cfg = &m.cfg;
+    fl_lora_targets_text(cfg, lc.target_mask, c.targets, sizeof c.targets);
 
     find_peak(&c, &dev);
 
@@ -253,7 +254,7 @@ int fl_bench_run(fl_bench_options *o) {
 
     printf("fastlora bench %s: %s (%s, %s weights), %.1fM params, LoRA r=%d alpha=%g on %s (%.2fM trainable)\n",
            c.version, c.weights, fl_arch_name(cfg->arch), o->preset ? "random" : "loaded",
-           fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, o->targets, lora_params / 1e6);
+           fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, c.targets, lora_params / 1e6);
     printf("  device: %s (%s backend, %s weights, %s activations", c.device, be->name, c.dtype, c.act_dtype);
     if (!c.is_cuda) printf(", %d threads, OMP_WAIT_POLICY %s, GEMM %s", c.threads,
                            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(runtime default)", fl_gemm_bf16_path());

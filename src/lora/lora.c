@@ -2,6 +2,7 @@
 #include "lora/lora.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,16 @@ int fl_lora_check_targets(const fl_model_config *cfg, unsigned mask) {
                               fl_module_path(cfg, h), fl_module_name(cfg, h));
     }
     return 0;
+}
+
+void fl_lora_targets_text(const fl_model_config *cfg, unsigned mask, char *out, size_t cap) {
+    size_t n = 0;
+    if (cap) out[0] = 0;
+    for (int p = 0; p < FL_N_PROJ && n < cap; p++) {
+        if (!((mask >> p) & 1u) || !fl_is_module(cfg, (fl_proj)p)) continue;
+        int w = snprintf(out + n, cap - n, "%s%s", n ? "," : "", fl_module_name(cfg, (fl_proj)p));
+        n = w < 0 ? cap : n + (size_t)w;
+    }
 }
 
 int fl_lora_adapts(const fl_model_config *cfg, const fl_lora_config *lc, fl_proj p) {

@@ -42,6 +42,9 @@ int fl_lora_parse_targets(const char *list, unsigned *mask);
 /* 0 unless a fused module of cfg (model/projections.h) has some members in mask and not others: its
  * members are one module, adapted whole or not at all (one line naming the module). */
 int fl_lora_check_targets(const fl_model_config *cfg, unsigned mask);
+/* The checkpoint modules `mask` adapts, comma-separated ("q_proj,v_proj"; Phi-3: "qkv_proj,o_proj"),
+ * NUL-terminated in out (cut at cap). */
+void fl_lora_targets_text(const fl_model_config *cfg, unsigned mask, char *out, size_t cap);
 /* 1 when projection p carries a LoRA: in the mask and a module of cfg (a fused module's LoRA lives at
  * its first member, spans the group's rows: fl_module_dims). */
 int fl_lora_adapts(const fl_model_config *cfg, const fl_lora_config *lc, fl_proj p);
