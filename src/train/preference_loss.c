@@ -58,7 +58,8 @@ void fl_pref_pair_loss_eval(const fl_pref_loss_config *cfg, const fl_pref_logps 
     }
     case FL_PREF_ORPO: {
         double lo = (mean[0] - mean[1]) - (log1mexp(mean[0]) - log1mexp(mean[1]));
-        out->loss = -beta * log_sigmoid(lo);
+        out->log_sigmoid_odds = log_sigmoid(lo);
+        out->loss = -beta * out->log_sigmoid_odds;
         out->log_odds = lo;
         double g = -beta * sigmoid(-lo); // ∂loss/∂lo
         out->dloss[0] = g * (1.0 - dlog1mexp(mean[0])) / n[0];

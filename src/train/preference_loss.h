@@ -35,6 +35,7 @@ typedef struct {
     double dloss[2];    // ∂loss/∂logp[s]
     double reward[2];   // TRL's rewards/chosen, rewards/rejected
     double log_odds;    // orpo: the log-odds ratio (TRL's log_odds_chosen); 0 otherwise
+    double log_sigmoid_odds; // orpo: logsigmoid(log_odds) (TRL's log_odds_ratio metric); 0 otherwise
 } fl_pref_pair_loss;
 
 /* The name of an objective ("dpo", ...), and back (-1 when unknown). */

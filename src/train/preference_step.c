@@ -211,9 +211,8 @@ static void micro_batch_loss(fl_pref_trainer *t, const fl_pref_set *set, const f
         mb->accuracy += (pl.reward[0] > pl.reward[1]) / (double)b;
         mb->margin += (pl.reward[0] - pl.reward[1]) / b;
         if (t->loss.objective == FL_PREF_ORPO) {
-            double x = pl.log_odds; /* logsigmoid, stable */
-            mb->log_odds_ratio += (x >= 0 ? -log1p(exp(-x)) : x - log1p(exp(x))) / b;
-            mb->log_odds_chosen += x / b;
+            mb->log_odds_ratio += pl.log_sigmoid_odds / b;
+            mb->log_odds_chosen += pl.log_odds / b;
         }
         if (!w) continue;
         /* token loss l = −log p: d(pair loss)/dl = −d(pair loss)/d(logp) on each completion token */
