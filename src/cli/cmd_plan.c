@@ -53,8 +53,8 @@ static int count_pair_tokens(const char *path, const data_reading *how, fl_token
     fl_chat_template *chat = NULL;
     int status = fl_data_parse_field_map(how->fields, &d);
     if (!status) status = fl_data_chat_template(tok, how->chat_template, &chat);
-    int orpo = !strcmp(objective, "orpo") || !strcmp(objective, "simpo");
-    fl_pref_options po = {.chat_template = chat, .max_length = seq, .rules = orpo ? FL_PREF_TOKENIZE_ORPO : FL_PREF_TOKENIZE_DPO};
+    fl_pref_options po = {.chat_template = chat, .max_length = seq,
+                          .rules = fl_pref_rules_for((fl_pref_objective)fl_pref_objective_from_name(objective))};
     fl_pref_set set;
     memset(&set, 0, sizeof set);
     if (!status) status = fl_pref_set_load(&set, path, tok, &po, &d);

@@ -39,6 +39,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/data.h"
+#include "train/preference_loss.h"
 
 enum { FL_PREF_DROPPED = 1 }; // a return value of fl_pref_encode_row: not an error, a counted skip
 
@@ -53,6 +54,11 @@ typedef enum {
     FL_PREF_TOKENIZE_DPO,  // DPOTrainer's rules (above): dpo, ipo
     FL_PREF_TOKENIZE_ORPO, // ORPOTrainer's and CPOTrainer's tokenize_row (below): orpo, simpo
 } fl_pref_tokenization;
+
+/* The tokenization an objective's trainer uses: ORPO's rules for orpo and simpo, DPO's otherwise. */
+static inline fl_pref_tokenization fl_pref_rules_for(fl_pref_objective o) {
+    return o == FL_PREF_ORPO || o == FL_PREF_SIMPO ? FL_PREF_TOKENIZE_ORPO : FL_PREF_TOKENIZE_DPO;
+}
 
 typedef struct {
     const fl_chat_template *chat_template; // conversational rows; NULL: the tokenizer folder's own

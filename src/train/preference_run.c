@@ -28,8 +28,7 @@ int fl_pref_run_load(fl_pref_run *r, const fl_train_options *o, fl_model *m, fl_
     d.log = log;
     FL_TRY(fl_data_chat_template(tok, o->chat_template, &r->chat));
     fl_pref_options po = {.chat_template = r->chat, .chat_now = (int64_t)o->chat_date, .max_length = o->seq,
-                          .rules = r->objective == FL_PREF_ORPO || r->objective == FL_PREF_SIMPO ? FL_PREF_TOKENIZE_ORPO
-                                                                                                : FL_PREF_TOKENIZE_DPO};
+                          .rules = fl_pref_rules_for(r->objective)};
     FL_TRY(fl_pref_set_load(&r->train_set, o->data, tok, &po, &d));
     *n_bad = r->train_set.n_bad;
     if (o->eval_data) {
