@@ -152,3 +152,49 @@ TEST(bad_input_adapter_config) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* A Gemma3ForConditionalGeneration model (tests/fixtures/hf/gemma3_vlm): tensors under
+ * base_model.model.model.language_model.layers.*, target_modules PEFT's full-match regex over the
+ * language model (a list of names would adapt the vision tower's q/k/v_proj too) — read back as the
+ * same mask; a regex of another shape is refused in one line naming the field. */
+TEST(adapter_vision_language_names_and_regex_targets) {
+    const char *vlm_adapter = "tests/fixtures/hf/gemma3_vlm/adapter";
+    fl_lora_config lc;
+    CHECK(fl_adapter_load_config(vlm_adapter, &lc) == 0); /* PEFT's own file: the same regex form */
+    CHECK_EQ_INT(lc.target_mask, (1u << FL_N_PROJ) - 1);
+    fl_model m;
+    CHECK(fl_model_init_dir(&m, "tests/fixtures/hf/gemma3_vlm/model", fl_backend_cpu(), &lc) == 0);
+    CHECK(fl_model_load_adapter(&m, vlm_adapter) == 0);
+    lc.target_mask = (1u << FL_PROJ_Q) | (1u << FL_PROJ_V);
+    char *dir = temp_dir(), path[256];
+    fl_lora_buffer two;
+    fl_lora_buffer_init(&two, &m.cfg, &lc, fl_backend_cpu());
+    CHECK(fl_adapter_save(dir, &two, &m.cfg, &lc, NULL) == 0);
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    const char *targets = cfg ? json_string_value(json_object_get(cfg, "target_modules")) : NULL;
+    CHECK_MSG(targets && !strcmp(targets, "model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(q_proj|v_proj)"),
+              "target_modules %s", targets ? targets : "(not a string)");
+    fl_lora_config back;
+    CHECK(fl_adapter_load_config(dir, &back) == 0);
+    CHECK_EQ_INT(back.target_mask, lc.target_mask);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    fl_safetensors st;
+    CHECK(fl_safetensors_open(&st, path) == 0);
+    CHECK(fl_safetensors_find(&st, "base_model.model.model.language_model.layers.1.self_attn.v_proj.lora_B.weight") != NULL);
+    CHECK_EQ_INT(st.n_tensors, 2 * 2 * 2);
+    fl_safetensors_close(&st);
+    /* another pattern: one line */
+    json_object_set_new(cfg, "target_modules", json_string(".*\\.(q_proj|v_proj)"));
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    CHECK(json_dump_file(cfg, path, 0) == 0);
+    CHECK_EQ_INT(fl_adapter_load_config(dir, &back), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "target_modules");
+    CHECK(strchr(fl_last_error(), '\n') == NULL);
+    json_decref(cfg);
+    fl_lora_buffer_free(&two);
+    fl_model_free(&m);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}

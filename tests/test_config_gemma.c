@@ -254,3 +254,40 @@ TEST(presets_gemma_parameter_counts) {
     CHECK_EQ_INT(fl_config_total_params(&cfg), 2614341888LL);
     CHECK_STR_CONTAINS(fl_config_preset_hf_name("gemma-3-1b"), "google/gemma-3-1b");
 }
+
+/* Gemma3ForConditionalGeneration as google's gemma-3-4b-it config.json gives it: text_config holds
+ * only what differs from Gemma3TextConfig's defaults (vocab 262208, 8 heads, 4 kv heads, head_dim
+ * 256, query_pre_attn_scalar 256, RoPE 1e6 global with the linear factor, 1e4 local, pattern 6);
+ * the language model's tensors then live under language_model.model., its PEFT modules under
+ * model.language_model.; a text_config that is not an object is refused in one line. */
+TEST(config_gemma3_vision_language_text_config) {
+    const char *g4 =
+        "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"boi_token_index\": 255999,"
+        " \"eoi_token_index\": 256000, \"eos_token_id\": [1, 106], \"image_token_index\": 262144,"
+        " \"mm_tokens_per_image\": 256, \"model_type\": \"gemma3\","
+        " \"text_config\": {\"hidden_size\": 2560, \"intermediate_size\": 10240, \"model_type\": \"gemma3_text\","
+        " \"num_hidden_layers\": 34, \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"},"
+        " \"sliding_window\": 1024}, \"torch_dtype\": \"bfloat16\","
+        " \"vision_config\": {\"hidden_size\": 1152, \"image_size\": 896, \"intermediate_size\": 4304,"
+        " \"model_type\": \"siglip_vision_model\", \"num_attention_heads\": 16, \"num_hidden_layers\": 27,"
+        " \"patch_size\": 14, \"vision_use_head\": false}}";
+    fl_model_config c;
+    CHECK_MSG(load_json(&c, g4) == 0, "%s", fl_last_error());
+    CHECK(c.arch == FL_ARCH_GEMMA3 && c.multimodal == 1);
+    CHECK(c.vocab_size == 262208 && c.hidden_size == 2560 && c.intermediate_size == 10240 && c.n_layers == 34);
+    CHECK(c.n_heads == 8 && c.n_kv_heads == 4 && c.head_dim == 256 && c.query_pre_attn_scalar == 256);
+    CHECK(c.tie_word_embeddings == 1 && c.qk_norm == 1 && c.sandwich_norms == 1);
+    CHECK(c.rope_theta == 1e6 && c.rope_linear_factor == 8.0 && c.rope_local_theta == 1e4);
+    CHECK(c.sliding_window == 1024 && c.window_global_every == 6);
+    for (int l = 0; l < 34; l++) CHECK_EQ_INT(fl_config_layer_window(&c, l), (l + 1) % 6 ? 1024 : 0);
+    CHECK(!strcmp(fl_config_tensor_prefix(&c), "language_model.model.") &&
+          !strcmp(fl_config_module_prefix(&c), "model.language_model."));
+    /* 3.88B parameters in the language model (the card's 4B counts the 0.4B vision tower too) */
+    CHECK(fl_config_total_params(&c) > 3800000000LL && fl_config_total_params(&c) < 3950000000LL);
+    char *bad = edit(g4, "\"text_config\": {", "\"text_config\": 7, \"x\": {");
+    refused(bad, "text_config");
+    char *untied = edit(g4, "\"sliding_window\": 1024}", "\"sliding_window\": 1024, \"tie_word_embeddings\": false}");
+    refused(untied, "tie_word_embeddings");
+    free(bad);
+    free(untied);
+}

@@ -230,6 +230,13 @@ TEST(hf_gemma3_sandwich_loss_and_grads) { check_loss_and_grads("gemma3_sandwich"
 TEST(hf_gemma3_sandwich_three_clipped_steps) { check_three_steps("gemma3_sandwich"); }
 TEST(hf_gemma3_sandwich_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("gemma3_sandwich"); recompute = 0; }
 TEST(hf_gemma3_sandwich_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma3_sandwich"); recompute = 0; }
+/* Gemma3ForConditionalGeneration (Gemma 3 4B-27B): the language model of text_config, its tensors as
+ * language_model.model.* beside a vision tower and projector that text-only input never runs; the
+ * PEFT adapter (target_modules PEFT's regex over model.language_model.layers, so the vision tower's
+ * q/k/v_proj are not adapted) under base_model.model.model.language_model.layers.* */
+TEST(hf_gemma3_vlm_logits) { check_logits("gemma3_vlm"); }
+TEST(hf_gemma3_vlm_loss_and_grads) { check_loss_and_grads("gemma3_vlm"); }
+TEST(hf_gemma3_vlm_three_clipped_steps) { check_three_steps("gemma3_vlm"); }
 /* Gemma2ForCausalLM: Gemma 3's layers without q_norm/k_norm, one RoPE for every layer, and
  * final_logit_softcapping 3.0 (|logits| ~ 3-4: on tanh's curve) in the loss, its gradient and the
  * logits; attn_logit_softcapping null */

@@ -10,9 +10,9 @@ What it checks (each result goes into the JSON written to --out, default
 tests/fixtures/gguf/llama_cpp_check.json; exit status 1 when any check fails):
 
 1. Logits. On the HF fixtures tests/fixtures/hf/{llama_gqa, qwen2_bias_tied, llama3_rope,
-   qwen3_qk_norm, phi3_longrope} (GQA, qwen2 q/k/v biases + tied embeddings + rsLoRA, llama3 RoPE +
-   head_dim != hidden/heads, qwen3 q/k norms, phi3 fused modules + partial rotary + longrope, each
-   with its PEFT adapter), on tests/fixtures/gguf/models/{gemma3,gemma2}_llama_cpp (the
+   qwen3_qk_norm, phi3_longrope, gemma3_vlm} (GQA, qwen2 q/k/v biases + tied embeddings + rsLoRA,
+   llama3 RoPE + head_dim != hidden/heads, qwen3 q/k norms, phi3 fused modules + partial rotary +
+   longrope, the language model of a Gemma3ForConditionalGeneration, each with its PEFT adapter), on tests/fixtures/gguf/models/{gemma3,gemma2}_llama_cpp (the
    gemma3_sandwich and gemma2_attn_softcap fixtures with query_pre_attn_scalar = head_dim, the scale
    llama.cpp's gemma graphs use, with those fixtures' adapters) and on stories260K (`fastlora convert-llama2c`, real tokenizer, with an adapter
    fastlora trains here for 30 steps), for each type f32, f16, bf16, q8_0: the next-token logits
@@ -248,7 +248,7 @@ def gelu_table_removed(model, ids, got):
             return torch.where(x <= -10, torch.zeros_like(x), torch.where(x >= 10, x, y))
 
     m = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32, attn_implementation="eager").eval()
-    for layer in m.model.layers:
+    for layer in getattr(m.model, "language_model", m.model).layers:   # a vision-language model's text layers
         layer.mlp.act_fn = TableGelu()
     with torch.no_grad():
         hf = m(torch.tensor([ids])).logits[0].numpy()
@@ -322,7 +322,7 @@ def stories_tokenizer_check(fl, lc, model_dir, gguf, results):
 def logit_checks(fl, lc, tmp, results, files):
     import numpy as np
     models = [(n, f"{FIX}/{n}/model", f"{FIX}/{n}/adapter", True)
-              for n in ("llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope")]
+              for n in ("llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope", "gemma3_vlm")]
     # Gemma: the fixtures' query_pre_attn_scalar (20) set to head_dim, the scale llama.cpp's gemma
     # graphs apply (they do not read the key): tests/fixtures/gguf/models, their HF adapters
     models += [(f"{v}_llama_cpp", f"{GGUF_MODELS}/{v}_llama_cpp", f"{FIX}/{n}/adapter", True)

@@ -59,7 +59,8 @@ import transformers  # noqa: E402
 import peft  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
                           Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-                          Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM)
+                          Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
+                          Gemma3ForConditionalGeneration)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -196,6 +197,35 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        # Gemma 3 4B/12B/27B: the language model inside Gemma3ForConditionalGeneration (text_config; the
+        # checkpoint's language_model.model.* tensors beside a vision tower and projector that text-only
+        # input never runs), its LoRA restricted to the language model by PEFT's regex target_modules
+        name="gemma3_vlm",
+        arch="gemma3",
+        seed=242526,
+        config=dict(
+            text_config=dict(
+                vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=12, query_pre_attn_scalar=12,
+                max_position_embeddings=256, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+                layer_types=["sliding_attention", "full_attention"], sliding_window=5,
+                rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                 "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}},
+                attention_bias=False, final_logit_softcapping=None, attn_logit_softcapping=None,
+                bos_token_id=1, eos_token_id=2, attention_dropout=0.0),
+            vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                               image_size=28, patch_size=14),
+            mm_tokens_per_image=4, image_token_index=95, boi_token_index=93, eoi_token_index=94,
+            tie_word_embeddings=True,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS,
+                  peft_target_modules=r"model\.language_model\.layers\.\d+\.(self_attn|mlp)\.("
+                                      + "|".join(ALL_TARGETS) + ")"),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         name="gemma2_softcap",
         arch="gemma2",
         seed=212223,
@@ -287,9 +317,13 @@ def build_base(spec):
                           "mistral": (MistralConfig, MistralForCausalLM),
                           "qwen3": (Qwen3Config, Qwen3ForCausalLM), "phi3": (Phi3Config, Phi3ForCausalLM),
                           "gemma2": (Gemma2Config, Gemma2ForCausalLM),
-                          "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM)}[spec["arch"]]
+                          "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
+                          "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
-    cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
+    if spec["arch"] == "gemma3":   # the text model's settings are inside text_config
+        cfg = cfg_cls(**spec["config"])
+    else:
+        cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
     torch.manual_seed(spec["seed"])
     model = model_cls(cfg).to(torch.float32)
     model.config._attn_implementation = "eager"  # the reference math in formats.md section 2
@@ -308,11 +342,16 @@ def build_base(spec):
     return model
 
 
+def text_config(spec):
+    """The language model's settings: the config itself, or a vision-language config's text_config."""
+    return spec["config"].get("text_config", spec["config"])
+
+
 def lora_config(spec):
     lc = spec["lora"]
     return LoraConfig(
         r=lc["r"], lora_alpha=lc["lora_alpha"], use_rslora=lc["use_rslora"],
-        target_modules=list(lc["target_modules"]), lora_dropout=0.0, bias="none",
+        target_modules=lc.get("peft_target_modules") or list(lc["target_modules"]), lora_dropout=0.0, bias="none",
         task_type="CAUSAL_LM", init_lora_weights=True,
     )
 
@@ -329,7 +368,7 @@ def lora_params(pm):
 
 def make_batch(spec):
     g = torch.Generator().manual_seed(spec["seed"] + 2)
-    B, T, V = spec["B"], spec["T"], spec["config"]["vocab_size"]
+    B, T, V = spec["B"], spec["T"], text_config(spec)["vocab_size"]
     ids = torch.randint(0, V, (B, T), generator=g, dtype=torch.int64)
     labels = ids.clone()
     labels[0, :3] = -100                    # prompt masking, row 0
@@ -352,7 +391,7 @@ def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
-           "gemma3_text": Gemma3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+           "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -548,7 +587,7 @@ def write_fixture(spec, out_root):
     assert abs(gn0 - step_norms[0]) <= 1e-5 * gn0, (gn0, step_norms[0])
 
     branches = None
-    if spec["config"]["rope_parameters"].get("rope_type") == "llama3":
+    if text_config(spec)["rope_parameters"].get("rope_type") == "llama3":
         branches = check_llama3_branches(spec, pm.base_model.model)
 
     # ---- expected.safetensors ----

@@ -64,13 +64,15 @@ static void plan_norm(plan *p, const fl_model_config *cfg, const char *hf, const
 /* The tensors of a llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model in llama.cpp's names, in HF layout. */
 static void plan_model(plan *p, const fl_model_config *cfg) {
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size;
+    const char *pre = fl_config_tensor_prefix(cfg);
     char hf[96], name[64];
     if (cfg->rope_llama3) plan_add(p, "", "rope_freqs.weight", cfg->head_dim / 2, 0);
     if (cfg->rope_longrope) { /* phi3: the converter's extra tensors come first */
         plan_add(p, "", "rope_factors_long.weight", fl_config_rotary_dim(cfg) / 2, 0)->factors = 2;
         plan_add(p, "", "rope_factors_short.weight", fl_config_rotary_dim(cfg) / 2, 0)->factors = 1;
     }
-    plan_add(p, "model.embed_tokens.weight", "token_embd.weight", V, C);
+    snprintf(hf, sizeof hf, "%sembed_tokens.weight", pre);
+    plan_add(p, hf, "token_embd.weight", V, C);
     /* Gemma's sandwich: post_attention_layernorm follows attention, pre_feedforward_layernorm is the
      * MLP's input norm; elsewhere post_attention_layernorm is the MLP's input norm */
     static const char *const norm_hf[4] = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
@@ -80,7 +82,7 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
     const int sandwich = cfg->sandwich_norms != 0, n_norms = sandwich ? 4 : 2;
     for (int l = 0; l < cfg->n_layers; l++) {
         for (int k = 0; k < n_norms; k++) {
-            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, norm_hf[k]);
+            snprintf(hf, sizeof hf, "%slayers.%d.%s.weight", pre, l, norm_hf[k]);
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, norm_gguf[sandwich][k]);
             plan_norm(p, cfg, hf, name, C);
         }
@@ -88,30 +90,32 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
             if (!fl_is_module(cfg, (fl_proj)j)) continue;   /* phi3: k, v, up are rows of qkv_proj, gate_up_proj */
             int in, oc, off;
             fl_module_dims(cfg, (fl_proj)j, &in, &oc, &off);
-            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, fl_module_path(cfg, (fl_proj)j));
+            snprintf(hf, sizeof hf, "%slayers.%d.%s.weight", pre, l, fl_module_path(cfg, (fl_proj)j));
             fl_gguf_proj_name(name, sizeof name, cfg, l, (fl_proj)j);
             plan_item *it = plan_add(p, hf, name, oc, in);
             it->layer = l;
             it->proj = j;
             it->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
             if (cfg->qkv_bias && j <= FL_PROJ_V) {
-                snprintf(hf, sizeof hf, "model.layers.%d.%s.bias", l, fl_proj_modules[j]);
+                snprintf(hf, sizeof hf, "%slayers.%d.%s.bias", pre, l, fl_proj_modules[j]);
                 name[strlen(name) - strlen("weight")] = 0;
                 strcat(name, "bias");
                 plan_add(p, hf, name, oc, 0)->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
             }
         }
         for (int k = 0; k < 2 && cfg->qk_norm; k++) { /* qwen3, gemma3: the per-head norms of q and k */
-            snprintf(hf, sizeof hf, "model.layers.%d.self_attn.%s_norm.weight", l, k ? "k" : "q");
+            snprintf(hf, sizeof hf, "%slayers.%d.self_attn.%s_norm.weight", pre, l, k ? "k" : "q");
             snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
             plan_norm(p, cfg, hf, name, cfg->head_dim);
         }
     }
-    plan_norm(p, cfg, "model.norm.weight", "output_norm.weight", C);
-    if (!cfg->tie_word_embeddings) plan_add(p, "lm_head.weight", "output.weight", V, C);
+    snprintf(hf, sizeof hf, "%snorm.weight", pre);
+    plan_norm(p, cfg, hf, "output_norm.weight", C);
+    if (!cfg->tie_word_embeddings) plan_add(p, fl_config_lm_head_name(cfg), "output.weight", V, C);
 }
 
-static int check_sources(plan *p, const fl_hf_shards *sh, const char *dir, const char *arch) {
+static int check_sources(plan *p, const fl_hf_shards *sh, const char *dir, const fl_model_config *cfg) {
+    const char *arch = fl_gguf_arch_name(cfg->arch), *pre = fl_config_tensor_prefix(cfg);
     for (int i = 0; i < p->n; i++) {
         plan_item *it = &p->items[i];
         if (!it->hf[0]) continue;
@@ -130,7 +134,9 @@ static int check_sources(plan *p, const fl_hf_shards *sh, const char *dir, const
             const char *name = sh->files[f].tensors[k].name;
             size_t n = strlen(name);
             if (n >= 20 && !strcmp(name + n - 20, ".rotary_emb.inv_freq")) continue;
-            if (!strcmp(name, "lm_head.weight")) continue; /* tied: the embedding serves as output */
+            if (!strcmp(name, fl_config_lm_head_name(cfg))) continue; /* tied: the embedding serves as output */
+            /* a vision-language folder: the vision tower and projector are llama.cpp's mmproj file, not this one */
+            if (cfg->multimodal && strncmp(name, pre, strlen(pre))) continue;
             int known = 0;
             for (int i = 0; i < p->n && !known; i++) known = !strcmp(p->items[i].hf, name);
             if (!known) return fl_input_error("%s: tensor '%s' has no llama.cpp counterpart in a %s model", sh->files[f].path, name, arch);
@@ -216,7 +222,7 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
     status = fl_hf_shards_open(&sh, o->model_dir);
     if (!status) {
         plan_model(&p, cfg);
-        status = check_sources(&p, &sh, o->model_dir, fl_gguf_arch_name(cfg->arch));
+        status = check_sources(&p, &sh, o->model_dir, cfg);
     }
     fl_ggml_type want = FL_GGML_F16;
     if (!status) {

@@ -59,7 +59,11 @@ static int merged_in_range(const void *data, size_t n, fl_dtype dtype, const cha
  * (Phi-3's qkv_proj, gate_up_proj: its first member, model/projections.h). */
 static int adapted_slot(const char *name, const fl_model_config *cfg, int *layer, fl_proj *proj) {
     int l, used = 0, n_layers = cfg->n_layers;
-    if (sscanf(name, "model.layers.%d.%n", &l, &used) != 1 || used == 0 || l < 0 || l >= n_layers) return -1;
+    const char *prefix = fl_config_tensor_prefix(cfg);
+    size_t pn = strlen(prefix);
+    if (strncmp(name, prefix, pn)) return -1;
+    name += pn;
+    if (sscanf(name, "layers.%d.%n", &l, &used) != 1 || used == 0 || l < 0 || l >= n_layers) return -1;
     for (int p = 0; p < FL_N_PROJ; p++) {
         char want[96];
         if (!fl_is_module(cfg, (fl_proj)p)) continue;

@@ -7,11 +7,13 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/strbuf.h"
 #include "io/file_util.h"
 #include "io/safetensors.h"
 
 void fl_adapter_tensor_name(char *out, size_t cap, const fl_model_config *cfg, int layer, fl_proj p, char which) {
-    snprintf(out, cap, "base_model.model.model.layers.%d.%s.lora_%c.weight", layer, fl_module_path(cfg, p), which);
+    snprintf(out, cap, "base_model.model.%slayers.%d.%s.lora_%c.weight", fl_config_module_prefix(cfg), layer,
+             fl_module_path(cfg, p), which);
 }
 
 int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_model_config *cfg,
@@ -23,6 +25,18 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
     json_t *targets = json_array();
     for (int p = 0; p < FL_N_PROJ; p++)
         if (fl_lora_adapts(cfg, lc, (fl_proj)p)) json_array_append_new(targets, json_string(fl_module_name(cfg, (fl_proj)p)));
+    if (cfg->multimodal) { /* names alone would also adapt the vision tower's q/k/v_proj: PEFT's full-match regex */
+        fl_strbuf re = {0};
+        fl_strbuf_append_str(&re, "model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(");
+        for (size_t i = 0; i < json_array_size(targets); i++) {
+            if (i) fl_strbuf_append_str(&re, "|");
+            fl_strbuf_append_str(&re, json_string_value(json_array_get(targets, i)));
+        }
+        fl_strbuf_append_str(&re, ")");
+        json_decref(targets);
+        targets = json_stringn(re.p, re.n);
+        free(re.p);
+    }
     json_object_set_new(root, "alpha_pattern", json_object());
     json_object_set_new(root, "auto_mapping", json_null());
     json_object_set_new(root, "base_model_name_or_path", base_model_name ? json_string(base_model_name) : json_null());
@@ -87,6 +101,24 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
     return status;
 }
 
+/* The module names of the one regex form of target_modules fastlora writes (fl_adapter_save on a
+ * vision-language model): "model\.language_model\.layers\.\d+\.(self_attn|mlp)\.(q_proj|v_proj)"
+ * -> ["q_proj", "v_proj"]; NULL for any other string. */
+static json_t *regex_module_names(const char *re) {
+    static const char head[] = "model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(";
+    size_t n = strlen(re), h = sizeof head - 1;
+    if (n <= h + 1 || strncmp(re, head, h) || re[n - 1] != ')') return NULL;
+    json_t *names = json_array();
+    const char *p = re + h, *end = re + n - 1;
+    while (p <= end) {
+        const char *bar = memchr(p, '|', (size_t)(end - p));
+        const char *stop = bar ? bar : end;
+        json_array_append_new(names, json_stringn(p, (size_t)(stop - p)));
+        p = stop + 1;
+    }
+    return names;
+}
+
 int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
     char *path = fl_path_join(dir, "adapter_config.json");
     json_t *root;
@@ -132,7 +164,14 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
     if (!status) {
         v = json_object_get(root, "target_modules");
         lc->target_mask = 0;
-        if (!json_is_array(v)) {
+        json_t *names = json_is_string(v) ? regex_module_names(json_string_value(v)) : NULL;
+        if (names) v = names;
+        if (json_is_string(v)) {
+            status = fl_input_error("%s: field 'target_modules' is a pattern fastlora does not read ('%s'; supported: a "
+                                    "list of module names, or model\\.language_model\\.layers\\.\\d+\\."
+                                    "(self_attn|mlp)\\.(q_proj|...) as fastlora writes for vision-language models)",
+                                    path, json_string_value(v));
+        } else if (!json_is_array(v)) {
             status = fl_input_error("%s: field 'target_modules' must be a list of module names", path);
         } else {
             size_t i;
@@ -152,6 +191,7 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
             }
             if (!status && !lc->target_mask) status = fl_input_error("%s: field 'target_modules' is empty", path);
         }
+        json_decref(names);
     }
     json_decref(root);
     free(path);

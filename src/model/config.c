@@ -353,6 +353,41 @@ static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
     return parse_rope(path, root, cfg);
 }
 
+static int parse_config(const char *path, json_t *root, fl_model_config *cfg);
+
+/* Gemma3ForConditionalGeneration (Gemma 3 4B, 12B, 27B): its language model is text_config, read as a
+ * Gemma3ForCausalLM config (tie_word_embeddings from the top level when text_config leaves it out);
+ * errors name the field as text_config.<field>. */
+static int parse_vision_language(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *text = json_object_get(root, "text_config");
+    if (!json_is_object(text))
+        return fl_input_error("%s: field 'text_config' must be an object (the language model of Gemma3ForConditionalGeneration)", path);
+    json_t *copy = json_deep_copy(text);
+    /* google's configs give only what differs from Gemma3TextConfig's defaults (gemma-3-4b-it: hidden
+     * and intermediate size, layers, rope_scaling, sliding_window) */
+    static const struct { const char *key; long long value; } defaults[] = {
+        {"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+        {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"max_position_embeddings", 131072},
+        {"bos_token_id", 2}, {"eos_token_id", 1}};
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (!json_object_get(copy, defaults[i].key)) json_object_set_new(copy, defaults[i].key, json_integer(defaults[i].value));
+    json_t *archs = json_array();
+    json_array_append_new(archs, json_string("Gemma3ForCausalLM"));
+    json_object_set_new(copy, "architectures", archs);
+    json_object_set_new(copy, "model_type", json_string("gemma3_text"));
+    if (!json_object_get(copy, "tie_word_embeddings") && json_object_get(root, "tie_word_embeddings"))
+        json_object_set(copy, "tie_word_embeddings", json_object_get(root, "tie_word_embeddings"));
+    char where[600];
+    snprintf(where, sizeof where, "%s: text_config", path);
+    int status = parse_config(where, copy, cfg);
+    json_decref(copy);
+    cfg->multimodal = 1;
+    if (!status && !cfg->tie_word_embeddings)
+        status = fl_input_error("%s: text_config.tie_word_embeddings false: Gemma 3's vision-language checkpoints tie "
+                                "the head (supported: tied)", path);
+    return status;
+}
+
 static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (!json_is_object(root)) return fl_input_error("%s: top level must be a JSON object", path);
     json_t *archs = json_object_get(root, "architectures");
@@ -362,6 +397,9 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         arch = json_string_value(json_array_get(archs, 0));
     else if (archs && !json_is_null(archs))
         return fl_input_error("%s: field 'architectures' must be a list of strings", path);
+    if ((arch && !strcmp(arch, "Gemma3ForConditionalGeneration")) ||
+        (!arch && json_is_string(model_type) && !strcmp(json_string_value(model_type), "gemma3")))
+        return parse_vision_language(path, root, cfg);
     if (!arch && json_is_string(model_type)) {
         const char *mt = json_string_value(model_type);
         arch = !strcmp(mt, "llama")   ? "LlamaForCausalLM"
@@ -381,7 +419,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
     else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma2ForCausalLM)", path, arch);
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;

@@ -76,7 +76,26 @@ typedef struct {
                                 fl_config_layer_window; rope_local_base_freq / the sliding_attention
                                 rope_parameters), default RoPE; 0: every layer uses rope_theta */
     double rope_linear_factor; /* linear RoPE scaling of the global layers (inv_freq / factor); 0 or 1: none */
+    /* ---- a language model inside a vision-language checkpoint (Gemma3ForConditionalGeneration) ---- */
+    int multimodal;          /* 1: the config is its text_config; the folder's vision tower and projector
+                                tensors are kept (merge) and never run — text-only training is exact */
 } fl_model_config;
+
+/* The checkpoint's names of the language model's tensors: "model." + "layers.3.mlp.up_proj.weight",
+ * "embed_tokens.weight", "norm.weight" — "language_model.model." in a Gemma3ForConditionalGeneration
+ * folder (as google's checkpoints and transformers' save_pretrained write it) — and of the LM head. */
+static inline const char *fl_config_tensor_prefix(const fl_model_config *c) {
+    return c->multimodal ? "language_model.model." : "model.";
+}
+static inline const char *fl_config_lm_head_name(const fl_model_config *c) {
+    return c->multimodal ? "language_model.lm_head.weight" : "lm_head.weight";
+}
+/* PEFT's module path of the same (what adapter tensor names and target_modules say): "model." +
+ * "layers.3.mlp.up_proj"; "model.language_model." in the vision-language model (transformers 5's
+ * module tree). */
+static inline const char *fl_config_module_prefix(const fl_model_config *c) {
+    return c->multimodal ? "model.language_model." : "model.";
+}
 
 /* The window of layer l: cfg->sliding_window when the layer has one, else 0 (full causal). Query t
  * of a document sees keys j with t - W < j <= t (transformers' sliding_window_overlay). */

@@ -64,7 +64,7 @@ static const layer_storage layer_storage_table[] = {
 /* The HF tensors of a layer: name, shape, and where they land — a field of fl_layer_weights and a
  * first row there (q, k, v share `qkv`; gate and up share `gate_up`). */
 typedef struct {
-    const char *suffix;     /* after "model.layers.{i}." */
+    const char *suffix;     /* after "model.layers.{i}." (fl_config_tensor_prefix + "layers.{i}.") */
     size_t field;
     dim_kind rows, cols;
     dim_kind row0, row0_plus;   /* first row: row0 + row0_plus */
@@ -213,9 +213,13 @@ static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *b
     #define ADD(nm, r, c, ldv, vec, ini, off) do { snprintf(slots[n].name, sizeof slots[n].name, "%s", nm); \
         slots[n].rows = (r); slots[n].cols = (c); slots[n].ld = (ldv); slots[n].is_vector = (vec); \
         slots[n].init = (ini); slots[n].dst = (void *)(uintptr_t)(off); n++; } while (0)
-    ADD("model.embed_tokens.weight", V, C, C, 0, INIT_LINEAR, sp->embed);
-    if (!cfg->tie_word_embeddings) ADD("lm_head.weight", V, C, C, 0, INIT_LINEAR, sp->lm_head);
-    ADD("model.norm.weight", C, 1, 1, 1, INIT_NORM, sp->final_norm);
+    const char *prefix = fl_config_tensor_prefix(cfg);
+    char name[128];
+    snprintf(name, sizeof name, "%sembed_tokens.weight", prefix);
+    ADD(name, V, C, C, 0, INIT_LINEAR, sp->embed);
+    if (!cfg->tie_word_embeddings) ADD(fl_config_lm_head_name(cfg), V, C, C, 0, INIT_LINEAR, sp->lm_head);
+    snprintf(name, sizeof name, "%snorm.weight", prefix);
+    ADD(name, C, 1, 1, 1, INIT_NORM, sp->final_norm);
     for (int l = 0; l < L; l++)
         for (size_t t = 0; t < N_LAYER_TENSORS; t++) {
             const layer_tensor *lt = &layer_tensor_table[t];
@@ -232,8 +236,7 @@ static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *b
                 off = sp->layer0 + (size_t)l * sp->layer_bytes + sp->field_off[storage_index(lt->field)] +
                       (size_t)(row0 * ld) * (vec ? be->act_size : be->weight_size);
             }
-            char name[128];
-            snprintf(name, sizeof name, "model.layers.%d.%s", l, lt->suffix);
+            snprintf(name, sizeof name, "%slayers.%d.%s", prefix, l, lt->suffix);
             ADD(name, dim_value(cfg, lt->rows), dim_value(cfg, lt->cols), ld, vec, lt->init, off);
             if (sp->nf4 && proj >= 0) {
                 slots[n - 1].nf4 = 1;
@@ -454,10 +457,11 @@ static int check_count(const shard_set *s, const fl_model_config *cfg, const cha
             for (size_t t = 0; t < (l < 0 ? 3 : N_LAYER_TENSORS) && !status; t++) {
                 if (l < 0) {
                     if (t == 1 && cfg->tie_word_embeddings) continue;
-                    snprintf(name, sizeof name, "%s", t == 0 ? "model.embed_tokens.weight" : t == 1 ? "lm_head.weight" : "model.norm.weight");
+                    if (t == 1) snprintf(name, sizeof name, "%s", fl_config_lm_head_name(cfg));
+                    else snprintf(name, sizeof name, "%s%s", fl_config_tensor_prefix(cfg), t == 0 ? "embed_tokens.weight" : "norm.weight");
                 } else {
                     if (!is_present(cfg, layer_tensor_table[t].present)) continue;
-                    snprintf(name, sizeof name, "model.layers.%d.%s", l, layer_tensor_table[t].suffix);
+                    snprintf(name, sizeof name, "%slayers.%d.%s", fl_config_tensor_prefix(cfg), l, layer_tensor_table[t].suffix);
                 }
                 if (!find_tensor(s, name, &file))
                     status = fl_input_error("%s: tensor '%s' is missing from the safetensors files (config.json implies "

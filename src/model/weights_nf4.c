@@ -258,7 +258,7 @@ int fl_nf4_load_layer(fl_nf4_layer *out, const char *dir, const fl_model_config 
     memset(out, 0, sizeof *out);
     char names[FL_N_PROJ][128];
     for (int p = 0; p < FL_N_PROJ; p++)
-        snprintf(names[p], sizeof names[p], "model.layers.%d.%s.weight", layer, fl_proj_modules[p]);
+        snprintf(names[p], sizeof names[p], "%slayers.%d.%s.weight", fl_config_tensor_prefix(cfg), layer, fl_proj_modules[p]);
     fl_safetensors files[FL_N_PROJ];
     int n_files = 0;
     int status = open_for(dir, names, FL_N_PROJ, files, &n_files);
