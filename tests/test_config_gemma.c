@@ -282,8 +282,13 @@ TEST(config_gemma3_vision_language_text_config) {
     for (int l = 0; l < 34; l++) CHECK_EQ_INT(fl_config_layer_window(&c, l), (l + 1) % 6 ? 1024 : 0);
     CHECK(!strcmp(fl_config_tensor_prefix(&c), "language_model.model.") &&
           !strcmp(fl_config_module_prefix(&c), "model.language_model."));
-    /* 3.88B parameters in the language model (the card's 4B counts the 0.4B vision tower too) */
-    CHECK(fl_config_total_params(&c) > 3800000000LL && fl_config_total_params(&c) < 3950000000LL);
+    /* the preset gemma-3-4b is this config; 3,880,263,168 parameters in the language model (the card's
+     * 4B counts the 0.4B vision tower too) */
+    fl_model_config want;
+    CHECK(fl_config_preset(&want, "gemma-3-4b") == 0);
+    check_gemma_fields_equal(&c, &want);
+    CHECK_EQ_INT(want.multimodal, 1);
+    CHECK_MSG(fl_config_total_params(&c) == 3880263168LL, "%lld parameters", (long long)fl_config_total_params(&c));
     char *bad = edit(g4, "\"text_config\": {", "\"text_config\": 7, \"x\": {");
     refused(bad, "text_config");
     char *untied = edit(g4, "\"sliding_window\": 1024}", "\"sliding_window\": 1024, \"tie_word_embeddings\": false}");
