@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/rng.h"
 #include "engine/model.h"
 #include "infer/merge_nf4.h"
 #include "io/file_util.h"
@@ -312,3 +313,37 @@ TEST(nf4_phi3_bad_input_hidden_not_multiple_of_64) {
     CHECK_EQ_INT(system(cmd), 0);
 }
 
+
+/* A row view past the first nested group (the fixtures' modules hold one 256-block group): rows
+ * [300, 600) of a (600, 64) matrix start at block 300, in group 1; its dequantization is those rows of
+ * the matrix's, bit for bit, in f32 and bf16, and a view of a view adds the block bases. */
+TEST(nf4_phi3_rows_view_across_nested_groups) {
+    int64_t rows = 600, cols = 64;
+    float *x = malloc(sizeof(float) * (size_t)(rows * cols));
+    fl_rng_fill_uniform(x, (size_t)(rows * cols), fl_rng_stream(5, 0, 0, 0), -1.0f, 1.0f);
+    for (int64_t r = 0; r < rows; r++)   /* rows of different scales: the groups' nested absmax differ */
+        for (int64_t c = 0; c < cols; c++) x[r * cols + c] *= (float)(1 + r % 7);
+    fl_nf4_weight w, v, vv;
+    CHECK_EQ_INT(fl_nf4_quantize(&w, x, FL_F32, rows, cols, 1, "t"), 0);
+    CHECK(w.n_groups == 3 && w.nested_absmax[0] != w.nested_absmax[1]);
+    CHECK_EQ_INT(fl_nf4_rows_view(&v, &w, 300, 600, "t"), 0);
+    CHECK_EQ_INT(fl_nf4_rows_view(&vv, &v, 100, 300, "t"), 0);   /* rows [400, 600) of w */
+    CHECK_EQ_INT(v.block0, 300);
+    CHECK_EQ_INT(vv.block0, 400);
+    float *all = malloc(sizeof(float) * (size_t)(rows * cols)), *got = malloc(sizeof(float) * 300 * 64);
+    uint16_t *all16 = malloc(2 * (size_t)(rows * cols)), *got16 = malloc(2 * 300 * 64);
+    fl_nf4_dequantize(&w, all, FL_F32);
+    fl_nf4_dequantize(&w, all16, FL_BF16);
+    fl_nf4_dequantize(&v, got, FL_F32);
+    fl_nf4_dequantize(&v, got16, FL_BF16);
+    CHECK(!memcmp(got, all + 300 * 64, sizeof(float) * 300 * 64));
+    CHECK(!memcmp(got16, all16 + 300 * 64, 2 * 300 * 64));
+    fl_nf4_dequantize(&vv, got, FL_F32);
+    CHECK(!memcmp(got, all + 400 * 64, sizeof(float) * 200 * 64));
+    free(x);
+    free(all);
+    free(got);
+    free(all16);
+    free(got16);
+    fl_nf4_free(&w);
+}
