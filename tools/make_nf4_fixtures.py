@@ -42,6 +42,17 @@ quantization_config.
 tiny-f32-nf4-logits.safetensors — from the saved folder reloaded by transformers, in training mode (the
 f32 dequantize-then-matmul path): input_ids I32 [2, 16] with logits F32 [2, 16, V], and eval_ids I32
 [8, 33] with eval_loss F32 [1] (transformers' shifted mean cross-entropy, 8 x 32 targets).
+tiny-phi3-bf16/, tiny-phi3-nf4/ — a tiny Phi3ForCausalLM (hidden 64, FF 128, 2 layers, 4 heads, 2 KV heads,
+partial_rotary_factor 0.75, V 96) in bf16 and the same model loaded by transformers with the BitsAndBytesConfig
+above (compute dtype bfloat16) and saved: its fused modules self_attn.qkv_proj (128, 64) and mlp.gate_up_proj
+(256, 64) are each ONE bitsandbytes NF4 matrix (one offset, 256-block groups over the fused matrix); the script
+checks that each equals quantize_4bit(fused bf16 weight) bit for bit and that quantizing q, k, v apart would
+not (another offset). tiny-phi3-nf4-adapter/ — a PEFT LoRA (r 4, alpha 8, qkv_proj, o_proj, gate_up_proj,
+down_proj; lora_B random normal, std 0.05) on that 4-bit model. tiny-phi3-nf4-expected.safetensors — PEFT's
+QLoRA forward and backward on the saved 4-bit folder with f32 compute, in training mode (dropout 0):
+input_ids, labels I32 [2, 12] (labels -100 on row 0's first 3 positions), logits F32 [2, 12, V], loss F32 [1]
+(transformers' shifted mean cross-entropy), grad.<key> for every adapter tensor <key> (as in
+tests/fixtures/hf/README.md).
 short-means.safetensors — torch's f32 mean of absmax-like vectors of 1..16 values (values, lengths,
 means): below 8 values torch sums in another order than its vector path. Also bnb5.*: quantize_4bit of a
 (5, 64) f32 matrix (5 blocks) whose offset depends on that order.
@@ -335,6 +346,107 @@ def report_cpu_repack():
           f"({losses['after'] / losses['before'] - 1:+.2e} relative); tensors that changed: {changed or 'none'}")
 
 
+# ---- Phi-3: fused modules, each one NF4 matrix (tiny-phi3-*) ----------------------------------------------
+
+PHI3_CONFIG = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-5, sliding_window=64,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75},
+                   tie_word_embeddings=False, pad_token_id=0, bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
+PHI3_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
+
+
+def check_fused_quantization(qmodel, source):
+    """Each fused module of the loaded 4-bit model is quantize_4bit of the WHOLE fused weight, bit for bit, and
+    not what quantizing its q, k, v (gate, up) rows apart gives."""
+    check_fresh_quantization_weights(qmodel, source)
+    w = source["model.layers.0.self_attn.qkv_proj.weight"]
+    QD = PHI3_CONFIG["hidden_size"]
+    _, whole = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type="nf4")
+    _, q_alone = F.quantize_4bit(w[:QD].contiguous(), blocksize=64, compress_statistics=True, quant_type="nf4")
+    assert not torch.equal(whole.offset, q_alone.offset), "q quantized alone has the fused module's offset"
+
+
+def check_fresh_quantization_weights(qmodel, source):
+    import bitsandbytes.nn as bnn
+    n = 0
+    for name, mod in qmodel.named_modules():
+        if isinstance(mod, bnn.Linear4bit):
+            q, st = F.quantize_4bit(source[name + ".weight"], blocksize=64, compress_statistics=True, quant_type="nf4")
+            qs = mod.weight.quant_state
+            assert (torch.equal(q.view(-1), mod.weight.data.view(-1)) and torch.equal(st.absmax, qs.absmax)
+                    and torch.equal(st.state2.absmax, qs.state2.absmax) and torch.equal(st.offset, qs.offset)), name
+            n += 1
+    assert n == 4 * PHI3_CONFIG["num_hidden_layers"], f"{n} Linear4bit modules"
+
+
+def f32_compute(model):
+    """bitsandbytes' f32 path (as tools/peft_roundtrip.py --bnb-compute float32): Linear4bit dequantizes to its
+    quant_state dtype, casts to f32 and multiplies; every float parameter in f32."""
+    import bitsandbytes.nn as bnn
+    for mod in model.modules():
+        if isinstance(mod, bnn.Linear4bit):
+            mod.compute_dtype = torch.float32
+            mod.compute_type_is_set = True
+        else:
+            for prm in mod.parameters(recurse=False):
+                prm.data = prm.data.float()
+
+
+def make_phi3(root):
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Phi3Config, Phi3ForCausalLM
+    bf16_dir, nf4_dir = os.path.join(root, "tiny-phi3-bf16"), os.path.join(root, "tiny-phi3-nf4")
+    adapter_dir = os.path.join(root, "tiny-phi3-nf4-adapter")
+    for d in (bf16_dir, nf4_dir, adapter_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    torch.manual_seed(31)
+    model = Phi3ForCausalLM(Phi3Config(**PHI3_CONFIG)).to(torch.bfloat16)
+    model.save_pretrained(bf16_dir, safe_serialization=True)
+    source = load_file(os.path.join(bf16_dir, "model.safetensors"))
+    bnb_cfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                 bnb_4bit_compute_dtype=torch.bfloat16)
+    qmodel = AutoModelForCausalLM.from_pretrained(bf16_dir, quantization_config=bnb_cfg, device_map="cpu")
+    check_fused_quantization(qmodel, source)
+    qmodel.save_pretrained(nf4_dir, safe_serialization=True)   # before any forward: no CPU repacking
+    for d in (bf16_dir, nf4_dir):
+        gen = os.path.join(d, "generation_config.json")
+        if os.path.exists(gen):
+            os.remove(gen)
+    # PEFT's QLoRA on the saved folder, f32 compute, training mode
+    base = AutoModelForCausalLM.from_pretrained(nf4_dir, device_map="cpu", attn_implementation="eager")
+    f32_compute(base)
+    pm = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=PHI3_TARGETS,
+                                         bias="none", task_type="CAUSAL_LM"))
+    g = torch.Generator().manual_seed(32)
+    with torch.no_grad():
+        for n, prm in pm.named_parameters():
+            if "lora_B" in n:
+                prm.copy_(0.05 * torch.randn(prm.shape, generator=g))
+    pm.save_pretrained(adapter_dir)
+    for extra in ("README.md",):
+        if os.path.exists(os.path.join(adapter_dir, extra)):
+            os.remove(os.path.join(adapter_dir, extra))
+    pm.train()
+    ids = torch.randint(0, PHI3_CONFIG["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(33))
+    labels = ids.clone()
+    labels[0, :3] = -100
+    out = pm(input_ids=ids, labels=labels)
+    out.loss.backward()
+    expected = {"input_ids": ids.to(torch.int32).contiguous(), "labels": labels.to(torch.int32).contiguous(),
+                "logits": out.logits.detach().float().contiguous(), "loss": out.loss.detach().float().reshape(1)}
+    file_keys = set(load_file(os.path.join(adapter_dir, "adapter_model.safetensors")).keys())
+    for n, prm in pm.named_parameters():
+        if prm.requires_grad:
+            key = n.replace(".default", "")
+            assert key in file_keys, key
+            expected["grad." + key] = prm.grad.detach().float().contiguous()
+    assert len(expected) == 4 + len(file_keys)
+    save_file(expected, os.path.join(root, "tiny-phi3-nf4-expected.safetensors"),
+              metadata={"bitsandbytes": bitsandbytes.__version__, "torch": torch.__version__,
+                        "loss": f"{out.loss.item():.9f}"})
+
+
 # ---- short vectors: torch's mean below one 8-lane load ---------------------------------------------------
 
 def make_short_means(root):
@@ -369,8 +481,8 @@ def make_short_means(root):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/fixtures/nf4")
-    ap.add_argument("--only", default="cases,tiny,f32,means",
-                    help="comma-separated parts: cases, tiny, f32, means, repack (repack: report only)")
+    ap.add_argument("--only", default="cases,tiny,f32,means,phi3",
+                    help="comma-separated parts: cases, tiny, f32, means, phi3, repack (repack: report only)")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     torch.set_num_threads(1)
@@ -386,6 +498,8 @@ def main():
         make_f32_model(args.out)
     if "means" in parts:
         make_short_means(args.out)
+    if "phi3" in parts:
+        make_phi3(args.out)
     if "repack" in parts:
         report_cpu_repack()
     print(f"wrote {args.only} to {args.out}", file=sys.stderr)

@@ -6,7 +6,10 @@
  * stored in the files — q, k, v, gate, up separate — with config.json; the fused in-memory layout
  * (layer_storage_table) only decides where each lands afterwards. An NF4 base (weights.h) keeps the
  * projection matrices out of that table's region and stores their NF4 form after the layers, each
- * projection at a fixed offset (storage_plan.nf4_off), so the whole base is still one allocation. */
+ * checkpoint module at a fixed offset (storage_plan.nf4_off), so the whole base is still one
+ * allocation. A fused module (Phi-3's qkv_proj, gate_up_proj) is ONE NF4 matrix, as bitsandbytes
+ * quantizes each nn.Linear; its members' entries in fl_base_weights.nf4 are row views of it
+ * (fl_nf4_rows_view), so the engine sees seven projections either way. */
 #include "model/weights.h"
 
 #include <jansson.h>
@@ -124,8 +127,8 @@ typedef struct {
     int is_vector;
     void *dst;          /* backend memory */
     init_kind init;
-    int nf4;            /* a projection held in NF4: dst is its NF4 storage, nf4_index its entry in w->nf4 */
-    int nf4_index;      /* layer · FL_N_PROJ + projection */
+    int nf4;            /* a module held in NF4: dst is its NF4 storage, nf4_index its (first) entry in w->nf4 */
+    int nf4_index;      /* layer · FL_N_PROJ + the projection standing for the module */
 } tensor_slot;
 
 /* Byte layout of the one allocation: global tensors, then per layer the storage table, then (NF4)
@@ -172,9 +175,10 @@ static storage_plan plan_storage(const fl_model_config *cfg, size_t weight_size,
     sp.layer_bytes = in_layer;
     at += (size_t)cfg->n_layers * in_layer;
     sp.nf4_0 = at;
-    for (int p = 0; nf4 && p < FL_N_PROJ; p++) {
-        int in, out;
-        fl_proj_dims(cfg, (fl_proj)p, &in, &out);
+    for (int p = 0; nf4 && p < FL_N_PROJ; p++) {   /* one NF4 matrix per checkpoint module */
+        if (!fl_is_module(cfg, (fl_proj)p)) continue;
+        int in, out, off;
+        fl_module_dims(cfg, (fl_proj)p, &in, &out, &off);
         sp.nf4_off[p] = sp.nf4_layer_bytes;
         sp.nf4_layer_bytes += ALIGN64(fl_nf4_bytes(out, in, double_quant));
     }
@@ -187,11 +191,14 @@ size_t fl_weights_bytes(const fl_model_config *cfg, size_t weight_size, size_t a
     return plan_storage(cfg, weight_size, act_size, reserve, quant == FL_QUANT_NF4, 1).total;
 }
 
-/* The projection a per-layer tensor suffix names ("self_attn.q_proj.weight" -> FL_PROJ_Q), or -1. */
-static int suffix_proj(const char *suffix) {
+/* The module a per-layer tensor suffix names, as the projection that stands for it
+ * ("self_attn.q_proj.weight" -> FL_PROJ_Q; Phi-3's "self_attn.qkv_proj.weight" -> FL_PROJ_Q), or -1. */
+static int suffix_proj(const fl_model_config *cfg, const char *suffix) {
     for (int p = 0; p < FL_N_PROJ; p++) {
-        size_t len = strlen(fl_proj_modules[p]);
-        if (!strncmp(suffix, fl_proj_modules[p], len) && !strcmp(suffix + len, ".weight")) return p;
+        if (!fl_is_module(cfg, (fl_proj)p)) continue;
+        const char *path = fl_module_path(cfg, (fl_proj)p);
+        size_t len = strlen(path);
+        if (!strncmp(suffix, path, len) && !strcmp(suffix + len, ".weight")) return p;
     }
     return -1;
 }
@@ -225,7 +232,7 @@ static tensor_slot *plan_tensors(const fl_model_config *cfg, const fl_backend *b
             const layer_tensor *lt = &layer_tensor_table[t];
             if (!is_present(cfg, lt->present)) continue;
             const layer_storage *ls = &layer_storage_table[storage_index(lt->field)];
-            int vec = lt->cols == DIM_ONE, proj = suffix_proj(lt->suffix);
+            int vec = lt->cols == DIM_ONE, proj = suffix_proj(cfg, lt->suffix);
             int64_t ld = ls->fused ? sp->ld[ls->fused] : dim_value(cfg, lt->cols);
             int64_t row0 = dim_value(cfg, lt->row0) + dim_value(cfg, lt->row0_plus);
             size_t off;
@@ -276,14 +283,25 @@ static void alloc_tensors(fl_base_weights *w, const fl_model_config *cfg, const 
 /* Copies an NF4 weight made on the host into its slot (backend memory) and records the view. The
  * slot was sized by the plan's double_quant (config.json's bnb_4bit_use_double_quant for a 4-bit
  * checkpoint): a checkpoint without double quantization has f32 absmax and plans the larger size. */
-static int upload_nf4(fl_base_weights *w, const tensor_slot *slot, const fl_nf4_weight *host, int double_quant) {
+static int upload_nf4(fl_base_weights *w, const fl_model_config *cfg, const tensor_slot *slot, const fl_nf4_weight *host,
+                      int double_quant) {
     size_t planned = fl_nf4_bytes(slot->rows, slot->cols, double_quant);
     if (host->bytes > planned)   /* plain f32 absmax where the config promised double quantization */
         return fl_input_error("%s: NF4 without double quantization takes %zu bytes where %zu were planned "
                               "(bnb_4bit_use_double_quant in config.json disagrees with the tensors)",
                               slot->name, host->bytes, planned);
     w->be->upload(slot->dst, host->storage, host->bytes);
-    fl_nf4_view(&w->nf4[slot->nf4_index], host, slot->dst);
+    fl_nf4_weight module;
+    fl_nf4_view(&module, host, slot->dst);
+    int layer = slot->nf4_index / FL_N_PROJ;
+    fl_proj head = (fl_proj)(slot->nf4_index % FL_N_PROJ);
+    /* each member of the module: its rows of the module's matrix (all of it for an unfused one) */
+    for (fl_proj p = head; p <= fl_module_last(cfg, head); p++) {
+        int in, oc, r0 = fl_proj_group_offset(cfg, p);
+        fl_proj_dims(cfg, p, &in, &oc);
+        if (head == fl_module_last(cfg, head)) { r0 = 0; oc = (int)module.rows; }
+        FL_TRY(fl_nf4_rows_view(&w->nf4[(size_t)layer * FL_N_PROJ + p], &module, r0, r0 + oc, slot->name));
+    }
     return 0;
 }
 
@@ -304,6 +322,16 @@ static void upload_slot(const fl_backend *be, const tensor_slot *slot, const flo
     free(wide);
 }
 
+/* A fused module in NF4 is one matrix whose members are row views (fl_nf4_rows_view): exact only
+ * when no 64-block crosses a row, i.e. hidden_size % 64 == 0 (the in-features of qkv_proj and
+ * gate_up_proj). Otherwise one line naming config.json's field. */
+static int nf4_fused_unsupported(const fl_model_config *cfg, const char *where) {
+    if (!cfg->fused_modules || cfg->hidden_size % FL_NF4_BLOCK == 0) return 0;
+    return fl_input_error("%s/config.json: hidden_size %d is not a multiple of %d: NF4 (--quant nf4 or a 4-bit "
+                          "checkpoint) of the fused qkv_proj / gate_up_proj is supported when it is (every released "
+                          "Phi-3 has 3072); load it unquantized", where, cfg->hidden_size, FL_NF4_BLOCK);
+}
+
 void fl_weights_free(fl_base_weights *w) {
     if (w->storage) w->be->free(w->storage);
     free(w->layers);
@@ -319,8 +347,7 @@ void fl_weights_init_random(fl_base_weights *w, const fl_model_config *cfg, uint
 void fl_weights_init_random_quant(fl_base_weights *w, const fl_model_config *cfg, uint64_t seed, const fl_backend *be,
                                   fl_weights_reserve reserve, fl_quant quant) {
     memset(w, 0, sizeof *w);
-    if (quant == FL_QUANT_NF4 && cfg->fused_modules)
-        fl_die("%s: NF4 is not supported for Phi-3's fused qkv_proj / gate_up_proj weights", cfg->name);
+    if (quant == FL_QUANT_NF4 && nf4_fused_unsupported(cfg, cfg->name)) fl_die("%s", fl_last_error());
     int n;
     storage_plan sp = plan_storage(cfg, be->weight_size, be->act_size, reserve, quant == FL_QUANT_NF4, 1);
     tensor_slot *slots = plan_tensors(cfg, be, &sp, &n);
@@ -339,7 +366,7 @@ void fl_weights_init_random_quant(fl_base_weights *w, const fl_model_config *cfg
         if (slots[i].nf4) {   /* finite by construction: quantizing cannot fail */
             fl_nf4_weight q;
             if (fl_nf4_quantize(&q, host, FL_F32, slots[i].rows, slots[i].cols, 1, slots[i].name) ||
-                upload_nf4(w, &slots[i], &q, sp.double_quant))
+                upload_nf4(w, cfg, &slots[i], &q, sp.double_quant))
                 fl_die("%s", fl_last_error());
             fl_nf4_free(&q);
         } else {
@@ -492,9 +519,7 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
     int nf4 = qc.nf4 || quant == FL_QUANT_NF4;
     fl_nf4_source source = quant == FL_QUANT_NF4 ? FL_NF4_QUANTIZE : FL_NF4_STORED;
     int double_quant = qc.nf4 ? qc.double_quant : 1;
-    if (nf4 && cfg->fused_modules)   /* the NF4 region holds one matrix per projection, not per fused module */
-        return fl_input_error("%s: NF4 (--quant nf4 or a 4-bit checkpoint) is not supported for Phi-3's fused "
-                              "qkv_proj / gate_up_proj weights; load it unquantized", dir);
+    if (nf4) FL_TRY(nf4_fused_unsupported(cfg, dir));
     snprintf(cfg->name, sizeof cfg->name, "%s", dir);
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));
@@ -520,7 +545,7 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
                 fl_nf4_weight q;
                 status = fl_nf4_load_weight(&q, shards.files, shards.n_files, slots[i].name, slots[i].rows,
                                             slots[i].cols, source);
-                if (!status) status = upload_nf4(w, &slots[i], &q, sp.double_quant);
+                if (!status) status = upload_nf4(w, cfg, &slots[i], &q, sp.double_quant);
                 if (q.storage) fl_nf4_free(&q);
                 if (status && !strstr(fl_last_error(), dir)) {   /* name the folder when the message does not */
                     char why[512];

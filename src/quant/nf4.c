@@ -156,6 +156,25 @@ void fl_nf4_view(fl_nf4_weight *dst, const fl_nf4_weight *src, void *storage) {
     #undef REBASE
 }
 
+int fl_nf4_rows_view(fl_nf4_weight *dst, const fl_nf4_weight *src, int64_t r0, int64_t r1, const char *name) {
+    if (r0 < 0 || r1 > src->rows || r0 > r1)
+        return fl_input_error("%s: rows [%lld, %lld) are not inside its %lld rows", name, (long long)r0, (long long)r1,
+                              (long long)src->rows);
+    if (src->cols % FL_NF4_BLOCK && (r0 || r1 != src->rows))
+        return fl_input_error("%s: NF4 rows of a fused module need in-features (%lld) a multiple of %d, so that no "
+                              "64-block crosses a row (every released Phi-3 has 3072); load this model unquantized",
+                              name, (long long)src->cols, FL_NF4_BLOCK);
+    int64_t b0 = r0 * src->cols / FL_NF4_BLOCK;   /* exact: r0·cols is a multiple of 64 */
+    *dst = *src;
+    dst->rows = r1 - r0;
+    dst->n_blocks = (dst->rows * dst->cols + FL_NF4_BLOCK - 1) / FL_NF4_BLOCK;
+    dst->block0 = src->block0 + b0;
+    dst->packed = src->packed + r0 * src->cols / 2;
+    if (src->absmax_q) dst->absmax_q = src->absmax_q + b0;
+    if (src->absmax) dst->absmax = src->absmax + b0;
+    return 0;
+}
+
 void fl_nf4_free(fl_nf4_weight *w) {
     free(w->storage);
     memset(w, 0, sizeof *w);

@@ -41,7 +41,10 @@ extern "C" {   /* also included by backend/cuda/cuda_nf4.cu */
 typedef struct {
     int64_t rows, cols;          /* the matrix: nn.Linear (out, in) */
     int64_t n_blocks;            /* ceil(rows·cols / 64) */
-    int64_t n_groups;            /* ceil(n_blocks / 256); 0 without double quantization */
+    int64_t n_groups;            /* entries of nested_absmax: ceil(n_blocks / 256) of the whole matrix (of the
+                                    fused module for a row view); 0 without double quantization */
+    int64_t block0;              /* the index of block 0 in the matrix the nested groups are counted over: 0,
+                                    or for a row view (fl_nf4_rows_view) its first block in the fused module */
     fl_dtype dtype;              /* the dtype it was quantized from (bitsandbytes' quant_state.dtype) */
     int double_quant;            /* 1: absmax_q + nested_absmax + offset; 0: absmax (f32) */
     uint8_t *packed;             /* (ceil(rows·cols / 2)) two 4-bit indices per byte, high nibble first */
@@ -75,10 +78,20 @@ void fl_nf4_view(fl_nf4_weight *dst, const fl_nf4_weight *src, void *storage);
 int fl_nf4_quantize(fl_nf4_weight *w, const void *src, fl_dtype dtype, int64_t rows, int64_t cols,
                     int double_quant, const char *name);
 
+/* dst = rows [r0, r1) of src as a weight of its own, without a copy: its packed, absmax_q and absmax
+ * start at row r0's first block, nested_absmax, nested_map and offset stay src's (the fused module's:
+ * bitsandbytes quantizes a fused qkv_proj as ONE matrix, its offset the mean over all its blocks and
+ * its groups of 256 blocks counted over all of it), block0 says where the view's blocks sit among
+ * them. storage and bytes stay src's, so fl_nf4_view rebases a row view onto a device copy of src's
+ * storage. Needs cols % 64 == 0 (no block crosses a row) unless the range is all of src: FL_ERR_INPUT
+ * naming `name` otherwise. Example: q, k, v of a (QD + 2·KVD, C) qkv_proj are rows [0, QD),
+ * [QD, QD + KVD), [QD + KVD, QD + 2·KVD). */
+int fl_nf4_rows_view(fl_nf4_weight *dst, const fl_nf4_weight *src, int64_t r0, int64_t r1, const char *name);
+
 /* The f32 scale of block b (what the dequantization multiplies the NF4 value by). */
 static inline float fl_nf4_block_scale(const fl_nf4_weight *w, int64_t b) {
     if (!w->double_quant) return w->absmax[b];
-    float s = w->nested_map[w->absmax_q[b]] * w->nested_absmax[b / FL_NF4_GROUP];
+    float s = w->nested_map[w->absmax_q[b]] * w->nested_absmax[(w->block0 + b) / FL_NF4_GROUP];
     return s + w->offset;   /* two roundings, as bitsandbytes: no fused multiply-add */
 }
 /* All n_blocks scales into scales (n_blocks). */
