@@ -106,6 +106,12 @@ TEST(jinja_runtime_errors) {
     CHECK_STR_CONTAINS(fl_last_error(), "not JSON serializable");
     CHECK_EQ_INT(render("{% set ns = namespace(_x=1) %}", NULL, NULL, &out), FL_ERR_INPUT);
     CHECK_STR_CONTAINS(fl_last_error(), "underscore");
+    // x[] indexes by the empty tuple, as in Jinja2: undefined, an error once used (a fuzz_tokenizer_json
+    // finding: the index was left NULL and the render dereferenced it)
+    CHECK_EQ_INT(render("[{{ m[] }}{{ 'abc'[] }}{{ l[] }}]", "{\"m\": {}, \"l\": [1]}", NULL, &out), 0);
+    CHECK(out && !strcmp(out, "[]"));
+    free(out);
+    CHECK_EQ_INT(render("{{ m[]['e'] }}", "{\"m\": {}}", NULL, &out), FL_ERR_INPUT);
 }
 
 /* A template cannot hang or exhaust memory: every limit stops it fast with one line. */

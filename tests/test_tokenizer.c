@@ -1,13 +1,15 @@
 /* test_tokenizer.c — parity of the C tokenizer with Hugging Face on the committed fixtures
  * (tests/fixtures/tokenizer/<model>.jsonl, written by tools/make_tokenizer_fixtures.py):
- * every id of every hard string and prose page, with and without special tokens, every decode.
- * The tokenizer files come from ../shared/models (SKIP when absent). */
+ * every id of every hard string and prose page, with and without special tokens, every decode
+ * (the comparison: tokenizer_parity.c). The tokenizer files come from ../shared/models (SKIP when
+ * absent). Also special ids, round trips, and the Split / Metaspace pre-tokenizers on small files
+ * against HF's ids. Mistral's tokenizers: test_tokenizer_mistral.c. */
 #include "test.h"
+#include "tokenizer_parity.h"
 
 #include "tokenizer/tokenizer.h"
 #include "common/error.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,33 +28,6 @@ static fl_tokenizer *load_shared(const char *model) {
         return NULL;
     }
     return tok;
-}
-
-static int ids_equal(const fl_token_ids *got, json_t *want) {
-    if (got->n != json_array_size(want)) return 0;
-    for (size_t i = 0; i < got->n; i++)
-        if (got->ids[i] != json_integer_value(json_array_get(want, i))) return 0;
-    return 1;
-}
-
-static void print_ids_diff(const char *what, const char *text, const fl_token_ids *got, json_t *want) {
-    printf("    %s mismatch on \"%.60s\": got %zu ids, want %zu\n      got :", what, text, got->n, json_array_size(want));
-    size_t i = 0;
-    while (i < got->n && i < json_array_size(want) && got->ids[i] == json_integer_value(json_array_get(want, i))) i++;
-    size_t from = i > 3 ? i - 3 : 0;
-    for (size_t k = from; k < got->n && k < from + 10; k++) printf(" %d", got->ids[k]);
-    printf("\n      want:");
-    for (size_t k = from; k < json_array_size(want) && k < from + 10; k++) printf(" %lld", (long long)json_integer_value(json_array_get(want, k)));
-    printf("   (first difference at %zu)\n", i);
-}
-
-/* Index of the first token whose original byte range differs from HF's (a flat list of start, end
- * pairs, HF's character offsets in bytes), or got->n when all are equal. */
-static size_t offsets_differ(const fl_token_ids *got, json_t *want) {
-    if (json_array_size(want) != 2 * got->n) return 0;
-    for (size_t i = 0; i < 2 * got->n; i++)
-        if (got->offsets[i] != json_integer_value(json_array_get(want, i))) return i / 2;
-    return got->n;
 }
 
 /* Qwen3's tokenizer: Qwen2.5's vocab.json and merges.txt (../shared) with Qwen3's tokenizer_config.json
@@ -82,82 +57,11 @@ static fl_tokenizer *load_qwen3(void) {
     return tok;
 }
 
-/* Checks every fixture line of `model`; returns the number of strings checked. */
+/* Checks every fixture line of `model` (tests/fixtures/tokenizer/<model>.jsonl). */
 static void check_parity(const char *model) {
     fl_tokenizer *tok = strcmp(model, "Qwen3") ? load_shared(model) : load_qwen3();
     if (!tok) { if (!fl_test_shared_dir()) SKIP("../shared not found"); return; }
-    char path[512];
-    snprintf(path, sizeof path, "tests/fixtures/tokenizer/%s.jsonl", model);
-    FILE *f = fopen(path, "r");
-    CHECK_MSG(f != NULL, "cannot open %s", path);
-    if (!f) { fl_tokenizer_free(tok); return; }
-    char *line = NULL;
-    size_t cap = 0;
-    int n_text = 0, n_decode = 0, n_offsets = 0, bad = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_error_t err;
-        json_t *row = json_loads(line, JSON_ALLOW_NUL, &err);
-        CHECK_MSG(row != NULL, "%s: bad fixture line: %s", path, err.text);
-        if (!row) continue;
-        json_t *text = json_object_get(row, "text");
-        if (json_object_get(row, "bad_json")) { // for the CLI's JSONL mode (test_tokenizer_cli.c)
-            json_decref(row);
-            continue;
-        }
-        if (text) {
-            const char *s = json_string_value(text);
-            size_t len = json_string_length(text);
-            fl_token_ids ids = {.want_offsets = 1}, plain = {0}; // offsets: no word cache; plain: cached
-            CHECK_EQ_INT(fl_tokenizer_encode(tok, s, len, FL_ENCODE_ADD_SPECIAL, &ids), 0);
-            CHECK_EQ_INT(fl_tokenizer_encode(tok, s, len, 0, &plain), 0);
-            json_t *offsets = json_object_get(row, "offsets");
-            if (!ids_equal(&ids, json_object_get(row, "ids"))) {
-                if (bad++ < 8) print_ids_diff("ids", s, &ids, json_object_get(row, "ids"));
-            } else if (!ids_equal(&plain, json_object_get(row, "ids_plain"))) {
-                if (bad++ < 8) print_ids_diff("ids_plain", s, &plain, json_object_get(row, "ids_plain"));
-            } else if (offsets) {
-                size_t k = offsets_differ(&ids, offsets);
-                if (k < ids.n && bad++ < 8)
-                    printf("    offsets mismatch on \"%.60s\" at token %zu: got [%u, %u), want [%lld, %lld)\n", s, k,
-                           ids.offsets[2 * k], ids.offsets[2 * k + 1], (long long)json_integer_value(json_array_get(offsets, 2 * k)),
-                           (long long)json_integer_value(json_array_get(offsets, 2 * k + 1)));
-                n_offsets += offsets != NULL;
-            }
-            char *dec;
-            size_t dl;
-            CHECK_EQ_INT(fl_tokenizer_decode(tok, ids.ids, ids.n, 0, &dec, &dl), 0);
-            const char *want = json_string_value(json_object_get(row, "decoded"));
-            if (dl != json_string_length(json_object_get(row, "decoded")) || memcmp(dec, want, dl)) {
-                if (bad++ < 8) printf("    decode mismatch on \"%.60s\":\n      got : \"%.80s\"\n      want: \"%.80s\"\n", s, dec, want);
-            }
-            free(dec);
-            fl_token_ids_free(&ids);
-            fl_token_ids_free(&plain);
-            n_text++;
-        } else {
-            json_t *arr = json_object_get(row, "decode_ids");
-            int skip = json_is_true(json_object_get(row, "skip_special"));
-            size_t n = json_array_size(arr);
-            int32_t *ids = malloc((n + 1) * sizeof *ids);
-            for (size_t i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, i));
-            char *dec;
-            size_t dl;
-            CHECK_EQ_INT(fl_tokenizer_decode(tok, ids, n, skip, &dec, &dl), 0);
-            const char *want = json_string_value(json_object_get(row, "decoded"));
-            if (dl != json_string_length(json_object_get(row, "decoded")) || memcmp(dec, want, dl)) {
-                if (bad++ < 8) printf("    decode_ids mismatch: got \"%.80s\" want \"%.80s\"\n", dec, want);
-            }
-            free(dec);
-            free(ids);
-            n_decode++;
-        }
-        json_decref(row);
-    }
-    free(line);
-    fclose(f);
-    printf("    %s: %d strings (%d with offsets), %d decode cases, %d mismatches\n", model, n_text, n_offsets, n_decode, bad);
-    CHECK_EQ_INT(bad, 0);
-    CHECK(n_text > 50);
+    tokenizer_parity_check(tok, model);
     fl_tokenizer_free(tok);
 }
 
@@ -218,23 +122,29 @@ TEST(tokenizer_round_trip) {
     }
 }
 
-/* Split's MergedWithPrevious (Gemma's pre-tokenizer Split(" ")): a match right after a gap joins it,
- * one after a match or at the start stays alone. The ids are HF tokenizers 0.23's on this file. */
-TEST(tokenizer_split_merged_with_previous) {
-    char dir[] = "/tmp/fastlora-split-XXXXXX", path[64];
+/* The tokenizer of a folder holding only tokenizer.json = `json`, or NULL (a failure recorded). */
+static fl_tokenizer *load_json_text(const char *json) {
+    char dir[] = "/tmp/fastlora-tokjson-XXXXXX", path[64];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
-    if (!f) return;
-    fputs("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
-          "\"MergedWithPrevious\", \"invert\": false}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, "
-          "\" \": 2, \"a \": 3}, \"merges\": [[\"a\", \" \"]]}}", f);
+    if (!f) return NULL;
+    fputs(json, f);
     fclose(f);
     fl_tokenizer *tok = NULL;
     CHECK_MSG(fl_tokenizer_load(&tok, dir) == 0, "%s", fl_last_error());
     remove(path);
     rmdir(dir);
+    return tok;
+}
+
+/* Split's MergedWithPrevious (Gemma's pre-tokenizer Split(" ")): a match right after a gap joins it,
+ * one after a match or at the start stays alone. The ids are HF tokenizers 0.23's on this file. */
+TEST(tokenizer_split_merged_with_previous) {
+    fl_tokenizer *tok = load_json_text("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
+                                       "\"behavior\": \"MergedWithPrevious\", \"invert\": false}, \"model\": {\"type\": "
+                                       "\"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \" \": 2, \"a \": 3}, \"merges\": [[\"a\", \" \"]]}}");
     if (!tok) return;
     const struct { const char *text; int n; int32_t ids[4]; } cases[] = {
         {"a a  b", 4, {3, 3, 2, 1}}, {" a", 2, {2, 0}}, {"a b ", 3, {3, 1, 2}},
@@ -247,4 +157,46 @@ TEST(tokenizer_split_merged_with_previous) {
         fl_token_ids_free(&ids);
     }
     fl_tokenizer_free(tok);
+}
+
+/* The Metaspace pre-tokenizer, each prepend_scheme, split true and false, and the form of files older
+ * than prepend_scheme (add_prefix_space, split implied): ' ' -> "▁", "▁" in front unless the rewritten
+ * segment starts with one ("always": every segment between added tokens, "first": only at offset 0),
+ * split=true cutting before each "▁" (a "▁" after a "▁" stays alone). The vocabulary merges "a▁" first,
+ * so a split shows. The ids are HF tokenizers 0.23's on these files. */
+TEST(tokenizer_metaspace_schemes) {
+    const char *texts[] = {"a b", " a", "<s>a", "a<s> b", "\xE2\x96\x81" "a", "a  b", "b<s>", "aa a"};
+    const struct { const char *pre; int32_t ids[8][3]; } cases[] = {
+        {"\"prepend_scheme\": \"always\", \"split\": false",
+         {{0, 6, 2}, {3, -1}, {4, 3, -1}, {3, 4, 5}, {3, -1}, {0, 6, 5}, {5, 4, -1}, {3, 6, 1}}},
+        {"\"prepend_scheme\": \"first\", \"split\": false",
+         {{0, 6, 2}, {3, -1}, {4, 1, -1}, {3, 4, 5}, {3, -1}, {0, 6, 5}, {5, 4, -1}, {3, 6, 1}}},
+        {"\"prepend_scheme\": \"never\", \"split\": false",
+         {{6, 2, -1}, {3, -1}, {4, 1, -1}, {1, 4, 5}, {3, -1}, {6, 5, -1}, {2, 4, -1}, {1, 6, 1}}},
+        {"\"prepend_scheme\": \"always\", \"split\": true",
+         {{3, 5, -1}, {3, -1}, {4, 3, -1}, {3, 4, 5}, {3, -1}, {3, 0, 5}, {5, 4, -1}, {3, 1, 3}}},
+        {"\"add_prefix_space\": true",
+         {{3, 5, -1}, {3, -1}, {4, 3, -1}, {3, 4, 5}, {3, -1}, {3, 0, 5}, {5, 4, -1}, {3, 1, 3}}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char json[1024];
+        snprintf(json, sizeof json, "{\"added_tokens\": [{\"id\": 4, \"content\": \"<s>\", \"special\": true}], "
+                 "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\", %s}, \"model\": "
+                 "{\"type\": \"BPE\", \"vocab\": {\"\xE2\x96\x81\": 0, \"a\": 1, \"b\": 2, \"\xE2\x96\x81" "a\": 3, "
+                 "\"<s>\": 4, \"\xE2\x96\x81" "b\": 5, \"a\xE2\x96\x81\": 6}, \"merges\": [[\"a\", \"\xE2\x96\x81\"], "
+                 "[\"\xE2\x96\x81\", \"a\"], [\"\xE2\x96\x81\", \"b\"]]}}", cases[c].pre);
+        fl_tokenizer *tok = load_json_text(json);
+        if (!tok) continue;
+        for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+            size_t n = 0;
+            while (n < 3 && cases[c].ids[t][n] >= 0) n++;
+            fl_token_ids ids = {0};
+            CHECK_EQ_INT(fl_tokenizer_encode(tok, texts[t], strlen(texts[t]), 0, &ids), 0);
+            CHECK_MSG(ids.n == n && !memcmp(ids.ids, cases[c].ids[t], n * sizeof(int32_t)), "%s on '%s': %zu ids (%d %d %d)",
+                      cases[c].pre, texts[t], ids.n, ids.n > 0 ? ids.ids[0] : -1, ids.n > 1 ? ids.ids[1] : -1,
+                      ids.n > 2 ? ids.ids[2] : -1);
+            fl_token_ids_free(&ids);
+        }
+        fl_tokenizer_free(tok);
+    }
 }

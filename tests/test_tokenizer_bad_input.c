@@ -132,8 +132,26 @@ TEST(tokenizer_bad_input_bad_vocab_id) {
 }
 
 TEST(tokenizer_bad_input_unsupported_pre_tokenizer) {
-    const char *files[] = {"tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Metaspace\"}, " TINY_MODEL "}", NULL};
-    expect_load_error(files, "tokenizer.json: pre_tokenizer.type: 'Metaspace' is not supported", NULL);
+    const char *files[] = {"tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, " TINY_MODEL "}", NULL};
+    expect_load_error(files, "tokenizer.json: pre_tokenizer.type: 'Whitespace' is not supported", NULL);
+}
+
+/* Metaspace is a rewrite of each segment before the splits: after a split step, beside a normalizer
+ * that rewrites too, or with an unknown scheme it is refused, not approximated. */
+TEST(tokenizer_bad_input_metaspace) {
+#define META(extra) "{\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\"" extra "}"
+    const char *after_split[] = {"tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": "
+                                 "[{\"type\": \"Digits\"}, " META("") "]}, " TINY_MODEL "}", NULL};
+    expect_load_error(after_split, "Metaspace after another pre-tokenizer is not supported", NULL);
+    const char *with_prepend[] = {"tokenizer.json", "{\"normalizer\": {\"type\": \"Prepend\", \"prepend\": \"x\"}, "
+                                  "\"pre_tokenizer\": " META("") ", " TINY_MODEL "}", NULL};
+    expect_load_error(with_prepend, "Metaspace beside ByteLevel or a Prepend/Replace normalizer", NULL);
+    const char *scheme[] = {"tokenizer.json", "{\"pre_tokenizer\": " META(", \"prepend_scheme\": \"sometimes\"") ", "
+                            TINY_MODEL "}", NULL};
+    expect_load_error(scheme, "pre_tokenizer.prepend_scheme: 'sometimes' is not one of always, first, never", NULL);
+    const char *no_rep[] = {"tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"Metaspace\"}, " TINY_MODEL "}", NULL};
+    expect_load_error(no_rep, "pre_tokenizer.replacement: expected a non-empty string", NULL);
+#undef META
 }
 
 TEST(tokenizer_bad_input_bad_regex) {

@@ -320,10 +320,10 @@ def byte_token_ids(tok):
     return [vocab.get(chr(cps[b])) for b in range(256)]
 
 
-def write_model(shared, name, outdir):
-    tok, hf, template, enc = load(shared, name, outdir)
-    texts = HARD + HOSTILE + (QWEN3_TEXTS if name == "Qwen3" else []) + prose(shared)
-    with_offsets = set(HARD + HOSTILE + (QWEN3_TEXTS if name == "Qwen3" else []))
+def fixture_lines(tok, texts, with_offsets, enc=None):
+    """The parity lines of tokenizers.Tokenizer `tok` (format: this file's docstring): one per text
+    (offsets for those in `with_offsets`), then the bad-JSON, bad-byte, partial and skip-special
+    decode cases. `enc`: a tiktoken Encoding every plain encoding is checked against."""
     byte_ids = byte_token_ids(tok)
     is_nfc = "NFC" in str(tok.normalizer)
     lines = []
@@ -370,9 +370,21 @@ def write_model(shared, name, outdir):
     sample = "<|im_start|>user\nhi<|im_end|>" if "im_start" in str(tok.get_added_tokens_decoder()) else "<s>hi</s>"
     ids = tok.encode(sample, add_special_tokens=True).ids
     lines.append({"decode_ids": ids, "skip_special": True, "decoded": tok.decode(ids, skip_special_tokens=True)})
-    with open(os.path.join(outdir, name + ".jsonl"), "w", encoding="utf-8") as f:
+    return lines
+
+
+def write_jsonl(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
         for line in lines:
             f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def write_model(shared, name, outdir):
+    tok, hf, template, enc = load(shared, name, outdir)
+    texts = HARD + HOSTILE + (QWEN3_TEXTS if name == "Qwen3" else []) + prose(shared)
+    with_offsets = set(HARD + HOSTILE + (QWEN3_TEXTS if name == "Qwen3" else []))
+    lines = fixture_lines(tok, texts, with_offsets, enc)
+    write_jsonl(os.path.join(outdir, name + ".jsonl"), lines)
     n = len(lines)
     if template:
         chats = []

@@ -54,6 +54,7 @@ static const struct { const char *sha256, *name; } known_pre[] = {
     {"855059429035d75a914d1eda9f10a876752e281a054a7a3d421ef0533e5b6249", "smollm"},    /* SmolLM / SmolLM2 */
     {"0ef9807a4087ebef797fc749390439009c3b9eda9ad1a097abbe738f486c01e5", "llama-bpe"}, /* Llama-3.x */
     {"3ce83efda5659b07b1ad37ca97ca5797ea4285d9b9ab0dc679e4a720c9da7454", "gpt-2"},     /* GPT-2 */
+    {"63b97e4253352e6f357cc59ea5b583e3a680eaeaf2632188c2b952de2588485e", "tekken"},    /* Mistral Nemo (Tekken) */
 };
 
 const char *fl_gguf_pre_tokenizer_name(struct fl_tokenizer *tok, char hash_hex[65]) {

@@ -175,6 +175,7 @@ static tpl_node *parse_subscript(parser *p, tpl_node *obj, const tpl_tok *at) { 
         if (skip_op(p, ":")) { is_slice = 1; if (++k > 2) expected(p, "']'"); continue; }
         break;
     }
+    if (!is_slice && !parts[0]) parts[0] = node(p, N_TUPLE, at); // x[]: Jinja2 indexes by the empty tuple
     want_op(p, "]");
     tpl_node *n = node(p, is_slice ? N_SLICE : N_INDEX, at);
     n->a = obj;

@@ -12,8 +12,9 @@
  *                                        from the ranks as transformers' TikTokenConverter does
  * plus tokenizer_config.json (added_tokens_decoder, bos/eos_token, chat_template) and
  * chat_template.jinja. Every field is validated; anything not implemented (Unigram/WordPiece,
- * Metaspace pre-tokenizer, regex Replace, normalized or single_word added tokens, SentencePiece
- * protobuf models) is an input error naming file and field, never a silent approximation.
+ * Metaspace after another pre-tokenizer or beside a Prepend/Replace normalizer, regex Replace,
+ * normalized or single_word added tokens, SentencePiece protobuf models) is an input error naming
+ * file and field, never a silent approximation.
  * Not here: using the tables (tokenizer.c, bpe.c, ...).
  */
 #include "tokenizer/tokenizer_internal.h"
@@ -95,6 +96,16 @@ static int add_pre_step(fl_tokenizer *tok, int kind, const char *pattern, const 
     st->kind = kind;
     tok->pipe.n_pre++;
     return 0;
+}
+
+/* A split step on the literal text `lit` (Split's String pattern, Metaspace's replacement). */
+static int add_literal_step(fl_tokenizer *tok, const char *lit, const char *file, const char *field) {
+    if (strstr(lit, "\\E")) return fl_input_error("%s: %s: the literal '%s' contains \\E (not supported)", file, field, lit);
+    char *q = fl_malloc(strlen(lit) + 5);
+    sprintf(q, "\\Q%s\\E", lit);
+    int rc = add_pre_step(tok, FL_PRE_SPLIT, q, file, field);
+    free(q);
+    return rc;
 }
 
 /* After the vocabulary is loaded: ids of the 256 single bytes (byte-level) or <0xNN> tokens. */
@@ -223,26 +234,36 @@ static int parse_pre_tokenizer(fl_tokenizer *tok, json_t *n, const char *file, c
         const char *behavior = json_string_value(json_object_get(n, "behavior"));
         bool invert;
         FL_TRY(get_bool(n, "invert", false, &invert, file, field));
-        bool merged = behavior && !strcmp(behavior, "MergedWithPrevious");
-        if (!behavior || (strcmp(behavior, "Isolated") && !merged) || invert)
-            return fl_input_error("%s: %s: Split behavior '%s'%s is not supported (Isolated, MergedWithPrevious)", file,
-                                  field, behavior ? behavior : "?", invert ? " with invert" : "");
-        int n_before = tok->pipe.n_pre;
-        const char *re = json_string_value(json_object_get(pat, "Regex"));
-        int rc;
-        if (re) {
-            rc = add_pre_step(tok, FL_PRE_SPLIT, re, file, field);
-        } else {
-            const char *lit = json_string_value(json_object_get(pat, "String"));
-            if (!lit) return fl_input_error("%s: %s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", file, field);
-            char *q = fl_malloc(strlen(lit) + 5);
-            sprintf(q, "\\Q%s\\E", lit);
-            rc = strstr(lit, "\\E") ? fl_input_error("%s: %s.pattern.String: contains \\E", file, field)
-                                    : add_pre_step(tok, FL_PRE_SPLIT, q, file, field);
-            free(q);
-        }
-        if (!rc && tok->pipe.n_pre > n_before) tok->pipe.pre[n_before].merged_with_previous = merged;
-        return rc;
+        int how = !behavior ? -1 : !strcmp(behavior, "Isolated") ? FL_SPLIT_ISOLATED : !strcmp(behavior, "MergedWithPrevious")
+                  ? FL_SPLIT_MERGED_WITH_PREVIOUS : !strcmp(behavior, "MergedWithNext") ? FL_SPLIT_MERGED_WITH_NEXT : -1;
+        if (how < 0 || invert)
+            return fl_input_error("%s: %s: Split behavior '%s'%s is not supported (Isolated, MergedWithPrevious, "
+                                  "MergedWithNext)", file, field, behavior ? behavior : "?", invert ? " with invert" : "");
+        const char *re = json_string_value(json_object_get(pat, "Regex")), *lit = json_string_value(json_object_get(pat, "String"));
+        if (!re && !lit) return fl_input_error("%s: %s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", file, field);
+        FL_TRY(re ? add_pre_step(tok, FL_PRE_SPLIT, re, file, field) : add_literal_step(tok, lit, file, field));
+        tok->pipe.pre[tok->pipe.n_pre - 1].behavior = how;
+        return 0;
+    }
+    if (!strcmp(type, "Metaspace")) {
+        fl_pipeline *p = &tok->pipe;
+        const char *rep = json_string_value(json_object_get(n, "replacement"));
+        json_t *sv = json_object_get(n, "prepend_scheme"); // absent in files older than it: add_prefix_space
+        const char *scheme = !sv || json_is_null(sv) ? NULL : json_is_string(sv) ? json_string_value(sv) : "";
+        bool prefix, split;
+        FL_TRY(get_bool(n, "add_prefix_space", true, &prefix, file, field));
+        FL_TRY(get_bool(n, "split", true, &split, file, field));
+        if (!rep || !*rep) return fl_input_error("%s: %s.replacement: expected a non-empty string", file, field);
+        if (p->n_pre || p->meta_rep) return fl_input_error("%s: %s: Metaspace after another pre-tokenizer is not supported", file, field);
+        p->meta_prepend = !scheme ? (prefix ? FL_META_ALWAYS : FL_META_NEVER) : !strcmp(scheme, "always") ? FL_META_ALWAYS
+                          : !strcmp(scheme, "first") ? FL_META_FIRST : !strcmp(scheme, "never") ? FL_META_NEVER : -1;
+        if (p->meta_prepend < 0)
+            return fl_input_error("%s: %s.prepend_scheme: '%s' is not one of always, first, never", file, field, scheme);
+        p->meta_rep = str_dup(rep);
+        if (!split) return 0;
+        FL_TRY(add_literal_step(tok, rep, file, field)); // split: "▁" opens each piece
+        p->pre[p->n_pre - 1].behavior = FL_SPLIT_MERGED_WITH_NEXT;
+        return 0;
     }
     if (!strcmp(type, "Digits")) {
         bool individual;
@@ -258,7 +279,8 @@ static int parse_pre_tokenizer(fl_tokenizer *tok, json_t *n, const char *file, c
         if (use_regex) return add_pre_step(tok, FL_PRE_BYTELEVEL_REGEX, fl_gpt2_pattern, file, field);
         return 0;
     }
-    return fl_input_error("%s: %s.type: '%s' is not supported (Split, Digits, ByteLevel, Sequence)", file, field, type);
+    return fl_input_error("%s: %s.type: '%s' is not supported (Split, Metaspace, Digits, ByteLevel, Sequence)", file,
+                          field, type);
 }
 
 static int parse_post_processor(fl_tokenizer *tok, json_t *n, const char *file, const char *field) {
@@ -430,6 +452,8 @@ static int load_tokenizer_json(fl_tokenizer *tok, const char *path) {
     // pre_tokenizer first: it decides whether vocab strings are byte-level
     if ((rc = parse_pre_tokenizer(tok, json_object_get(root, "pre_tokenizer"), path, "pre_tokenizer"))) goto done;
     if ((rc = parse_normalizer(tok, json_object_get(root, "normalizer"), path, "normalizer"))) goto done;
+    if (tok->pipe.meta_rep && (tok->pipe.prepend || tok->pipe.replace_from || tok->pipe.byte_level) &&
+        (rc = fl_input_error("%s: pre_tokenizer: Metaspace beside ByteLevel or a Prepend/Replace normalizer is not supported", path))) goto done;
     if ((rc = parse_decoder(tok, json_object_get(root, "decoder"), path, "decoder"))) goto done;
     if ((rc = parse_post_processor(tok, json_object_get(root, "post_processor"), path, "post_processor"))) goto done;
     if ((rc = parse_bpe_model(tok, model, path))) goto done;

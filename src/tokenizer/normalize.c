@@ -2,7 +2,11 @@
  * SentencePiece-style "▁" of Llama-2 / TinyLlama), applied in that order to one segment of text
  * (the text between two added tokens), keeping for every output byte the original range of the
  * character(s) it stems from (fl_norm_map): a prepended "▁" stems from the segment's first
- * character, as in HF tokenizers, so a token made of it alone covers that character.
+ * character, as in HF tokenizers, so a token made of it alone covers that character. The rewrite
+ * of the Metaspace pre-tokenizer (Mistral v3, transformers 5's Llama tokenizers) is the same pass:
+ * ' ' -> "▁", and "▁" in front by prepend_scheme — "always": every segment, "first": only the one at
+ * offset 0 of the text, so text after an added token gets none — unless the rewritten segment
+ * already starts with "▁" (HF checks after replacing, so a leading space counts).
  *
  * NFC: text made only of code points that are NFC quick-check "Yes" with combining class 0 (ASCII,
  * most Latin, CJK, ...) is returned untouched; otherwise the segment is fully decomposed
@@ -205,13 +209,24 @@ const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32
         cur = tok->nfc_buf;
         cur_map = (fl_norm_map){tok->nfc_start, tok->nfc_end};
     }
-    if ((!p->prepend && !p->replace_from) || cur_len == 0) {
+    // Prepend and Replace, or Metaspace's rewrite (load_hf.c never sets both): ' ' -> replacement,
+    // and the replacement in front unless the rewritten segment starts with it
+    const char *prepend = p->prepend, *from = p->replace_from, *to = p->replace_to;
+    if (p->meta_rep) {
+        size_t rl = strlen(p->meta_rep);
+        int starts = cur_len && (cur[0] == ' ' || (cur_len >= rl && !memcmp(cur, p->meta_rep, rl)));
+        int want = p->meta_prepend == FL_META_ALWAYS || (p->meta_prepend == FL_META_FIRST && base == 0);
+        prepend = want && !starts ? p->meta_rep : NULL;
+        from = " ";
+        to = p->meta_rep;
+    }
+    if ((!prepend && !from) || cur_len == 0) {
         *out_len = cur_len;
         *map = cur_map;
         return cur;
     }
-    size_t from_len = p->replace_from ? strlen(p->replace_from) : 0, to_len = p->replace_to ? strlen(p->replace_to) : 0;
-    size_t pre_len = p->prepend ? strlen(p->prepend) : 0;
+    size_t from_len = from ? strlen(from) : 0, to_len = to ? strlen(to) : 0;
+    size_t pre_len = prepend ? strlen(prepend) : 0;
     size_t worst = pre_len + cur_len * (from_len && to_len > from_len ? (to_len + from_len - 1) / from_len + 1 : 1) + 1;
     norm_reserve(tok, worst);
     char *o = tok->norm_buf;
@@ -222,10 +237,10 @@ const char *fl_normalize(fl_tokenizer *tok, const char *text, size_t len, uint32
     // Prepend: the added text stems from the first character (HF tokenizers aligns it there)
     int first_len = fl_utf8_len((const unsigned char *)cur, cur_len);
     size_t first_last = first_len > 0 ? (size_t)first_len - 1 : 0;
-    for (size_t k = 0; k < pre_len; k++) { o[n] = p->prepend[k]; ms[n] = SRC_START(0); me[n] = SRC_END(first_last); n++; }
+    for (size_t k = 0; k < pre_len; k++) { o[n] = prepend[k]; ms[n] = SRC_START(0); me[n] = SRC_END(first_last); n++; }
     for (size_t i = 0; i < cur_len;) { // character by character: every byte stems from its whole character
-        size_t cl = from_len && i + from_len <= cur_len && !memcmp(cur + i, p->replace_from, from_len) ? from_len : 0;
-        const char *src = cl ? p->replace_to : cur + i;
+        size_t cl = from_len && i + from_len <= cur_len && !memcmp(cur + i, from, from_len) ? from_len : 0;
+        const char *src = cl ? to : cur + i;
         size_t out = cl ? to_len : (cl = (size_t)fl_utf8_len((const unsigned char *)cur + i, cur_len - i));
         for (size_t k = 0; k < out; k++) { o[n] = src[k]; ms[n] = SRC_START(i); me[n] = SRC_END(i + cl - 1); n++; }
         i += cl;

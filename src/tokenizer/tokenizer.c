@@ -99,6 +99,7 @@ void fl_tokenizer_free(fl_tokenizer *tok) {
     free(tok->pipe.prepend);
     free(tok->pipe.replace_from);
     free(tok->pipe.replace_to);
+    free(tok->pipe.meta_rep);
     free(tok->pipe.dec_replace_from);
     free(tok->pipe.dec_replace_to);
     free(tok->kind);

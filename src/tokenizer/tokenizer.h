@@ -4,7 +4,8 @@
  * present, else vocab.json + merges.txt (Qwen2), else a tiktoken tokenizer.model / original/
  * tokenizer.model (Llama-3), plus tokenizer_config.json (added/special tokens, BOS/EOS, chat
  * template). It encodes UTF-8 text to ids exactly as HF `tokenizers` does with that file (byte-level
- * BPE: Qwen2/2.5, SmolLM2, Llama-3; SentencePiece-style BPE with byte fallback: Llama-2/TinyLlama),
+ * BPE: Qwen2/2.5, SmolLM2, Llama-3, Mistral's Tekken; SentencePiece-style BPE with byte fallback:
+ * Llama-2/TinyLlama, Mistral v1 and v3),
  * decodes ids back to text, and renders chat conversations (ChatML, Zephyr, Llama-3) with the
  * assistant spans needed for loss masking.
  *

@@ -101,10 +101,18 @@ enum { FL_PRE_SPLIT = 1, FL_PRE_DIGITS = 2, FL_PRE_BYTELEVEL_REGEX = 3 };
 
 typedef struct fl_regex fl_regex; // pretokenize.c: a compiled PCRE2 pattern + match data
 
+/* How a split step turns matches into pieces (HF's SplitDelimiterBehavior): every match and every
+ * gap a piece of its own, or a match joined to the gap before it (Gemma's Split(" ")), or to the gap
+ * after it (Metaspace with split); a match beside another match stays alone. */
+enum { FL_SPLIT_ISOLATED = 0, FL_SPLIT_MERGED_WITH_PREVIOUS, FL_SPLIT_MERGED_WITH_NEXT };
+/* Metaspace's prepend_scheme: when a segment gets the replacement in front (never when it already
+ * starts with one once its spaces are replaced): every segment, only the one at text offset 0, none. */
+enum { FL_META_NEVER = 0, FL_META_ALWAYS, FL_META_FIRST };
+
 typedef struct {
     int kind;            // FL_PRE_*
     fl_regex *regex;     // SPLIT, BYTELEVEL_REGEX
-    bool merged_with_previous; // SPLIT: a match joins the gap before it (Gemma's Split(" ")); else Isolated
+    int behavior;        // SPLIT: FL_SPLIT_*
 } fl_pre_step;
 
 typedef struct {
@@ -120,7 +128,10 @@ typedef struct {
     bool nfc;
     char *prepend;       // Prepend("▁") or NULL
     char *replace_from, *replace_to; // Replace(" " -> "▁") or NULL
-    // pre-tokenizer
+    // pre-tokenizer: Metaspace first (a rewrite of each segment: ' ' -> meta_rep, meta_rep in front
+    // by meta_prepend; normalize.c, after the normalizers), then the split steps
+    char *meta_rep;      // Metaspace replacement ("▁") or NULL
+    int meta_prepend;    // FL_META_*
     fl_pre_step pre[FL_MAX_PRE_STEPS];
     int n_pre;
     // post-processor: ids put before / after the sequence when FL_ENCODE_ADD_SPECIAL
