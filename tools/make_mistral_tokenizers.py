@@ -47,6 +47,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -170,6 +171,8 @@ def build(name, out):
         f.write(tok.to_str(pretty=True) + "\n")
     with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(tokenizer_config(tok, kind, legacy), ensure_ascii=False, indent=2) + "\n")
+    if kind == "spm":   # mistralai's HF repos ship the SentencePiece model beside tokenizer.json
+        shutil.copyfile(path, os.path.join(folder, "tokenizer.model"))
     print(f"{name}: {folder} ({tok.get_vocab_size()} tokens, from {fname})")
     return folder
 
