@@ -30,7 +30,7 @@ static int vocab_gguf(const char *name, fl_gguf_file *g, char *model_dir, size_t
     CHECK(fl_config_load(&cfg, cfg_path) == 0);
     fl_gguf_writer w;
     fl_gguf_writer_init(&w);
-    fl_gguf_kv_str(&w, "general.architecture", fl_gguf_arch_name(cfg.arch));
+    fl_gguf_kv_str(&w, "general.architecture", fl_gguf_arch_name(&cfg));
     int rc = fl_gguf_put_tokenizer(&w, model_dir, &cfg, NULL);
     if (rc) printf("    %s\n", fl_last_error());
     CHECK(rc == 0);

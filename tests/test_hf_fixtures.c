@@ -230,6 +230,13 @@ TEST(hf_gemma3_sandwich_loss_and_grads) { check_loss_and_grads("gemma3_sandwich"
 TEST(hf_gemma3_sandwich_three_clipped_steps) { check_three_steps("gemma3_sandwich"); }
 TEST(hf_gemma3_sandwich_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("gemma3_sandwich"); recompute = 0; }
 TEST(hf_gemma3_sandwich_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma3_sandwich"); recompute = 0; }
+/* SmolLM3ForCausalLM: Llama's layers, layer 3 of 4 without RoPE (no_rope_layers [1, 1, 1, 0]; the
+ * fixture script checks that rotating it too would move the logits by 0.18), RoPE base 5e6 */
+TEST(hf_smollm3_nope_logits) { check_logits("smollm3_nope"); }
+TEST(hf_smollm3_nope_packed_loss_and_grads) { check_packed_loss_and_grads("smollm3_nope"); }
+TEST(hf_smollm3_nope_loss_and_grads) { check_loss_and_grads("smollm3_nope"); }
+TEST(hf_smollm3_nope_three_clipped_steps) { check_three_steps("smollm3_nope"); }
+TEST(hf_smollm3_nope_three_clipped_steps_recompute) { recompute = 1; check_three_steps("smollm3_nope"); recompute = 0; }
 /* Gemma3ForConditionalGeneration (Gemma 3 4B-27B): the language model of text_config, its tensors as
  * language_model.model.* beside a vision tower and projector that text-only input never runs; the
  * PEFT adapter (target_modules PEFT's regex over model.language_model.layers, so the vision tower's

@@ -10,9 +10,10 @@ What it checks (each result goes into the JSON written to --out, default
 tests/fixtures/gguf/llama_cpp_check.json; exit status 1 when any check fails):
 
 1. Logits. On the HF fixtures tests/fixtures/hf/{llama_gqa, qwen2_bias_tied, llama3_rope,
-   qwen3_qk_norm, phi3_longrope, gemma3_vlm} (GQA, qwen2 q/k/v biases + tied embeddings + rsLoRA,
+   qwen3_qk_norm, phi3_longrope, gemma3_vlm, smollm3_nope} (GQA, qwen2 q/k/v biases + tied embeddings + rsLoRA,
    llama3 RoPE + head_dim != hidden/heads, qwen3 q/k norms, phi3 fused modules + partial rotary +
-   longrope, the language model of a Gemma3ForConditionalGeneration, each with its PEFT adapter), on tests/fixtures/gguf/models/{gemma3,gemma2}_llama_cpp (the
+   longrope, the language model of a Gemma3ForConditionalGeneration, SmolLM3's NoPE layer, each with
+   its PEFT adapter), on tests/fixtures/gguf/models/{gemma3,gemma2}_llama_cpp (the
    gemma3_sandwich and gemma2_attn_softcap fixtures with query_pre_attn_scalar = head_dim, the scale
    llama.cpp's gemma graphs use, with those fixtures' adapters) and on stories260K (`fastlora convert-llama2c`, real tokenizer, with an adapter
    fastlora trains here for 30 steps), for each type f32, f16, bf16, q8_0: the next-token logits
@@ -325,7 +326,8 @@ def stories_tokenizer_check(fl, lc, model_dir, gguf, results):
 def logit_checks(fl, lc, tmp, results, files):
     import numpy as np
     models = [(n, f"{FIX}/{n}/model", f"{FIX}/{n}/adapter", True)
-              for n in ("llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope", "gemma3_vlm")]
+              for n in ("llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope", "gemma3_vlm",
+                        "smollm3_nope")]
     # Gemma: the fixtures' query_pre_attn_scalar (20) set to head_dim, the scale llama.cpp's gemma
     # graphs apply (they do not read the key): tests/fixtures/gguf/models, their HF adapters
     models += [(f"{v}_llama_cpp", f"{GGUF_MODELS}/{v}_llama_cpp", f"{FIX}/{n}/adapter", True)
@@ -497,11 +499,6 @@ CAUSES = {
                        "puts one only before the input's first fragment and only when it does not start with "
                        "a space: llama.cpp on the same GGUF without add_space_prefix, given that rule's "
                        "text fragment by fragment, gives transformers' ids",
-    "pre_split": "llama.cpp's regex engine splits this text into pre-tokens differently from transformers' "
-                 "(Tekken's pattern: llama.cpp approximates its \\p{Lu} / \\p{Ll} / \\p{Lo} / \\p{M} "
-                 "classes in scripts with combining marks): cut at every one of transformers' pre-token "
-                 "boundaries and tokenized piece by piece, llama.cpp gives transformers' ids — the "
-                 "vocabulary and merges in the file are transformers'",
     "llama_cpp_itself": "no removable cause found, and llama.cpp gives the same ids on the GGUF its own "
                         "convert_hf_to_gguf.py makes of the folder (--converter only): llama.cpp's tokenizer, "
                         "whatever the file (Tekken's regex on scripts with combining marks)",
@@ -526,7 +523,6 @@ class Reference:
             self.tok = mtf.load(os.path.join(ROOT, "..", "shared"), name)[0]
         pre = json.loads(self.tok.to_str()).get("pre_tokenizer") or {}
         self.metaspace_first = pre.get("type") == "Metaspace" and pre.get("prepend_scheme") == "first"
-        self.byte_level = "ByteLevel" in json.dumps(pre)
         added = self.tok.get_added_tokens_decoder()
         self.added = sorted({t.content for t in added.values()}, key=len, reverse=True)
         L = lc.L
@@ -578,10 +574,6 @@ def tokenize_without(ref, text, add_special, causes):
     cuts = {0, len(text)}
     if "eog_control" in causes:
         cuts |= {x for a, b, _ in spans for x in (a, b)}
-    if "pre_split" in causes:   # every one of transformers' pre-token boundaries
-        for a, b, is_added in spans:
-            if not is_added:
-                cuts |= {a + x for _, (x, y) in ref.tok.pre_tokenizer.pre_tokenize_str(text[a:b])}
     if "unicode_15_1" in causes:
         apart = set(ref.classed_apart(text))
         for a, b, is_added in spans:
@@ -617,8 +609,6 @@ def explain_ids(ref, text, add_special, want):
         present.append("unicode_15_1")
     if ref.metaspace_first and ref.model_no_prefix is not None:
         present.append("metaspace_first")
-    if ref.tok.pre_tokenizer is not None and ref.byte_level:
-        present.append("pre_split")   # last: only when nothing narrower explains the difference
     for k in range(1, len(present) + 1):
         for causes in itertools.combinations(present, k):
             if tokenize_without(ref, text, add_special, causes) == want:
@@ -788,8 +778,8 @@ def tokenizer_checks(fl, lc, tmp, results, templates, converter=None):
         chat_path = fixture.replace(".jsonl", ".chat.jsonl")
         chats = [json.loads(l) for l in open(chat_path, encoding="utf-8")] if os.path.exists(chat_path) else []
         no_prefix = None
-        pre = json.load(open(os.path.join(src, "tokenizer.json"), encoding="utf-8")).get("pre_tokenizer") or {}
-        if mistral and pre.get("type") == "Metaspace":
+        pre = (json.load(open(os.path.join(src, "tokenizer.json"), encoding="utf-8")).get("pre_tokenizer") or {}) if mistral else {}
+        if pre.get("type") == "Metaspace":
             no_prefix = lc.load(gguf_without_space_prefix(fl, folder, tmp, name), vocab_only=True)
         ref = Reference(lc, model, name, folder=src if mistral else None, model_no_prefix=no_prefix)
         r, outputs = tokenizer_compare(ref, all_rows, chats)

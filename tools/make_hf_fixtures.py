@@ -60,7 +60,7 @@ import peft  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
                           Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
-                          Gemma3ForConditionalGeneration)
+                          Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -197,6 +197,24 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        # SmolLM3: Llama's layers with RoPE skipped on every 4th (its NoPE layers, no_rope_layers)
+        name="smollm3_nope",
+        arch="smollm3",
+        seed=272829,
+        config=dict(
+            vocab_size=88, hidden_size=24, intermediate_size=40, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-6,
+            no_rope_layer_interval=4,                        # layer 3 (counting from 0) attends without RoPE
+            rope_parameters={"rope_type": "default", "rope_theta": 5000000.0},
+            tie_word_embeddings=True, attention_bias=False, mlp_bias=False, use_sliding_window=False,
+            pad_token_id=0,                                  # SmolLM3Config's 128004 is past this vocabulary
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         # Gemma 3 4B/12B/27B: the language model inside Gemma3ForConditionalGeneration (text_config; the
         # checkpoint's language_model.model.* tensors beside a vision tower and projector that text-only
         # input never runs), its LoRA restricted to the language model by PEFT's regex target_modules
@@ -318,7 +336,8 @@ def build_base(spec):
                           "qwen3": (Qwen3Config, Qwen3ForCausalLM), "phi3": (Phi3Config, Phi3ForCausalLM),
                           "gemma2": (Gemma2Config, Gemma2ForCausalLM),
                           "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
-                          "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration)}[spec["arch"]]
+                          "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration),
+                          "smollm3": (SmolLM3Config, SmolLM3ForCausalLM)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
     if spec["arch"] == "gemma3":   # the text model's settings are inside text_config
         cfg = cfg_cls(**spec["config"])
@@ -391,7 +410,8 @@ def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
-           "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration}.get(cfg.model_type, Qwen2ForCausalLM)
+           "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
+           "smollm3": SmolLM3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -540,6 +560,20 @@ def write_fixture(spec, out_root):
         assert torch.equal(causal_logits[:, :window], mem_logits[:, :window])
         apart = (causal_logits[:, window:] - mem_logits[:, window:]).abs().max().item()
         print(f"    sliding window {window}: full causal attention moves later logits by {apart:.3g}")
+        assert apart > 1e-2, apart
+
+    if spec["arch"] == "smollm3":   # the NoPE layers matter: rotating them too moves the logits
+        attns = [mod for mod in pm.modules() if hasattr(mod, "use_rope")]
+        nope = [mod for mod in attns if not mod.use_rope]
+        assert nope and len(nope) < len(attns), [mod.use_rope for mod in attns]
+        for mod in nope:
+            mod.use_rope = 1
+        with torch.no_grad():
+            roped_logits = pm(input_ids=ids).logits.clone()
+        for mod in nope:
+            mod.use_rope = 0
+        apart = (roped_logits - mem_logits).abs().max().item()
+        print(f"    {len(nope)} NoPE layer(s) of {len(attns)}: with RoPE there the logits move by {apart:.3g}")
         assert apart > 1e-2, apart
 
     acap = spec["config"].get("attn_logit_softcapping")

@@ -71,6 +71,7 @@ const float *fl_model_rope_freq(const fl_model *m, int l, int seq) {
 
 void fl_model_rope_forward(const fl_model *m, int l, void *qkv, const int32_t *pos, size_t N, int seq) {
     const fl_model_config *c = &m->cfg;
+    if (!fl_config_layer_rope(c, l)) return;   /* SmolLM3's NoPE layers */
     m->be->rope_forward(qkv, pos, fl_model_rope_freq(m, l, seq), fl_config_rope_attention_factor(c), N,
                         c->n_heads + c->n_kv_heads, c->head_dim, fl_config_rotary_dim(c),
                         fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));

@@ -17,9 +17,9 @@
 
 /* ---- gguf_hparams.c ------------------------------------------------------------------------ */
 
-/* "llama", "qwen2", "qwen3", "gemma3" or "gemma2": general.architecture and the prefix of the
- * architecture keys. */
-const char *fl_gguf_arch_name(fl_arch arch);
+/* "llama", "smollm3", "qwen2", "qwen3", "phi3", "gemma3" or "gemma2": general.architecture and the
+ * prefix of the architecture keys. */
+const char *fl_gguf_arch_name(const fl_model_config *cfg);
 /* Refuses the architectures whose whole-model export is not written (Gemma 2 / 3: their adapters
  * export with --lora-only). `path` names config.json. */
 int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path);

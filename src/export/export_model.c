@@ -115,7 +115,7 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
 }
 
 static int check_sources(plan *p, const fl_hf_shards *sh, const char *dir, const fl_model_config *cfg) {
-    const char *arch = fl_gguf_arch_name(cfg->arch), *pre = fl_config_tensor_prefix(cfg);
+    const char *arch = fl_gguf_arch_name(cfg), *pre = fl_config_tensor_prefix(cfg);
     for (int i = 0; i < p->n; i++) {
         plan_item *it = &p->items[i];
         if (!it->hf[0]) continue;
@@ -235,7 +235,7 @@ int fl_export_model(const fl_export_options *o, const fl_model_config *cfg, int 
             fl_gguf_kv_str(&w, "tokenizer.ggml.model", "none");
             if (cfg->arch != FL_ARCH_LLAMA) {
                 char key[64];
-                snprintf(key, sizeof key, "%s.vocab_size", fl_gguf_arch_name(cfg->arch));
+                snprintf(key, sizeof key, "%s.vocab_size", fl_gguf_arch_name(cfg));
                 fl_gguf_kv_u32(&w, key, (uint32_t)cfg->vocab_size);
             }
         }

@@ -10,7 +10,9 @@
 #include "common/error.h"
 #include "export/export_internal.h"
 
-const char *fl_gguf_arch_name(fl_arch arch) {
+const char *fl_gguf_arch_name(const fl_model_config *cfg) {
+    fl_arch arch = cfg->arch;
+    if (arch == FL_ARCH_LLAMA && cfg->nope_every > 0) return "smollm3";   /* llama's layers, NoPE every 4th */
     return arch == FL_ARCH_GEMMA3 ? "gemma3" : arch == FL_ARCH_GEMMA2 ? "gemma2" : arch == FL_ARCH_PHI3 ? "phi3"
            : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
 }
@@ -25,7 +27,7 @@ static int llama_cpp_gemma_query_scalar(const fl_model_config *cfg) {
 
 int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path) {
     if (cfg->arch != FL_ARCH_GEMMA2 && cfg->arch != FL_ARCH_GEMMA3) return 0;
-    const char *a = fl_gguf_arch_name(cfg->arch);
+    const char *a = fl_gguf_arch_name(cfg);
     int scalar = cfg->query_pre_attn_scalar ? cfg->query_pre_attn_scalar : cfg->head_dim;
     if (scalar != llama_cpp_gemma_query_scalar(cfg))
         return fl_input_error("%s: query_pre_attn_scalar %d has no llama.cpp counterpart: its %s graph scales scores by "
@@ -51,23 +53,27 @@ int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path) {
 }
 
 int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
+    /* llama.cpp's smollm3 graph skips RoPE on every 4th layer, whatever the file says */
+    if (cfg->nope_every > 0 && cfg->nope_every != 4)
+        return fl_input_error("%s: a NoPE layer every %d layers has no llama.cpp counterpart (its smollm3 graph: every 4th)",
+                              path, cfg->nope_every);
     /* only llama.cpp's phi3 graph has a rotary dimension of its own and longrope's factor tensors */
     if (cfg->arch != FL_ARCH_PHI3 && (fl_config_rotary_dim(cfg) != cfg->head_dim || cfg->rope_longrope))
         return fl_input_error("%s: %s on a %s model has no llama.cpp counterpart", path,
                               cfg->rope_longrope ? "rope_scaling longrope" : "partial_rotary_factor < 1",
-                              fl_gguf_arch_name(cfg->arch));
+                              fl_gguf_arch_name(cfg));
     /* llama.cpp's qwen2 graph builds q and o as (C, C): it has no separate head size */
     if (cfg->arch == FL_ARCH_QWEN2 && fl_config_q_dim(cfg) != cfg->hidden_size)
         return fl_input_error("%s: qwen2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",
                               path, fl_config_q_dim(cfg), cfg->hidden_size);
     if (cfg->arch != FL_ARCH_LLAMA && cfg->rope_llama3)   /* qwen3's graph has its own head size (key_length) */
         return fl_input_error("%s: rope_scaling llama3 on a %s model has no llama.cpp counterpart", path,
-                              fl_gguf_arch_name(cfg->arch));
+                              fl_gguf_arch_name(cfg));
     return 0;
 }
 
 void fl_gguf_put_general(fl_gguf_writer *w, const fl_model_config *cfg, const char *type, const char *dir, uint32_t alignment) {
-    fl_gguf_kv_str(w, "general.architecture", fl_gguf_arch_name(cfg->arch));
+    fl_gguf_kv_str(w, "general.architecture", fl_gguf_arch_name(cfg));
     if (alignment && alignment != FL_GGUF_DEFAULT_ALIGNMENT) fl_gguf_kv_u32(w, "general.alignment", alignment);
     fl_gguf_kv_str(w, "general.type", type);
     /* general.name: the folder's last component, as the converter's fallback */
@@ -100,7 +106,7 @@ static void put_gemma(fl_gguf_writer *w, const fl_model_config *cfg, const char 
 }
 
 void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_type ftype) {
-    const char *a = fl_gguf_arch_name(cfg->arch);
+    const char *a = fl_gguf_arch_name(cfg);
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
     fl_gguf_kv_u32(w, KEY("block_count"), (uint32_t)cfg->n_layers);
@@ -117,7 +123,7 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
         fl_gguf_kv_u32(w, KEY("attention.value_length"), (uint32_t)cfg->head_dim);
     }
     fl_gguf_kv_u32(w, "general.file_type", (uint32_t)fl_gguf_file_type_of(ftype));
-    if (cfg->arch == FL_ARCH_LLAMA) { /* LlamaModel adds these two */
+    if (cfg->arch == FL_ARCH_LLAMA) { /* LlamaModel (and SmolLM3Model, one) adds these two */
         fl_gguf_kv_u32(w, KEY("vocab_size"), (uint32_t)cfg->vocab_size);
         fl_gguf_kv_u32(w, KEY("rope.dimension_count"), (uint32_t)cfg->head_dim);
     }

@@ -355,6 +355,43 @@ static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
 
 static int parse_config(const char *path, json_t *root, fl_model_config *cfg);
 
+/* SmolLM3's NoPE layers: no_rope_layers (1 rotates, 0 does not; at least one entry per layer) or,
+ * absent, one every no_rope_layer_interval layers (default 4), counting from 1 — the rule config.h
+ * keeps; a list of another shape is refused. Its sliding window (on the NoPE layers) and biases are
+ * refused too. */
+static int parse_nope_layers(const char *path, json_t *root, fl_model_config *cfg) {
+    int every = 4;
+    FL_TRY(get_int(path, root, "no_rope_layer_interval", 0, 4, &every));
+    json_t *list = json_object_get(root, "no_rope_layers");
+    if (list && !json_is_null(list)) {
+        if (!json_is_array(list) || json_array_size(list) < (size_t)cfg->n_layers)
+            return fl_input_error("%s: field 'no_rope_layers' must list 0 or 1 for each of the %d layers", path, cfg->n_layers);
+        every = 0;   /* the first NoPE layer sets the period the rest must follow */
+        for (int l = 0; l < cfg->n_layers && !every; l++)
+            if (json_is_integer(json_array_get(list, (size_t)l)) && json_integer_value(json_array_get(list, (size_t)l)) == 0)
+                every = l + 1;
+        for (int l = 0; l < cfg->n_layers; l++) {
+            json_t *e = json_array_get(list, (size_t)l);
+            long long want = every > 0 && (l + 1) % every == 0 ? 0 : 1;
+            if (!json_is_integer(e) || json_integer_value(e) != want)
+                return fl_input_error("%s: field 'no_rope_layers': entry %d must be %lld (supported: a NoPE layer every n "
+                                      "layers, counting from 1, as no_rope_layer_interval makes them)", path, l, want);
+        }
+    } else if (every <= 0) {
+        return fl_input_error("%s: field 'no_rope_layer_interval' must be a positive integer", path);
+    }
+    cfg->nope_every = every;
+    int flag = 0;
+    FL_TRY(get_bool(path, root, "use_sliding_window", 0, &flag));
+    if (flag) return fl_input_error("%s: field 'use_sliding_window' is true: SmolLM3's sliding NoPE layers are not supported", path);
+    static const char *const biases[] = {"attention_bias", "mlp_bias"};
+    for (int i = 0; i < 2; i++) {
+        FL_TRY(get_bool(path, root, biases[i], 0, &flag));
+        if (flag) return fl_input_error("%s: field '%s' is true; SmolLM3 without biases is supported", path, biases[i]);
+    }
+    return 0;
+}
+
 /* Gemma3ForConditionalGeneration (Gemma 3 4B, 12B, 27B): its language model is text_config, read as a
  * Gemma3ForCausalLM config (tie_word_embeddings from the top level when text_config leaves it out);
  * errors name the field as text_config.<field>. */
@@ -409,17 +446,18 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "phi3") ? "Phi3ForCausalLM"
                : !strcmp(mt, "gemma3_text") ? "Gemma3ForCausalLM"
                : !strcmp(mt, "gemma2") ? "Gemma2ForCausalLM"
+               : !strcmp(mt, "smollm3") ? "SmolLM3ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
-    int mistral = !strcmp(arch, "MistralForCausalLM");
-    if (!strcmp(arch, "LlamaForCausalLM") || mistral) cfg->arch = FL_ARCH_LLAMA; /* Mistral's layers are Llama's */
+    int mistral = !strcmp(arch, "MistralForCausalLM"), smollm3 = !strcmp(arch, "SmolLM3ForCausalLM");
+    if (!strcmp(arch, "LlamaForCausalLM") || mistral || smollm3) cfg->arch = FL_ARCH_LLAMA; /* Mistral's, SmolLM3's layers are Llama's */
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
     else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM)", path, arch);
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
@@ -435,6 +473,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     }
 
     FL_TRY(get_int(path, root, "vocab_size", 1, 0, &cfg->vocab_size));
+    FL_TRY(get_int(path, root, "num_hidden_layers", 1, 0, &cfg->n_layers));
+    if (smollm3) FL_TRY(parse_nope_layers(path, root, cfg));
     FL_TRY(get_int(path, root, "hidden_size", 1, 0, &cfg->hidden_size));
     FL_TRY(get_int(path, root, "intermediate_size", 1, 0, &cfg->intermediate_size));
     FL_TRY(get_int(path, root, "num_hidden_layers", 1, 0, &cfg->n_layers));
@@ -529,6 +569,7 @@ typedef struct {
     const float *short_factor, *long_factor;         /* longrope (rotary_dim/2 each), or NULL */
     double linear_factor;  /* Gemma 3: linear RoPE scaling of the global layers; 0: none */
     int multimodal;        /* the language model of a vision-language checkpoint (config.h) */
+    int nope_every;        /* SmolLM3: RoPE skipped on every n-th layer; 0: none */
 } preset;
 
 /* longrope's lists, as the checkpoints' config.json files give them (cited at the presets below) */
@@ -566,40 +607,45 @@ static const float phi4_long[48] = {
     44.16f, 47.77f};
 
 static const preset presets[] = {
-    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0},
-    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0},
-    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0},
-    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0},
-    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0},
-    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0},
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0},
+    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    /* HuggingFaceTB/SmolLM3-3B's config.json (as quoted in public copies, e.g. test fixtures of SmolLM3
+     * ports): SmolLM3ForCausalLM, head_dim 128, max_position_embeddings 65536, rope_theta 5e6, tied,
+     * eos 128012, no_rope_layer_interval 4 (layers 3, 7, ..., 35 without RoPE): 3,075,098,624 parameters */
+    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B", FL_ARCH_LLAMA, 128256, 2048, 11008, 36, 16,  4, 128, 65536,  5e6,    1e-6f, 1, 0, 128000, 128012,
+     0, 0, 0, NULL, NULL, 0, 0, 4},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/{Qwen/Qwen3-1.7B,Qwen/Qwen3-4B,Qwen/Qwen3-8B}/raw/main/config.json (as quoted
      * in public copies): head_dim 128, max_window_layers = num_hidden_layers, use_sliding_window false,
      * sliding_window null, rope_scaling null; 1.7B and 4B tied, 8B untied */
-    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0},
-    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0},
-    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/mistralai/Mistral-7B-v0.3/raw/main/config.json (as quoted in public copies):
      * MistralForCausalLM, vocab 32768, no head_dim (4096 / 32), sliding_window null, untied */
-    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0},
+    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/mistralai/Mistral-Nemo-Base-2407/raw/main/config.json (as quoted in public
      * copies): head_dim 128 explicit (q dim 4096 != hidden 5120), sliding_window null. The copies disagree
      * on max_position_embeddings: 1024000 (fine-tunes saved from the July 2024 files) and 128000
      * (github.com/kevinstephano/thunder_model_blocks hf_mistral/mistral_config.py; the card's 128k
      * context): 128000 taken */
-    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0},
+    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/mistralai/Mistral-Small-24B-Base-2501/raw/main/config.json (as quoted in
      * public copies): head_dim 128 explicit, rope_theta 1e8, sliding_window null */
-    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0},
+    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/meta-llama/{Llama-3.1-8B,Llama-3.2-3B}/raw/main/config.json (as quoted in
      * public copies): rope_scaling llama3 with factor 8 (3.1) / 32 (3.2), low_freq_factor 1,
      * high_freq_factor 4, original_max_position_embeddings 8192; 3.1-8B untied, 3.2-3B tied, head_dim 128 */
-    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0},
-    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0},
+    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* https://huggingface.co/microsoft/Phi-3.5-mini-instruct/raw/main/config.json (as quoted in public
      * copies): fused qkv_proj / gate_up_proj, MHA 32 heads of 96, untied, sliding_window 262144,
      * original_max_position_embeddings 4096, rope_scaling longrope with the 48-entry short/long lists
@@ -608,26 +654,26 @@ static const preset presets[] = {
      * sliding_window 262144, longrope (short_factor all 1). Both: attention factor
      * sqrt(1 + ln 32 / ln 4096) from max_position_embeddings 131072 / 4096. */
     {"phi-3.5-mini",   "microsoft/Phi-3.5-mini-instruct", FL_ARCH_PHI3, 32064, 3072, 8192, 32, 32, 32,  96, 131072, 1e4,   1e-5f, 0, 0, 1, 32000,
-     96, 262144, 4096, phi35_short, phi35_long, 0, 0},
+     96, 262144, 4096, phi35_short, phi35_long, 0, 0, 0},
     {"phi-4-mini",     "microsoft/Phi-4-mini-instruct", FL_ARCH_PHI3, 200064, 3072, 8192, 32, 24,  8, 128, 131072, 1e4,   1e-5f, 1, 0, 199999, 199999,
-     96, 262144, 4096, phi4_short, phi4_long, 0, 0},
+     96, 262144, 4096, phi4_short, phi4_long, 0, 0, 0},
     /* google/gemma-3-1b-it's config.json (as quoted in public copies, e.g. github.com/Liwink/gemma-jax
      * models/README.md, transformers 4.52.4): gemma3_text, head_dim 256, query_pre_attn_scalar 256,
      * rope_theta 1e6, rope_local_base_freq 1e4, rope_scaling null, sliding_window 512 with
      * sliding_window_pattern 6, eos [1, 106]: 999,885,952 parameters (the card's 1B) */
-    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0},
+    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0},
     /* google/gemma-3-4b-it's language model (Gemma3ForConditionalGeneration; its config.json's
      * text_config gives hidden 2560, intermediate 10240, 34 layers, rope_scaling linear factor 8,
      * sliding_window 1024, the rest Gemma3TextConfig's defaults: test config_gemma3_vision_language_
      * text_config reads that file's spelling): 3,880,263,168 parameters (the card's 4B counts the
      * vision tower too) */
     {"gemma-3-4b",     "google/gemma-3-4b-it", FL_ARCH_GEMMA3, 262208, 2560, 10240, 34, 8, 4, 256, 131072, 1e6, 1e-6f, 1, 0, 2, 1, 0, 1024, 0, NULL, NULL,
-     8.0, 1},
+     8.0, 1, 0},
     /* google/gemma-2-2b: transformers' Gemma2Config defaults (those of the 2B: e.g.
      * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
      * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
      * final_logit_softcapping 30, attn_logit_softcapping 50, rope_theta 1e4: 2,614,341,888 parameters */
-    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0},
+    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0},
 };
 
 /* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
@@ -664,7 +710,7 @@ const char *fl_arch_name(fl_arch arch) {
 }
 
 const char *fl_config_preset_names(void) {
-    return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, tinyllama-1.1b, llama-3.2-1b, "
+    return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
            "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b";
 }
@@ -713,6 +759,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
         cfg->rope_linear_factor = p->linear_factor;
         cfg->multimodal = p->multimodal;
+        cfg->nope_every = p->nope_every;
         return 0;
     }
     return fl_input_error("unknown preset '%s' (presets: %s)", name, fl_config_preset_names());

@@ -76,10 +76,17 @@ typedef struct {
                                 fl_config_layer_window; rope_local_base_freq / the sliding_attention
                                 rope_parameters), default RoPE; 0: every layer uses rope_theta */
     double rope_linear_factor; /* linear RoPE scaling of the global layers (inv_freq / factor); 0 or 1: none */
+    int nope_every;          /* SmolLM3: every n-th layer (counting from 1) runs without RoPE (no_rope_layers,
+                                no_rope_layer_interval: 4); 0: every layer rotates */
     /* ---- a language model inside a vision-language checkpoint (Gemma3ForConditionalGeneration) ---- */
     int multimodal;          /* 1: the config is its text_config; the folder's vision tower and projector
                                 tensors are kept (merge) and never run — text-only training is exact */
 } fl_model_config;
+
+/* Whether layer l rotates q and k (all but SmolLM3's NoPE layers). */
+static inline int fl_config_layer_rope(const fl_model_config *c, int l) {
+    return c->nope_every <= 0 || (l + 1) % c->nope_every != 0;
+}
 
 /* The checkpoint's names of the language model's tensors: "model." + "layers.3.mlp.up_proj.weight",
  * "embed_tokens.weight", "norm.weight" — "language_model.model." in a Gemma3ForConditionalGeneration
