@@ -102,7 +102,8 @@ TEST(export_files_llama_cpp_verified) {
     json_decref(root);
 }
 
-/* A python that imports llama_cpp, or NULL. */
+/* A python that imports llama_cpp and everything tools/llama_cpp_check.py reads with (numpy,
+ * safetensors, gguf-py, tokenizers, transformers), or NULL. */
 static const char *llama_cpp_python(void) {
     static char py[512];
     const char *env = getenv("FASTLORA_LLAMA_CPP_PYTHON");
@@ -114,7 +115,8 @@ static const char *llama_cpp_python(void) {
     for (int i = 0; i < 3; i++) {
         if (!candidates[i] || (i < 2 && access(candidates[i], X_OK) != 0)) continue;
         char cmd[600];
-        snprintf(cmd, sizeof cmd, "'%s' -c 'import llama_cpp, numpy, safetensors' >/dev/null 2>&1", candidates[i]);
+        snprintf(cmd, sizeof cmd, "'%s' -c 'import llama_cpp, numpy, safetensors, gguf, tokenizers, transformers' >/dev/null 2>&1",
+                 candidates[i]);
         if (system(cmd) == 0) {
             snprintf(py, sizeof py, "%s", candidates[i]);
             return py;
@@ -125,7 +127,8 @@ static const char *llama_cpp_python(void) {
 
 TEST(export_llama_cpp_check) {
     const char *py = llama_cpp_python();
-    if (!py) SKIP("llama-cpp-python not installed (python3 tools/llama_cpp_check.py --setup builds it)");
+    if (!py) SKIP("llama-cpp-python with numpy, safetensors, gguf, tokenizers, transformers not installed "
+                  "(python3 tools/llama_cpp_check.py --setup builds it)");
     const char *bin = getenv("FASTLORA_BIN") ? getenv("FASTLORA_BIN") : "build/fastlora";
     char out[128], cmd[1024];
     snprintf(out, sizeof out, "/tmp/fastlora-llamacpp-%d.json", (int)getpid());

@@ -85,6 +85,9 @@ def setup():
     env["CMAKE_ARGS"] = ("-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF "
                          "-DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON")
     subprocess.check_call([os.path.join(VENV, "bin", "pip"), "install", "--no-cache-dir", f"llama-cpp-python=={PIN}"], env=env)
+    # what the check reads with (torch + transformers, optional, for the Gemma GELU cause and --converter)
+    subprocess.check_call([os.path.join(VENV, "bin", "pip"), "install", "--no-cache-dir", "numpy", "safetensors", "gguf",
+                           "tokenizers", "transformers==5.24.0"])
     print(f"llama-cpp-python {PIN} in {VENV}; run: {VENV}/bin/python tools/llama_cpp_check.py")
 
 
