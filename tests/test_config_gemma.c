@@ -14,6 +14,8 @@
 #include "model/config.h"
 #include "test.h"
 
+#include "config_test_util.h"
+
 /* google/gemma-3-1b-it's config.json (transformers 4.52.4), as quoted publicly */
 static const char *gemma3_1b_4x =
     "{\"architectures\": [\"Gemma3ForCausalLM\"], \"attention_bias\": false, \"attention_dropout\": 0.0,"
@@ -55,20 +57,10 @@ static char *edit(const char *base, const char *from, const char *to) {
 }
 
 static void check_gemma_fields_equal(const fl_model_config *got, const fl_model_config *want) {
-    CHECK_EQ_INT(got->arch, want->arch);
-    CHECK_EQ_INT(got->vocab_size, want->vocab_size);
-    CHECK_EQ_INT(got->hidden_size, want->hidden_size);
-    CHECK_EQ_INT(got->intermediate_size, want->intermediate_size);
-    CHECK_EQ_INT(got->n_layers, want->n_layers);
-    CHECK_EQ_INT(got->n_heads, want->n_heads);
-    CHECK_EQ_INT(got->n_kv_heads, want->n_kv_heads);
-    CHECK_EQ_INT(got->head_dim, want->head_dim);
+    check_config_core_equal(got, want);
     CHECK_EQ_INT(got->max_position_embeddings, want->max_position_embeddings);
-    CHECK_CLOSE(got->rope_theta, want->rope_theta, 0, 1e-12);
     CHECK_CLOSE(got->rope_local_theta, want->rope_local_theta, 0, 1e-12);
     CHECK(got->rope_linear_factor == want->rope_linear_factor);
-    CHECK(got->rms_norm_eps == want->rms_norm_eps);
-    CHECK_EQ_INT(got->tie_word_embeddings, want->tie_word_embeddings);
     CHECK_EQ_INT(got->qk_norm, want->qk_norm);
     CHECK(got->norm_weight_offset == want->norm_weight_offset);
     CHECK(got->attn_logit_softcapping == want->attn_logit_softcapping);
