@@ -377,29 +377,13 @@ def gemma_tokenizer_check(fl, lc, tmp, results):
     prefix, byte fallback, <bos>; Gemma's own 262k vocabulary is not available here) exported with a
     tiny random gemma3 model: llama.cpp's SentencePiece tokenizer on our GGUF against transformers'
     ids (tests/fixtures/tokenizer/gemma_pipeline.jsonl), with and without the special tokens."""
-    import numpy as np
-    from safetensors.numpy import save_file
     src = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "gemma_pipeline")
     out = os.path.join(tmp, "gemma_pipeline")
     os.makedirs(out, exist_ok=True)
-    tok = json.load(open(os.path.join(src, "tokenizer.json"), encoding="utf-8"))
-    V = 1 + max(list(tok["model"]["vocab"].values()) + [t["id"] for t in tok["added_tokens"]])
     cfg = json.load(open(os.path.join(GGUF_MODELS, "gemma3_llama_cpp", "config.json")))
-    cfg.update({"vocab_size": V, "num_hidden_layers": 1, "layer_types": ["full_attention"]})
+    cfg.update({"vocab_size": tokenizer_ids(src), "num_hidden_layers": 1, "layer_types": ["full_attention"]})
     json.dump(cfg, open(os.path.join(out, "config.json"), "w"))
-    C, H, KV, HS, FF = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"], cfg["intermediate_size"]
-    rng = np.random.default_rng(0)
-    w = {"model.embed_tokens.weight": rng.standard_normal((V, C)).astype(np.float32) * 0.02,
-         "model.norm.weight": np.zeros(C, np.float32)}
-    for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"):
-        w[f"model.layers.0.{n}.weight"] = np.zeros(C, np.float32)
-    for n in ("q_norm", "k_norm"):
-        w[f"model.layers.0.self_attn.{n}.weight"] = np.zeros(HS, np.float32)
-    for p, shape in {"self_attn.q_proj": (H * HS, C), "self_attn.k_proj": (KV * HS, C), "self_attn.v_proj": (KV * HS, C),
-                     "self_attn.o_proj": (C, H * HS), "mlp.gate_proj": (FF, C), "mlp.up_proj": (FF, C),
-                     "mlp.down_proj": (C, FF)}.items():
-        w[f"model.layers.0.{p}.weight"] = rng.standard_normal(shape).astype(np.float32) * 0.05
-    save_file(w, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    save_random_weights(cfg, os.path.join(out, "model.safetensors"))
     for f in os.listdir(src):
         shutil.copy(os.path.join(src, f), out)
     gguf = os.path.join(tmp, "gemma_pipeline.gguf")
@@ -437,38 +421,57 @@ def gguf_without_space_prefix(fl, folder, tmp, name):
     return out
 
 
+def tokenizer_ids(folder):
+    """How many ids a folder's tokenizer.json names (its vocabulary and added tokens)."""
+    tok = json.load(open(os.path.join(folder, "tokenizer.json"), encoding="utf-8"))
+    return 1 + max(list(tok["model"]["vocab"].values()) + [t["id"] for t in tok["added_tokens"]])
+
+
+def save_random_weights(cfg, path):
+    """Random weights of a 1-layer model of config cfg (the tensors fastlora's loader reads for its
+    family: Gemma's four norms and q/k norms, stored as w - 1; Qwen2's q/k/v biases; an untied head)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    V, C, FF = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
+    H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    HS = cfg.get("head_dim") or C // H
+    gemma = cfg.get("model_type", "").startswith("gemma")
+    unit = 0.0 if gemma else 1.0
+    rng = np.random.default_rng(0)
+    w = {"model.embed_tokens.weight": rng.standard_normal((V, C)).astype(np.float32) * 0.02,
+         "model.norm.weight": np.full(C, unit, np.float32)}
+    norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+             "post_feedforward_layernorm") if gemma else ("input_layernorm", "post_attention_layernorm")
+    for n in norms:
+        w[f"model.layers.0.{n}.weight"] = np.full(C, unit, np.float32)
+    if gemma:
+        for n in ("q_norm", "k_norm"):
+            w[f"model.layers.0.self_attn.{n}.weight"] = np.zeros(HS, np.float32)
+    for p, shape in {"self_attn.q_proj": (H * HS, C), "self_attn.k_proj": (KV * HS, C), "self_attn.v_proj": (KV * HS, C),
+                     "self_attn.o_proj": (C, H * HS), "mlp.gate_proj": (FF, C), "mlp.up_proj": (FF, C),
+                     "mlp.down_proj": (C, FF)}.items():
+        w[f"model.layers.0.{p}.weight"] = rng.standard_normal(shape).astype(np.float32) * 0.05
+        if cfg.get("model_type") == "qwen2" and p in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"):
+            w[f"model.layers.0.{p}.bias"] = np.zeros(shape[0], np.float32)
+    if not cfg.get("tie_word_embeddings", False):
+        w["lm_head.weight"] = rng.standard_normal((V, C)).astype(np.float32) * 0.02
+    save_file(w, path, metadata={"format": "pt"})
+
+
 def tiny_model(shared_model, out):
     """A 1-layer random model with the real vocabulary size and the real tokenizer files (a Mistral
     config for a tokenizer folder without one)."""
-    import numpy as np
-    from safetensors.numpy import save_file
     os.makedirs(out, exist_ok=True)
     if os.path.exists(os.path.join(shared_model, "config.json")):
         cfg = json.load(open(os.path.join(shared_model, "config.json")))
     else:
-        tok = json.load(open(os.path.join(shared_model, "tokenizer.json"), encoding="utf-8"))
-        V = 1 + max(list(tok["model"]["vocab"].values()) + [t["id"] for t in tok["added_tokens"]])
-        cfg = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "vocab_size": V, "rms_norm_eps": 1e-5,
-               "rope_theta": 1e6, "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
+        cfg = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "vocab_size": tokenizer_ids(shared_model),
+               "rms_norm_eps": 1e-5, "rope_theta": 1e6, "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
     cfg.update({"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
                 "num_key_value_heads": 1, "head_dim": 16, "max_position_embeddings": 512})
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f)
-    V, C = cfg["vocab_size"], 32
-    rng = np.random.default_rng(0)
-    w = {"model.embed_tokens.weight": rng.standard_normal((V, C)).astype(np.float32) * 0.02,
-         "model.norm.weight": np.ones(C, np.float32),
-         "model.layers.0.input_layernorm.weight": np.ones(C, np.float32),
-         "model.layers.0.post_attention_layernorm.weight": np.ones(C, np.float32)}
-    for p, (o, i) in {"self_attn.q_proj": (32, C), "self_attn.k_proj": (16, C), "self_attn.v_proj": (16, C),
-                      "self_attn.o_proj": (C, 32), "mlp.gate_proj": (64, C), "mlp.up_proj": (64, C),
-                      "mlp.down_proj": (C, 64)}.items():
-        w[f"model.layers.0.{p}.weight"] = rng.standard_normal((o, i)).astype(np.float32) * 0.05
-        if cfg.get("model_type") == "qwen2" and p in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"):
-            w[f"model.layers.0.{p}.bias"] = np.zeros(o, np.float32)
-    if not cfg.get("tie_word_embeddings", False):
-        w["lm_head.weight"] = rng.standard_normal((V, C)).astype(np.float32) * 0.02
-    save_file(w, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    save_random_weights(cfg, os.path.join(out, "model.safetensors"))
     for f in os.listdir(shared_model):
         src = os.path.join(shared_model, f)
         if f != "config.json" and os.path.isfile(src):

@@ -11,6 +11,11 @@
 #include "io/file_util.h"
 #include "io/safetensors.h"
 
+/* The start of the one regex form of target_modules fastlora writes and reads back (a vision-language
+ * model's adapter: PEFT's full match over the language model's modules); the module names follow,
+ * '|'-separated, and a closing ')'. */
+static const char vl_targets_head[] = "model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(";
+
 void fl_adapter_tensor_name(char *out, size_t cap, const fl_model_config *cfg, int layer, fl_proj p, char which) {
     snprintf(out, cap, "base_model.model.%slayers.%d.%s.lora_%c.weight", fl_config_module_prefix(cfg), layer,
              fl_module_path(cfg, p), which);
@@ -27,7 +32,7 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
         if (fl_lora_adapts(cfg, lc, (fl_proj)p)) json_array_append_new(targets, json_string(fl_module_name(cfg, (fl_proj)p)));
     if (cfg->multimodal) { /* names alone would also adapt the vision tower's q/k/v_proj: PEFT's full-match regex */
         fl_strbuf re = {0};
-        fl_strbuf_append_str(&re, "model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(");
+        fl_strbuf_append_str(&re, vl_targets_head);
         for (size_t i = 0; i < json_array_size(targets); i++) {
             if (i) fl_strbuf_append_str(&re, "|");
             fl_strbuf_append_str(&re, json_string_value(json_array_get(targets, i)));
@@ -101,13 +106,11 @@ int fl_adapter_save(const char *dir, const fl_lora_buffer *params, const fl_mode
     return status;
 }
 
-/* The module names of the one regex form of target_modules fastlora writes (fl_adapter_save on a
- * vision-language model): "model\.language_model\.layers\.\d+\.(self_attn|mlp)\.(q_proj|v_proj)"
- * -> ["q_proj", "v_proj"]; NULL for any other string. */
+/* The module names of vl_targets_head's form: "...\.(q_proj|v_proj)" -> ["q_proj", "v_proj"]; NULL for
+ * any other string. */
 static json_t *regex_module_names(const char *re) {
-    static const char head[] = "model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(";
-    size_t n = strlen(re), h = sizeof head - 1;
-    if (n <= h + 1 || strncmp(re, head, h) || re[n - 1] != ')') return NULL;
+    size_t n = strlen(re), h = sizeof vl_targets_head - 1;
+    if (n <= h + 1 || strncmp(re, vl_targets_head, h) || re[n - 1] != ')') return NULL;
     json_t *names = json_array();
     const char *p = re + h, *end = re + n - 1;
     while (p <= end) {
@@ -168,9 +171,8 @@ int fl_adapter_load_config(const char *dir, fl_lora_config *lc) {
         if (names) v = names;
         if (json_is_string(v)) {
             status = fl_input_error("%s: field 'target_modules' is a pattern fastlora does not read ('%s'; supported: a "
-                                    "list of module names, or model\\.language_model\\.layers\\.\\d+\\."
-                                    "(self_attn|mlp)\\.(q_proj|...) as fastlora writes for vision-language models)",
-                                    path, json_string_value(v));
+                                    "list of module names, or %sq_proj|...) as fastlora writes for vision-language models)",
+                                    path, json_string_value(v), vl_targets_head);
         } else if (!json_is_array(v)) {
             status = fl_input_error("%s: field 'target_modules' must be a list of module names", path);
         } else {

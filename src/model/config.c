@@ -473,8 +473,6 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     }
 
     FL_TRY(get_int(path, root, "vocab_size", 1, 0, &cfg->vocab_size));
-    FL_TRY(get_int(path, root, "num_hidden_layers", 1, 0, &cfg->n_layers));
-    if (smollm3) FL_TRY(parse_nope_layers(path, root, cfg));
     FL_TRY(get_int(path, root, "hidden_size", 1, 0, &cfg->hidden_size));
     FL_TRY(get_int(path, root, "intermediate_size", 1, 0, &cfg->intermediate_size));
     FL_TRY(get_int(path, root, "num_hidden_layers", 1, 0, &cfg->n_layers));
@@ -484,6 +482,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: vocab_size, hidden_size, intermediate_size, num_hidden_layers and num_attention_heads must be positive", path);
     if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
+    if (smollm3) FL_TRY(parse_nope_layers(path, root, cfg));
     /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
     /* Gemma2Config's and Gemma3TextConfig's: 256 */
     FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads,

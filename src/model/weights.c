@@ -296,10 +296,11 @@ static int upload_nf4(fl_base_weights *w, const fl_model_config *cfg, const tens
     int layer = slot->nf4_index / FL_N_PROJ;
     fl_proj head = (fl_proj)(slot->nf4_index % FL_N_PROJ);
     /* each member of the module: its rows of the module's matrix (all of it for an unfused one) */
+    int module_in, module_out, module_off;
+    fl_module_dims(cfg, head, &module_in, &module_out, &module_off);
     for (fl_proj p = head; p <= fl_module_last(cfg, head); p++) {
-        int in, oc, r0 = fl_proj_group_offset(cfg, p);
+        int in, oc, r0 = fl_proj_group_offset(cfg, p) - module_off;
         fl_proj_dims(cfg, p, &in, &oc);
-        if (head == fl_module_last(cfg, head)) { r0 = 0; oc = (int)module.rows; }
         FL_TRY(fl_nf4_rows_view(&w->nf4[(size_t)layer * FL_N_PROJ + p], &module, r0, r0 + oc, slot->name));
     }
     return 0;

@@ -26,8 +26,8 @@ typedef enum {
 
 /* Whether tokens are byte-level (GPT-2 style) rather than SentencePiece-style pieces. */
 int fl_tokenizer_is_byte_level(const fl_tokenizer *tok);
-/* Whether the normalizer puts a "▁" before the text (Llama-2's SentencePiece dummy prefix; Gemma's
- * pipeline has none). */
+/* Whether the pipeline puts a "▁" before the text: a Prepend normalizer (Llama-2's SentencePiece
+ * dummy prefix) or a Metaspace whose prepend_scheme is not "never"; Gemma's has none. */
 int fl_tokenizer_prepends_space(const fl_tokenizer *tok);
 fl_token_kind fl_tokenizer_token_kind(const fl_tokenizer *tok, int32_t id);
 /* The token's text (file spelling) as a malloc'd string of *len bytes, or NULL when absent. */

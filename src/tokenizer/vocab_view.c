@@ -9,7 +9,9 @@
 #include "tokenizer/byte_level.h"
 
 int fl_tokenizer_is_byte_level(const fl_tokenizer *tok) { return tok->pipe.byte_level; }
-int fl_tokenizer_prepends_space(const fl_tokenizer *tok) { return tok->pipe.prepend != NULL; }
+int fl_tokenizer_prepends_space(const fl_tokenizer *tok) {
+    return tok->pipe.prepend != NULL || (tok->pipe.meta_rep != NULL && tok->pipe.meta_prepend != FL_META_NEVER);
+}
 
 static int is_byte_piece(const char *s, int32_t len) {
     static const char hex[] = "0123456789ABCDEFabcdef";
