@@ -183,6 +183,10 @@ CONVERSATIONS = [
      {"role": "user", "content": "Q2"}, {"role": "assistant", "content": ""}],
     [{"role": "user", "content": "NUL\x00in content \x16\x16 中文"},
      {"role": "assistant", "content": "\x00 \u1100\u1161 ok\u0301 \U00011f04"}],
+    # an assistant turn opening the conversation (a generation prompt written inside the loop
+    # writes none before it)
+    [{"role": "assistant", "content": "I start."}, {"role": "user", "content": "Then me."},
+     {"role": "assistant", "content": "\nDone."}],
 ]
 
 QWEN3_ADDED = [(151665, "<tool_response>"), (151666, "</tool_response>"), (151667, "<think>"), (151668, "</think>")]

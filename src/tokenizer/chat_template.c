@@ -211,13 +211,18 @@ static int content_start(const fl_chat_template *ct, const fl_chat_input *in, co
 /* The span of assistant message i, turn by turn (chat_template.h). */
 static int turn_span(const fl_chat_template *ct, const fl_chat_input *in, const fl_tpl_output *full, size_t i, size_t after,
                      fl_span *span) {
-    fl_tpl_output p, q;
+    fl_tpl_output p, q, h;
     memset(&p, 0, sizeof p);
+    memset(&h, 0, sizeof h);
     int rc = render_prefix(ct, in, i + 1, 0, &q);
     int have_p = !rc && render_prefix(ct, in, i, 1, &p) == 0;
     if (!rc && !have_p) fl_clear_error(); /* messages[:i] alone may not render (i = 0): content_start below */
+    /* p ends where the turn's content starts only when it holds a generation prompt: a template
+     * that writes it inside the message loop (TinyLlama's) writes none for messages[:0] */
+    int have_prompt = have_p && render_prefix(ct, in, i, 0, &h) == 0 && h.len < p.len && is_prefix(&h, &p, h.len);
+    if (have_p && !have_prompt) fl_clear_error();
     size_t end = rc ? 0 : trimmed_end(&q), start = 0;
-    if (!rc && have_p && is_prefix(&p, full, p.len) && is_prefix(&q, full, end) && p.len <= end && p.len >= after)
+    if (!rc && have_prompt && is_prefix(&p, full, p.len) && is_prefix(&q, full, end) && p.len <= end && p.len >= after)
         *span = (fl_span){p.len, end};
     else if (!rc && is_prefix(&q, full, end) && content_start(ct, in, full, i, &start) && start >= after && start <= end)
         *span = (fl_span){start, end};
@@ -233,6 +238,7 @@ static int turn_span(const fl_chat_template *ct, const fl_chat_input *in, const 
     }
     fl_tpl_output_free(&p);
     fl_tpl_output_free(&q);
+    fl_tpl_output_free(&h);
     return rc;
 }
 

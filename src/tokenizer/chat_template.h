@@ -15,7 +15,10 @@
  * what a span is), otherwise turn by turn: for each assistant message i the
  * conversation is rendered up to message i with the generation prompt and up to message i
  * inclusive; the bytes between the two (trailing whitespace excluded: it formats the next turn)
- * are the span, provided both renders are prefixes of the whole conversation's text. A template
+ * are the span, provided both renders are prefixes of the whole conversation's text and the first
+ * holds a generation prompt (a template writing it inside the message loop writes none for an
+ * assistant turn that opens the conversation: the span then starts where the content does, found
+ * by rendering the turn with two different contents). A template
  * that rewrites earlier turns when later ones follow (e.g. drops past reasoning) makes that
  * condition fail for those turns: they are then located by their rendered text alone, and a turn
  * whose text is not in the conversation is an error naming it.
