@@ -1,5 +1,6 @@
 # fastlora build. `make` builds build/fastlora (CPU backend); `make test` builds and runs the test
-# suite, again under each CPU kernel level below this CPU's (isa-test), then the AddressSanitizer
+# suite, again under each CPU kernel level below this CPU's (isa-test), the bf16 backend's tests
+# on oneDNN's matmul where the build has it (onednn-test), then the AddressSanitizer
 # run of the bad-input and CPU-kernel tests; `make bench` runs the README's
 # benchmark; `make fuzz` runs the libFuzzer harnesses of fuzz/ (docs/FUZZING.md). Every source
 # under src/ is picked up by its folder; no list to keep in sync.
@@ -23,7 +24,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all test bench clean setup asan-test isa-test
+.PHONY: all test bench clean setup asan-test isa-test onednn-test
 all: $(BUILD)/fastlora $(BUILD)/fastlora_tests
 
 # Installs the build dependencies once per build folder (scripts/setup is a no-op when all is there).
@@ -56,7 +57,18 @@ $(BUILD)/fastlora_tests: $(TEST_OBJ) $(BUILD)/libfastlora.a Makefile
 test: all
 	FASTLORA_BIN=$(BUILD)/fastlora $(BUILD)/fastlora_tests
 	$(MAKE) --no-print-directory isa-test
+	$(MAKE) --no-print-directory onednn-test
 	$(MAKE) --no-print-directory asan-test
+
+# The tests of the bf16 backend again with every bf16 GEMM oneDNN takes sent to it
+# (FASTLORA_CPU_GEMM=onednn; gemm_bf16.h), where this build has oneDNN: on a CPU without AMX,
+# whose default leaves oneDNN out, its matmul is checked inside whole training steps too.
+ONEDNN_TESTS = cpu_bf16,gemm_bf16,fused,recompute,step,nf4,token_weights
+onednn-test: all
+	@if [ "$(ONEDNN)" = 1 ]; then \
+	    echo "== FASTLORA_CPU_GEMM=onednn"; \
+	    FASTLORA_CPU_GEMM=onednn FASTLORA_BIN=$(BUILD)/fastlora $(BUILD)/fastlora_tests $(ONEDNN_TESTS) || exit 1; \
+	else echo "== oneDNN not in this build (libdnnl-dev): onednn-test has nothing to run"; fi
 
 # The suite again with the CPU kernels forced to each level below this CPU's own (FASTLORA_CPU_ISA,
 # backend/cpu/cpu_isa.h): an AVX-512 machine also runs the AVX2 and portable paths, so a test that
@@ -201,6 +213,27 @@ $(BUILD)/.dist-flags: FORCE
 .PHONY: FORCE
 FORCE:
 
+# ---- oneDNN (src/backend/cpu/gemm_onednn.c: the bf16 GEMM on AMX; docs/CPU-GEMM.md) -------------
+# Built in when oneapi/dnnl/dnnl.h is found (scripts/setup installs libdnnl-dev; 2.x or 3.x), or
+# ONEDNN=1; ONEDNN=0 leaves it out and fastlora's own kernels run every GEMM. ONEDNN_HOME=DIR takes
+# it from DIR/include and DIR/lib (a oneDNN built or unpacked elsewhere). Recorded in
+# $(BUILD)/.onednn-flags so that a change recompiles gemm_onednn.c.
+ifneq ($(ONEDNN_HOME),)
+ONEDNN_CFLAGS := -I$(ONEDNN_HOME)/include
+ONEDNN_LIBS   := -L$(ONEDNN_HOME)/lib -Wl,-rpath,$(ONEDNN_HOME)/lib
+endif
+ONEDNN ?= $(shell echo '\#include <oneapi/dnnl/dnnl.h>' | $(CC) $(filter -I%,$(CFLAGS)) $(ONEDNN_CFLAGS) -E -x c - >/dev/null 2>&1 && echo 1 || echo 0)
+ONEDNN_OBJ := $(BUILD)/src/backend/cpu/gemm_onednn.o
+ifeq ($(ONEDNN),1)
+ONEDNN_CFLAGS += -DFL_HAVE_ONEDNN
+LDLIBS        += $(ONEDNN_LIBS) -ldnnl
+endif
+$(ONEDNN_OBJ): CFLAGS += $(ONEDNN_CFLAGS)
+$(ONEDNN_OBJ): $(BUILD)/.onednn-flags
+$(BUILD)/.onednn-flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo 'ONEDNN=$(ONEDNN) $(ONEDNN_CFLAGS)' | cmp -s - $@ || echo 'ONEDNN=$(ONEDNN) $(ONEDNN_CFLAGS)' > $@
+
 .PHONY: dev-cuda device-check
 # One call on a GPU machine: build for sm_90 only, CUDA tests, benchmarks, summary table.
 device-check:
@@ -224,7 +257,7 @@ fuzz: fuzz-build
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
 
 fuzz-build:
-	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="$(FUZZ_OPT)" CUDA=0 fuzz-bins
+	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="$(FUZZ_OPT)" CUDA=0 ONEDNN=0 fuzz-bins
 
 # (inside the sub-make above, where BUILD is the fuzz build folder)
 fuzz-bins: $(FUZZ_SRC:fuzz/%.c=$(BUILD)/%)

@@ -4,6 +4,7 @@
 #include "test.h"
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "common/error.h"
 
 #include <stdarg.h>
@@ -98,12 +99,12 @@ int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0, skipped = 0;
     /* the CPU kernel path under test: a FASTLORA_CPU_ISA this CPU cannot honour would test another */
-    if (fl_cpu_isa_check_env()) {
+    if (fl_cpu_isa_check_env() || fl_gemm_bf16_check_env()) {
         fprintf(stderr, "fastlora_tests: %s\n", fl_last_error());
         return 2;
     }
-    printf("CPU kernels: %s (this CPU: %s)\n", fl_cpu_isa_name(fl_cpu_isa_active()),
-           fl_cpu_isa_name(fl_cpu_isa_detected()));
+    printf("CPU kernels: %s (this CPU: %s); bf16 GEMM: %s\n", fl_cpu_isa_name(fl_cpu_isa_active()),
+           fl_cpu_isa_name(fl_cpu_isa_detected()), fl_gemm_bf16_path());
     for (int i = 0; i < test_count; i++) {
         if (filter && !matches(filter, tests[i].name, tests[i].file)) continue;
         current_failures = 0;

@@ -13,6 +13,8 @@
 #include "engine/model.h"
 #include "lora/adapter_io.h"
 #include "test.h"
+#include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_onednn.h"
 
 static double max_abs_diff(const float *a, const float *b, size_t n, double *max_b) {
     double worst = 0, mb = 0;
@@ -68,6 +70,18 @@ TEST(cpu_bf16_matches_f32_gemma2_softcap) { compare_backends("gemma2_softcap"); 
 TEST(cpu_bf16_matches_f32_gemma2_attn_softcap) { compare_backends("gemma2_attn_softcap"); }
 TEST(cpu_bf16_matches_f32_mistral_swa) { compare_backends("mistral_swa"); } /* window 5 < T = 8: binds */
 TEST(cpu_bf16_matches_f32_qwen3_swa) { compare_backends("qwen3_swa"); } /* window 4, layer 0 full */
+/* The same comparison with every bf16 GEMM it can take on oneDNN's matmul (gemm_onednn.h): the
+ * tolerance is the bf16 backend's, since only the order of the f32 sums differs. */
+TEST(cpu_bf16_matches_f32_onednn) {
+    if (!fl_onednn_built()) SKIP("this build has no oneDNN (libdnnl-dev)");
+    unsigned long before = fl_onednn_calls();
+    fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_ONEDNN);
+    compare_backends("llama_gqa");
+    compare_backends("gemma2_softcap");
+    compare_backends("qwen3_qk_norm");
+    fl_gemm_bf16_set_provider(-1);
+    if (fl_onednn_calls() == before) SKIP("oneDNN declined every call here (no bf16 matmul at its instruction set)");
+}
 
 TEST(backend_select_dtypes) {
     const fl_backend *be;

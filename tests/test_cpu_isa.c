@@ -98,16 +98,17 @@ TEST(cpu_isa_rank_grad_instances_agree) {
 /* The default dtype per CPU class, from the measurements select.c cites: bf16 only where the bf16
  * dot product outruns the f32 FMA (AMD with AVX512_BF16); every class says why. */
 TEST(cpu_default_dtype_per_cpu_class) {
-    const struct { int isa, amd; const char *dtype, *says; } cls[] = {
-        {FL_CPU_ISA_AVX512_BF16, 1, "bf16", "twice the work"},   /* Zen 4 / Zen 5 */
-        {FL_CPU_ISA_AVX512_BF16, 0, "f32", "f32 FMA rate"},      /* Cooper Lake, Sapphire Rapids */
-        {FL_CPU_ISA_AVX512, 0, "f32", "widens"},                 /* Skylake-X, Ice Lake */
-        {FL_CPU_ISA_AVX2, 1, "f32", "widens"},                   /* Zen 3 */
-        {FL_CPU_ISA_AVX2, 0, "f32", "widens"},                   /* Haswell .. Alder Lake */
-        {FL_CPU_ISA_PORTABLE, 0, "f32", "portable"},             /* no x86 vector units */
+    const struct { int isa, amd, amx; const char *dtype, *says; } cls[] = {
+        {FL_CPU_ISA_AVX512_BF16, 0, 1, "bf16", "AMX tiles"},        /* Sapphire Rapids + oneDNN */
+        {FL_CPU_ISA_AVX512_BF16, 1, 0, "bf16", "twice the work"},   /* Zen 4 / Zen 5 */
+        {FL_CPU_ISA_AVX512_BF16, 0, 0, "f32", "f32 FMA rate"},      /* Cooper Lake; Sapphire Rapids without oneDNN */
+        {FL_CPU_ISA_AVX512, 0, 0, "f32", "widens"},                 /* Skylake-X, Ice Lake */
+        {FL_CPU_ISA_AVX2, 1, 0, "f32", "widens"},                   /* Zen 3 */
+        {FL_CPU_ISA_AVX2, 0, 0, "f32", "widens"},                   /* Haswell .. Alder Lake */
+        {FL_CPU_ISA_PORTABLE, 0, 0, "f32", "portable"},             /* no x86 vector units */
     };
     for (size_t i = 0; i < sizeof cls / sizeof cls[0]; i++) {
-        const char *why = NULL, *d = fl_cpu_default_dtype_for(cls[i].isa, cls[i].amd, &why);
+        const char *why = NULL, *d = fl_cpu_default_dtype_for(cls[i].isa, cls[i].amd, cls[i].amx, &why);
         CHECK_MSG(!strcmp(d, cls[i].dtype), "class %zu: %s, expected %s", i, d, cls[i].dtype);
         CHECK_STR_CONTAINS(why, cls[i].says);
         CHECK_STR_CONTAINS(why, cls[i].dtype[0] == 'b' ? "--dtype f32" : "--dtype bf16");

@@ -12,10 +12,12 @@
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_onednn.h"
 #include "common/dtype.h"
 #include "test.h"
 
@@ -191,4 +193,48 @@ TEST(gemm_bf16_fallback) {
     run_small_grid();
     run_large_shapes(0);
     fl_cpu_isa_set_cap(-1);
+}
+
+/* oneDNN's matmul (gemm_onednn.h) for every call it takes, against the same reference and bound
+ * (its sums run in another order): the grid, the shapes, the rounding ties. The calls it counts
+ * show they ran there; those with alpha != 1 are declined by contract and run on our kernels. */
+TEST(gemm_bf16_onednn) {
+    if (!fl_onednn_built()) SKIP("this build has no oneDNN (libdnnl-dev)");
+    float a = 1.0f, c = 0.0f;
+    uint16_t one = fl_f32_to_bf16(1.0f);
+    if (fl_onednn_gemm_bf16(1, 1, 1, 1, 1.0f, &a, 1, &one, 1, 0.0f, &c, 1) != 0) {
+        static char why[128];
+        snprintf(why, sizeof why, "oneDNN has no bf16 matmul at its instruction set here (%s)", fl_onednn_isa());
+        SKIP(why);
+    }
+    CHECK(c == 1.0f);
+    unsigned long before = fl_onednn_calls();
+    fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_ONEDNN);
+    CHECK_STR_CONTAINS(fl_gemm_bf16_path(), "onednn");
+    run_rounding();
+    run_small_grid();
+    run_large_shapes(1);
+    fl_gemm_bf16_set_provider(-1);
+    unsigned long ran = fl_onednn_calls() - before;
+    printf("    oneDNN %s (%s): %lu calls\n", fl_onednn_version(), fl_onednn_isa(), ran);
+    CHECK(ran >= 8 + 343);
+}
+
+/* Which calls go to oneDNN: `own` none, `onednn` all, `auto` the dense ones where oneDNN has AMX
+ * and the kernel level is this CPU's own (never under a forced lower level), never a rank-sized
+ * LoRA side GEMM. */
+TEST(gemm_bf16_provider_choice) {
+    fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_OWN);
+    CHECK(!fl_gemm_bf16_takes_onednn(4096, 4096, 4096));
+    fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_ONEDNN);
+    CHECK_EQ_INT(fl_gemm_bf16_takes_onednn(1, 1, 1), fl_onednn_built());
+    fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_AUTO);
+    int uncapped = fl_cpu_isa_active() == fl_cpu_isa_detected();
+    CHECK_EQ_INT(fl_gemm_bf16_takes_onednn(1024, 576, 576), fl_onednn_built() && uncapped && fl_onednn_has_amx());
+    CHECK(!fl_gemm_bf16_takes_onednn(1024, 48, 576));  /* xa = x·Aᵀ, rank 16 x 3 */
+    CHECK(!fl_gemm_bf16_takes_onednn(1024, 576, 64));
+    fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE);
+    CHECK(!fl_gemm_bf16_takes_onednn(4096, 4096, 4096) || fl_cpu_isa_detected() == FL_CPU_ISA_PORTABLE);
+    fl_cpu_isa_set_cap(-1);
+    fl_gemm_bf16_set_provider(-1);
 }

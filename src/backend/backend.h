@@ -274,13 +274,15 @@ const fl_backend *fl_backend_cpu_bf16(void);
  * (backend/select.c) */
 int fl_backend_select_dtype(const char *device, const char *dtype, const fl_backend **out);
 /* The CPU weight dtype when --dtype is not given: "bf16" where the bf16 GEMM is the faster one
- * (AVX512_BF16 dot products at twice the f32 FMA rate: AMD Zen 4/5), "f32" elsewhere (Intel's
+ * (AMX tiles through oneDNN: Sapphire Rapids and later, in builds with oneDNN; AVX512_BF16 dot
+ * products at twice the f32 FMA rate: AMD Zen 4/5), "f32" elsewhere (Intel's
  * AVX512_BF16 runs them at the FMA rate; AVX2 and AVX-512 without it widen bf16 to f32 first), for
  * the active CPU kernel level (cpu_isa.h) and vendor. *why gets one line saying so, with the
  * measurement it rests on (docs/BENCHMARKS.md). */
 const char *fl_cpu_default_dtype(const char **why);
-/* The same rule for a given kernel level (fl_cpu_isa) and vendor (amd: 1 for AMD) — tests. */
-const char *fl_cpu_default_dtype_for(int isa, int amd, const char **why);
+/* The same rule for a given kernel level (fl_cpu_isa), vendor (amd: 1 for AMD) and whether the
+ * bf16 GEMMs run on AMX (amx_gemm) — tests. */
+const char *fl_cpu_default_dtype_for(int isa, int amd, int amx_gemm, const char **why);
 /* fl_backend_select_dtype(device, NULL, out) */
 int fl_backend_select(const char *device, const fl_backend **out);
 

@@ -7,14 +7,21 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_onednn.h"
 #include "common/error.h"
 
 /* Known, not measured at start-up: a default that changed with the machine's load would change a
  * run's numerics from one start to the next. The figures are fastlora's own (docs/BENCHMARKS.md,
  * SmolLM2-135M 4 x 256, the same machine minutes apart). */
-const char *fl_cpu_default_dtype_for(int isa, int amd, const char **why) {
+const char *fl_cpu_default_dtype_for(int isa, int amd, int amx_gemm, const char **why) {
     const char *dtype = "f32", *line;
-    if (isa >= FL_CPU_ISA_AVX512_BF16 && amd) {
+    if (amx_gemm) {
+        dtype = "bf16";
+        line = "bf16 weights, the default on this CPU: its bf16 GEMMs run on AMX tiles through oneDNN (Sapphire Rapids, "
+               "2 cores: 1.23 TFLOP/s, where fastlora's own bf16 kernel reached 0.17; docs/CPU-GEMM.md); --dtype f32 for "
+               "the exact reference";
+    } else if (isa >= FL_CPU_ISA_AVX512_BF16 && amd) {
         dtype = "bf16";
         line = "bf16 weights, the default on this CPU: AMD's AVX512_BF16 dot product does twice the work of an f32 "
                "FMA (Zen 5: 872 vs 355 tok/s); --dtype f32 for the exact reference";
@@ -38,7 +45,8 @@ const char *fl_cpu_default_dtype(const char **why) {
     __builtin_cpu_init();
     amd = __builtin_cpu_is("amd");
 #endif
-    return fl_cpu_default_dtype_for((int)fl_cpu_isa_active(), amd, why);
+    int amx_gemm = fl_gemm_bf16_takes_onednn(4096, 4096, 4096) && fl_onednn_has_amx();
+    return fl_cpu_default_dtype_for((int)fl_cpu_isa_active(), amd, amx_gemm, why);
 }
 
 #ifdef FL_HAVE_CUDA

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "backend/cpu/cpu_threads.h"
 #include "common/error.h"
 
@@ -37,7 +38,7 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     fl_omp_default_environment(argv); /* passive OpenMP waiting unless the user chose (cpu_threads.h) */
-    if (fl_cpu_isa_check_env()) { /* a forced kernel path this CPU lacks: say so, run none */
+    if (fl_cpu_isa_check_env() || fl_gemm_bf16_check_env()) { /* a forced kernel path this CPU lacks: say so, run none */
         fprintf(stderr, "fastlora: %s\n", fl_last_error());
         return 2;
     }

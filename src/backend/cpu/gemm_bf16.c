@@ -1,7 +1,8 @@
 /* gemm_bf16.c — the public bf16 GEMM entry points: the arguments' edge cases (M or N = 0, K = 0),
  * the thread count, and the path — the blocked driver (gemm_bf16_blocked.c) over the AVX512_BF16
  * kernel (gemm_bf16_avx512.c) or the AVX2 + FMA kernel (gemm_bf16_avx2.c), or the portable C path
- * below; the path is the one of the active instruction-set level (cpu_isa.h).
+ * below; the path is the one of the active instruction-set level (cpu_isa.h) — or oneDNN's matmul
+ * (gemm_onednn.c) where FASTLORA_CPU_GEMM's choice (gemm_bf16.h) sends a call there.
  *
  * The portable path computes the same function — bf16(A) · bf16 B, exact products, f32 sums — with
  * plain loops the compiler vectorizes for whatever target it is built for: B blocks are widened to
@@ -11,11 +12,15 @@
 #include "backend/cpu/gemm_bf16.h"
 
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_bf16_kernels.h"
+#include "backend/cpu/gemm_onednn.h"
 #include "common/dtype.h"
+#include "common/error.h"
 
 static void portable(int nthreads, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
                      const uint16_t *B, int ldb, float beta, float *C, int ldc);
@@ -32,7 +37,57 @@ static const fl_gemm_bf16_kernels *active_kernels(void) {
 
 int fl_gemm_bf16_uses_avx512(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AVX512_BF16; }
 
+/* ---- fastlora's kernels or oneDNN's matmul (FASTLORA_CPU_GEMM) ---- */
+
+static int provider_override = -1;
+
+static int provider_env(void) {
+    static int parsed = -2;
+    if (parsed == -2) {
+        const char *v = getenv("FASTLORA_CPU_GEMM");
+        parsed = !v || !*v || !strcmp(v, "auto") ? FL_GEMM_PROVIDER_AUTO
+                 : !strcmp(v, "own")             ? FL_GEMM_PROVIDER_OWN
+                 : !strcmp(v, "onednn")          ? FL_GEMM_PROVIDER_ONEDNN
+                                                 : -1;
+    }
+    return parsed;
+}
+
+int fl_gemm_bf16_check_env(void) {
+    const char *v = getenv("FASTLORA_CPU_GEMM");
+    if (provider_env() < 0)
+        return fl_input_error("FASTLORA_CPU_GEMM=%s: not a CPU GEMM (expected auto, own or onednn)", v);
+    if (provider_env() == FL_GEMM_PROVIDER_ONEDNN && !fl_onednn_built())
+        return fl_input_error("FASTLORA_CPU_GEMM=onednn: this build has no oneDNN (install libdnnl-dev, then rebuild: "
+                              "make clean && make)");
+    return 0;
+}
+
+void fl_gemm_bf16_set_provider(int provider) { provider_override = provider; }
+
+static int provider(void) {
+    if (provider_override >= 0) return provider_override;
+    int p = provider_env();
+    return p < 0 ? FL_GEMM_PROVIDER_AUTO : p;
+}
+
+int fl_gemm_bf16_takes_onednn(int M, int N, int K) {
+    int p = provider();
+    if (p == FL_GEMM_PROVIDER_OWN || !fl_onednn_built()) return 0;
+    if (p == FL_GEMM_PROVIDER_ONEDNN) return 1;
+    static int amx = -1; /* oneDNN's instruction set is fixed once it starts */
+    if (fl_cpu_isa_active() != fl_cpu_isa_detected() || M < 1 || N < FL_GEMM_ONEDNN_MIN_NK || K < FL_GEMM_ONEDNN_MIN_NK)
+        return 0;
+    if (amx < 0) amx = fl_onednn_has_amx();
+    return amx;
+}
+
 const char *fl_gemm_bf16_path(void) {
+    static char name[64];
+    if (fl_gemm_bf16_takes_onednn(4096, 4096, 4096)) {
+        snprintf(name, sizeof name, "onednn %s", fl_onednn_isa());
+        return name;
+    }
     return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : active_kernels() ? "avx2" : "portable";
 }
 
@@ -51,8 +106,11 @@ static void gemm_dispatch(int trans_b, int M, int N, int K, float alpha, const f
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    const fl_gemm_bf16_kernels *k = active_kernels();
     double flops = 2.0 * M * N * K;
+    if (alpha == 1.0f && fl_gemm_bf16_takes_onednn(M, N, K) &&
+        fl_onednn_gemm_bf16(trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0)
+        return;
+    const fl_gemm_bf16_kernels *k = active_kernels();
     int nthreads = flops < (k ? k->serial_flops : 4e6) ? 1 : omp_get_max_threads();
     if (k) fl_gemm_bf16_blocked(k, nthreads, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else portable(nthreads, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

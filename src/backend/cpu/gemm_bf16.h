@@ -23,13 +23,31 @@ void fl_gemm_bf16_nt(int M, int N, int K, float alpha, const float *A, int lda, 
 void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
                      float beta, float *C, int ldc);
 
+/* Which implementation runs these GEMMs, from FASTLORA_CPU_GEMM (read once):
+ *   auto    (unset or empty) oneDNN's matmul (gemm_onednn.h) for the dense calls — N and K at
+ *           least FL_GEMM_ONEDNN_MIN_NK, the frozen weights' shapes, not the LoRA side GEMMs with
+ *           a rank-sized side — where oneDNN runs on AMX tiles and the kernel level is this CPU's
+ *           own; fastlora's kernels elsewhere (the choice and its measurements: docs/CPU-GEMM.md)
+ *   own     fastlora's kernels always
+ *   onednn  oneDNN for every call it takes (alpha = 1, outside parallel regions)
+ * 0 when the variable is unset or valid; else an input error (one line), as for an `onednn` in a
+ * build without oneDNN. Programs call it at start, beside fl_cpu_isa_check_env. */
+int fl_gemm_bf16_check_env(void);
+#define FL_GEMM_ONEDNN_MIN_NK 256
+enum { FL_GEMM_PROVIDER_AUTO, FL_GEMM_PROVIDER_OWN, FL_GEMM_PROVIDER_ONEDNN };
+/* Overrides FASTLORA_CPU_GEMM (tests): one of the FL_GEMM_PROVIDER_*, or -1 to restore it. */
+void fl_gemm_bf16_set_provider(int provider);
+/* 1 when a call of this shape with alpha = 1 would run on oneDNN now. */
+int fl_gemm_bf16_takes_onednn(int M, int N, int K);
+
 /* ---- internal: for tests and the kernel lab (dev/cpu/bench_gemm_bf16.c) ---- */
 
 /* The path follows the CPU kernel level (cpu_isa.h): fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE)
  * forces the portable one. */
 /* 1 when calls currently run on the AVX512_BF16 kernel. */
 int fl_gemm_bf16_uses_avx512(void);
-/* The kernel calls currently run on: "avx512bf16", "avx2" or "portable". */
+/* The kernel calls currently run on: "avx512bf16", "avx2" or "portable"; "onednn avx512_core_amx"
+ * (oneDNN's instruction set) when large calls go to oneDNN. */
 const char *fl_gemm_bf16_path(void);
 
 #endif
