@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_onednn.h"
 #include "backend/cpu/rank_grad.h"
 #include "common/rng.h"
 #include "test.h"
@@ -54,6 +55,36 @@ TEST(cpu_isa_env_refused_in_one_line) {
     CHECK_MSG(rc == 0, "FASTLORA_CPU_ISA='' refused: %s", out);
     if (keep) setenv("FASTLORA_CPU_ISA", keep, 1);
     else unsetenv("FASTLORA_CPU_ISA");
+    free(keep);
+}
+
+/* FASTLORA_CPU_GEMM (gemm_bf16.h): an unknown value, or `onednn` in a build without oneDNN, is
+ * refused in one line before any work; the known ones run. */
+TEST(cpu_gemm_env_refused_in_one_line) {
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    const char *saved = getenv("FASTLORA_CPU_GEMM");
+    char *keep = saved ? strdup(saved) : NULL;
+    char out[4096];
+    setenv("FASTLORA_CPU_GEMM", "mkl", 1);
+    int rc = fl_test_run_cli(out, sizeof out, "gpus");
+    CHECK_EQ_INT(rc, 2);
+    CHECK_STR_CONTAINS(out, "FASTLORA_CPU_GEMM=mkl: not a CPU GEMM (expected auto, own or onednn)");
+    CHECK_MSG(strchr(out, '\n') == strrchr(out, '\n'), "more than one line: %s", out);
+    setenv("FASTLORA_CPU_GEMM", "onednn", 1);
+    rc = fl_test_run_cli(out, sizeof out, "gpus");
+    if (fl_onednn_built()) CHECK_MSG(rc == 0, "FASTLORA_CPU_GEMM=onednn refused: %s", out);
+    else {
+        CHECK_EQ_INT(rc, 2);
+        CHECK_STR_CONTAINS(out, "this build has no oneDNN");
+    }
+    static const char *ok[] = {"own", "auto", ""};
+    for (int i = 0; i < 3; i++) {
+        setenv("FASTLORA_CPU_GEMM", ok[i], 1);
+        rc = fl_test_run_cli(out, sizeof out, "gpus");
+        CHECK_MSG(rc == 0, "FASTLORA_CPU_GEMM='%s' refused: %s", ok[i], out);
+    }
+    if (keep) setenv("FASTLORA_CPU_GEMM", keep, 1);
+    else unsetenv("FASTLORA_CPU_GEMM");
     free(keep);
 }
 
