@@ -283,6 +283,10 @@ const char *fl_cpu_default_dtype(const char **why);
 /* The same rule for a given kernel level (fl_cpu_isa), vendor (amd: 1 for AMD) and whether the
  * bf16 GEMMs run on AMX (amx_gemm) — tests. */
 const char *fl_cpu_default_dtype_for(int isa, int amd, int amx_gemm, const char **why);
+/* What runs a CPU backend's frozen-weight GEMMs, for run headers: "OpenBLAS sgemm" for the f32
+ * reference, the bf16 GEMM's path for bf16 weights ("avx512bf16", "onednn avx512_core_amx", ...;
+ * docs/CPU-GEMM.md). */
+const char *fl_cpu_gemm_name(const fl_backend *be);
 /* fl_backend_select_dtype(device, NULL, out) */
 int fl_backend_select(const char *device, const fl_backend **out);
 

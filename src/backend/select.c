@@ -49,6 +49,10 @@ const char *fl_cpu_default_dtype(const char **why) {
     return fl_cpu_default_dtype_for((int)fl_cpu_isa_active(), amd, amx_gemm, why);
 }
 
+const char *fl_cpu_gemm_name(const fl_backend *be) {
+    return be->weight_size == 2 ? fl_gemm_bf16_path() : "OpenBLAS sgemm";
+}
+
 #ifdef FL_HAVE_CUDA
 const fl_backend *fl_backend_cuda(void);
 #endif

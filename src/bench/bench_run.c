@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_device.h"
-#include "backend/cpu/gemm_bf16.h"
 #include "bench/bench_point.h"
 #include "bench/bench_report.h"
 #include "bench/host_info.h"
@@ -257,7 +256,8 @@ int fl_bench_run(fl_bench_options *o) {
            fl_config_total_params(cfg) / 1e6, lc.rank, lc.alpha, c.targets, lora_params / 1e6);
     printf("  device: %s (%s backend, %s weights, %s activations", c.device, be->name, c.dtype, c.act_dtype);
     if (!c.is_cuda) printf(", %d threads, OMP_WAIT_POLICY %s, GEMM %s", c.threads,
-                           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(runtime default)", fl_gemm_bf16_path());
+                           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(runtime default)",
+                           fl_cpu_gemm_name(be));
     if (c.driver[0]) printf(", driver %s", c.driver);
     if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
     printf("); loaded in %.1f s; memory limit %.2f GiB%s\n", t_load, limit / 1073741824.0,

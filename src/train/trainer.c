@@ -492,6 +492,8 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
         fl_cpu_default_dtype(&why);
         progress_message(&c.prog, "%s\n", why);
     }
+    if (!strncmp(m->be->name, "cpu", 3))
+        progress_message(&c.prog, "CPU GEMMs: %s\n", fl_cpu_gemm_name(m->be));
 
     if (have_eval && !opt->resume) do_eval(&c, 0, &res->first_eval_loss);
 
