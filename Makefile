@@ -214,15 +214,21 @@ $(BUILD)/.dist-flags: FORCE
 FORCE:
 
 # ---- oneDNN (src/backend/cpu/gemm_onednn.c: the bf16 GEMM on AMX; docs/CPU-GEMM.md) -------------
-# Built in when oneapi/dnnl/dnnl.h is found (scripts/setup installs libdnnl-dev; 2.x or 3.x), or
-# ONEDNN=1; ONEDNN=0 leaves it out and fastlora's own kernels run every GEMM. ONEDNN_HOME=DIR takes
-# it from DIR/include and DIR/lib (a oneDNN built or unpacked elsewhere). Recorded in
-# $(BUILD)/.onednn-flags so that a change recompiles gemm_onednn.c.
+# Built in when a program using oneDNN compiles and links here (scripts/setup installs libdnnl-dev;
+# 2.x or 3.x) — a header without a usable library, or a libdnnl.so needing a newer libstdc++ than
+# this machine's, leaves it out — or ONEDNN=1; ONEDNN=0 leaves it out and fastlora's own kernels
+# run every GEMM. ONEDNN_HOME=DIR takes it from DIR/include and DIR/lib. Recorded in
+# $(BUILD)/.onednn-flags so that a change recompiles gemm_onednn.c. (Probed once per make run: the
+# restart after scripts/setup probes again.)
 ifneq ($(ONEDNN_HOME),)
 ONEDNN_CFLAGS := -I$(ONEDNN_HOME)/include
 ONEDNN_LIBS   := -L$(ONEDNN_HOME)/lib -Wl,-rpath,$(ONEDNN_HOME)/lib
 endif
-ONEDNN ?= $(shell echo '\#include <oneapi/dnnl/dnnl.h>' | $(CC) $(filter -I%,$(CFLAGS)) $(ONEDNN_CFLAGS) -E -x c - >/dev/null 2>&1 && echo 1 || echo 0)
+ifndef ONEDNN
+ONEDNN := $(shell printf 'int main(void) { return dnnl_version()->major < 2; }\n' | \
+            $(CC) -include oneapi/dnnl/dnnl.h $(filter -I%,$(CFLAGS)) $(ONEDNN_CFLAGS) -x c - -o /dev/null \
+            $(filter -L% -Wl%,$(LDLIBS)) $(ONEDNN_LIBS) -ldnnl >/dev/null 2>&1 && echo 1 || echo 0)
+endif
 ONEDNN_OBJ := $(BUILD)/src/backend/cpu/gemm_onednn.o
 ifeq ($(ONEDNN),1)
 ONEDNN_CFLAGS += -DFL_HAVE_ONEDNN

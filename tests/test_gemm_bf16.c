@@ -187,12 +187,14 @@ TEST(gemm_bf16_k_zero_and_thread_counts) {
 }
 
 TEST(gemm_bf16_fallback) {
+    int saved = fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_OWN); /* the portable path, even under FASTLORA_CPU_GEMM=onednn */
     fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE);
     CHECK(!fl_gemm_bf16_uses_avx512());
     run_rounding();
     run_small_grid();
     run_large_shapes(0);
     fl_cpu_isa_set_cap(-1);
+    fl_gemm_bf16_set_provider(saved);
 }
 
 /* oneDNN's matmul (gemm_onednn.h) for every call it takes, against the same reference and bound

@@ -40,7 +40,8 @@ static double measure_gemm_tflops(int n, int provider) {
         b[i] = (float)((i * 5 % 11) - 5) * 0.01f;
         if (bh) bh[i] = fl_f32_to_bf16(b[i]);
     }
-    if (provider >= 0) fl_gemm_bf16_set_provider(provider);
+    int saved = provider >= 0 ? fl_gemm_bf16_set_provider(provider) : -1;
+    unsigned long onednn_calls = fl_onednn_calls();
     double best = 1e30;
     for (int rep = 0; rep < 4; rep++) {
         double t0 = now_seconds();
@@ -49,12 +50,13 @@ static double measure_gemm_tflops(int n, int provider) {
         double dt = now_seconds() - t0;
         if (rep > 0 && dt < best) best = dt;
     }
-    if (provider >= 0) fl_gemm_bf16_set_provider(-1);
+    if (provider >= 0) fl_gemm_bf16_set_provider(saved);
+    int declined = provider == FL_GEMM_PROVIDER_ONEDNN && fl_onednn_calls() == onednn_calls;
     free(bh);
     free(a);
     free(b);
     free(c);
-    return 2.0 * n * (double)n * n / best / 1e12;
+    return declined ? 0.0 : 2.0 * n * (double)n * n / best / 1e12; /* oneDNN declined: our kernel ran */
 }
 
 double fl_cpu_measure_sgemm_tflops(int n) { return measure_gemm_tflops(n, -1); }
@@ -67,10 +69,11 @@ double fl_cpu_measure_peak_tflops(int n, char *source, size_t cap) {
     double best = sgemm > own ? sgemm : own;
     if (onednn > best) best = onednn;
     char dnnl[96] = "";
-    if (fl_onednn_built()) snprintf(dnnl, sizeof dnnl, ", oneDNN %s bf16 %.3f", fl_onednn_isa(), onednn);
-    fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_OWN);
+    if (fl_onednn_built() && onednn > 0) snprintf(dnnl, sizeof dnnl, ", oneDNN %s bf16 %.3f", fl_onednn_isa(), onednn);
+    else if (fl_onednn_built()) snprintf(dnnl, sizeof dnnl, ", oneDNN %s declined", fl_onednn_isa());
+    int saved = fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_OWN);
     const char *own_path = fl_gemm_bf16_path();
-    fl_gemm_bf16_set_provider(-1);
+    fl_gemm_bf16_set_provider(saved);
     snprintf(source, cap,
              "vs measured GEMM peak %.3f TFLOP/s (the best %d^3 GEMM on %d threads: fastlora %s bf16 %.3f%s, OpenBLAS "
              "f32 sgemm %.3f; not a vendor figure)",

@@ -12,6 +12,7 @@
 #include "backend/cpu/gemm_bf16.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,17 +41,20 @@ int fl_gemm_bf16_uses_avx512(void) { return fl_cpu_isa_active() >= FL_CPU_ISA_AV
 /* ---- fastlora's kernels or oneDNN's matmul (FASTLORA_CPU_GEMM) ---- */
 
 static int provider_override = -1;
+static int provider_from_env; /* FL_GEMM_PROVIDER_*, or -1 for a value that is none */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void read_env(void) {
+    const char *v = getenv("FASTLORA_CPU_GEMM");
+    provider_from_env = !v || !*v || !strcmp(v, "auto") ? FL_GEMM_PROVIDER_AUTO
+                        : !strcmp(v, "own")             ? FL_GEMM_PROVIDER_OWN
+                        : !strcmp(v, "onednn")          ? FL_GEMM_PROVIDER_ONEDNN
+                                                        : -1;
+}
 
 static int provider_env(void) {
-    static int parsed = -2;
-    if (parsed == -2) {
-        const char *v = getenv("FASTLORA_CPU_GEMM");
-        parsed = !v || !*v || !strcmp(v, "auto") ? FL_GEMM_PROVIDER_AUTO
-                 : !strcmp(v, "own")             ? FL_GEMM_PROVIDER_OWN
-                 : !strcmp(v, "onednn")          ? FL_GEMM_PROVIDER_ONEDNN
-                                                 : -1;
-    }
-    return parsed;
+    pthread_once(&env_once, read_env);
+    return provider_from_env;
 }
 
 int fl_gemm_bf16_check_env(void) {
@@ -63,7 +67,11 @@ int fl_gemm_bf16_check_env(void) {
     return 0;
 }
 
-void fl_gemm_bf16_set_provider(int provider) { provider_override = provider; }
+int fl_gemm_bf16_set_provider(int provider) {
+    int before = provider_override;
+    provider_override = provider;
+    return before;
+}
 
 static int provider(void) {
     if (provider_override >= 0) return provider_override;
@@ -71,22 +79,30 @@ static int provider(void) {
     return p < 0 ? FL_GEMM_PROVIDER_AUTO : p;
 }
 
+/* oneDNN on AMX, and the path's name for it: fixed once oneDNN starts. */
+static int onednn_amx;
+static char onednn_name[64];
+static pthread_once_t onednn_once = PTHREAD_ONCE_INIT;
+
+static void probe_onednn(void) {
+    onednn_amx = fl_onednn_has_amx();
+    snprintf(onednn_name, sizeof onednn_name, "onednn %s", fl_onednn_isa());
+}
+
 int fl_gemm_bf16_takes_onednn(int M, int N, int K) {
     int p = provider();
     if (p == FL_GEMM_PROVIDER_OWN || !fl_onednn_built()) return 0;
     if (p == FL_GEMM_PROVIDER_ONEDNN) return 1;
-    static int amx = -1; /* oneDNN's instruction set is fixed once it starts */
     if (fl_cpu_isa_active() != fl_cpu_isa_detected() || M < 1 || N < FL_GEMM_ONEDNN_MIN_NK || K < FL_GEMM_ONEDNN_MIN_NK)
         return 0;
-    if (amx < 0) amx = fl_onednn_has_amx();
-    return amx;
+    pthread_once(&onednn_once, probe_onednn);
+    return onednn_amx;
 }
 
 const char *fl_gemm_bf16_path(void) {
-    static char name[64];
     if (fl_gemm_bf16_takes_onednn(4096, 4096, 4096)) {
-        snprintf(name, sizeof name, "onednn %s", fl_onednn_isa());
-        return name;
+        pthread_once(&onednn_once, probe_onednn);
+        return onednn_name;
     }
     return fl_gemm_bf16_uses_avx512() ? "avx512bf16" : active_kernels() ? "avx2" : "portable";
 }

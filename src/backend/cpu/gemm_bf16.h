@@ -35,8 +35,10 @@ void fl_gemm_bf16_nn(int M, int N, int K, float alpha, const float *A, int lda, 
 int fl_gemm_bf16_check_env(void);
 #define FL_GEMM_ONEDNN_MIN_NK 256
 enum { FL_GEMM_PROVIDER_AUTO, FL_GEMM_PROVIDER_OWN, FL_GEMM_PROVIDER_ONEDNN };
-/* Overrides FASTLORA_CPU_GEMM (tests): one of the FL_GEMM_PROVIDER_*, or -1 to restore it. */
-void fl_gemm_bf16_set_provider(int provider);
+/* Overrides FASTLORA_CPU_GEMM (tests, measurements): one of the FL_GEMM_PROVIDER_*, or -1 to
+ * restore it; returns the override it replaces (-1: none), to be set back. Not thread-safe: call
+ * between GEMM calls. */
+int fl_gemm_bf16_set_provider(int provider);
 /* 1 when a call of this shape with alpha = 1 would run on oneDNN now. */
 int fl_gemm_bf16_takes_onednn(int M, int N, int K);
 
