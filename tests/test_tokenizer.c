@@ -8,6 +8,7 @@
 #include "tokenizer_parity.h"
 
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_internal.h"
 #include "common/error.h"
 
 #include <stdio.h>
@@ -199,4 +200,20 @@ TEST(tokenizer_metaspace_schemes) {
         }
         fl_tokenizer_free(tok);
     }
+}
+
+/* The vocabulary's byte store: an empty token set first (the arena not yet allocated) is stored
+ * and found like any other, then a non-empty one after it (a fuzz_tokenizer_json finding: the
+ * first set copied zero bytes to a null arena). */
+TEST(tokenizer_vocab_empty_token_first) {
+    fl_vocab v;
+    fl_vocab_init(&v);
+    CHECK_EQ_INT(fl_vocab_set(&v, 0, "", 0), 0);
+    CHECK_EQ_INT(fl_vocab_set(&v, 1, "ab", 2), 0);
+    CHECK_EQ_INT(fl_vocab_find(&v, "", 0), 0);
+    CHECK_EQ_INT(fl_vocab_find(&v, "ab", 2), 1);
+    int32_t len = -1;
+    CHECK(fl_vocab_bytes(&v, 0, &len) != NULL && len == 0);
+    CHECK_EQ_INT(fl_vocab_set(&v, 0, "x", 1), 1); /* id 0 already holds another token */
+    fl_vocab_free(&v);
 }

@@ -90,7 +90,7 @@ int fl_vocab_set(fl_vocab *v, int32_t id, const char *bytes, size_t len) {
     }
     for (int32_t i = v->n_ids; i <= id; i++) v->len[i] = -1;
     if (id >= v->n_ids) v->n_ids = id + 1;
-    if (v->arena_len + len > v->arena_cap) {
+    if (!v->arena || v->arena_len + len > v->arena_cap) { /* allocated on the first set, an empty token's too */
         size_t cap = v->arena_cap ? v->arena_cap : 65536;
         while (cap < v->arena_len + len) cap *= 2;
         char *na = fl_malloc(cap);
