@@ -55,6 +55,8 @@ TEST(presets_parameter_counts) {
         {"llama-3.1-8b", 8030261248LL}, {"llama-3.2-3b", 3212749824LL},
         /* the cards' 3.8B: Phi-3.5-mini 3,821,079,552 (untied 32064 vocab), Phi-4-mini 3,836,021,760 (tied 200064) */
         {"phi-3.5-mini", 3821079552LL}, {"phi-4-mini", 3836021760LL},
+        /* the cards' 2.53B and 8.17B (tied, vocab 49159) */
+        {"granite-3.3-2b", 2533539840LL}, {"granite-3.3-8b", 8170864640LL},
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         fl_model_config cfg;
@@ -68,6 +70,7 @@ TEST(presets_parameter_counts) {
         {"qwen3-8b", 8.2e9, 0.1e9, 6.95e9, 0.01e9}, {"mistral-7b-v0.3", 7.25e9, 0.01e9, 0, 0},
         {"mistral-nemo-12b", 12.2e9, 0.1e9, 0, 0}, {"mistral-small-24b", 23.6e9, 0.1e9, 0, 0},
         {"llama-3.1-8b", 8.03e9, 0.01e9, 0, 0}, {"llama-3.2-3b", 3.21e9, 0.01e9, 0, 0},
+        {"granite-3.3-2b", 2.53e9, 0.01e9, 0, 0}, {"granite-3.3-8b", 8.17e9, 0.01e9, 0, 0},
     };
     for (size_t i = 0; i < sizeof card / sizeof card[0]; i++) {
         fl_model_config cfg;

@@ -61,6 +61,7 @@ static void compare_backends(const char *name) {
 
 TEST(cpu_bf16_matches_f32_llama_gqa) { compare_backends("llama_gqa"); }
 TEST(cpu_bf16_matches_f32_smollm3_nope) { compare_backends("smollm3_nope"); }
+TEST(cpu_bf16_matches_f32_granite_multipliers) { compare_backends("granite_multipliers"); }
 TEST(cpu_bf16_matches_f32_qwen2_bias_tied) { compare_backends("qwen2_bias_tied"); }
 TEST(cpu_bf16_matches_f32_llama3_rope) { compare_backends("llama3_rope"); }
 TEST(cpu_bf16_matches_f32_qwen3_qk_norm) { compare_backends("qwen3_qk_norm"); }

@@ -409,7 +409,8 @@ static void gemma_fields(fl_model_config *cfg, int gemma3) {
 
 /* qwen: 0 Llama (llama3 RoPE), 1 Qwen2 (q/k/v bias, tied), 2 Qwen3 (q_norm/k_norm, tied, head_dim 6:
  * q dim 24 != hidden 12), 3 Gemma 3 and 4 Gemma 2 (gemma_fields, head_dim 6, its own window), 5 Phi-3
- * (fused modules, partial rotary, longrope); window > 0:
+ * (fused modules, partial rotary, longrope), 6 Granite (its four scalars, none 1 or a power of two,
+ * tied); window > 0:
  * a sliding window on the layers model/config.h's rule picks (global_every 2: layer 0 sliding, layer 1
  * global) */
 static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_quant quant, int window, int global_every) {
@@ -419,6 +420,11 @@ static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_qu
                            .rms_norm_eps = 1e-5f, .tie_word_embeddings = qwen != 0, .qkv_bias = qwen == 1,
                            .qk_norm = qwen == 2, .sliding_window = window, .window_global_every = global_every};
     if (qwen == 3 || qwen == 4) gemma_fields(&cfg, qwen == 3);
+    if (qwen == 6) {   /* Granite (Llama layers): every scalar binds on the gradients */
+        cfg.arch = FL_ARCH_LLAMA;
+        cfg.embedding_multiplier = 1.7; cfg.attention_multiplier = 0.3; cfg.residual_multiplier = 0.6;
+        cfg.logits_scaling = 3.0;
+    }
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
         cfg.rope_original_max_position = 16;
@@ -608,5 +614,7 @@ TEST(gradcheck_model_gemma2_softcap) { model_gradcheck(4, 0.0f, 0, FL_QUANT_NONE
 TEST(gradcheck_model_gemma2_softcap_recompute) { model_gradcheck(4, 0.0f, 1, FL_QUANT_NONE); }
 /* Sliding-window attention (T = 6, W = 2: row 0's later queries lose their early keys): every layer
  * windowed (Mistral), and alternating windowed/global layers (model/config.h's rule), with recompute */
+TEST(gradcheck_model_granite_multipliers) { model_gradcheck(6, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_granite_dropout_recompute) { model_gradcheck(6, 0.3f, 1, FL_QUANT_NONE); }
 TEST(gradcheck_model_sliding_window) { model_gradcheck_window(0, 0.0f, 0, FL_QUANT_NONE, 2, 0); }
 TEST(gradcheck_model_sliding_window_alternating_recompute) { model_gradcheck_window(0, 0.3f, 1, FL_QUANT_NONE, 2, 2); }

@@ -237,6 +237,16 @@ TEST(hf_smollm3_nope_packed_loss_and_grads) { check_packed_loss_and_grads("smoll
 TEST(hf_smollm3_nope_loss_and_grads) { check_loss_and_grads("smollm3_nope"); }
 TEST(hf_smollm3_nope_three_clipped_steps) { check_three_steps("smollm3_nope"); }
 TEST(hf_smollm3_nope_three_clipped_steps_recompute) { recompute = 1; check_three_steps("smollm3_nope"); recompute = 0; }
+/* GraniteForCausalLM: Llama's layers with embedding_multiplier 3, attention_multiplier 0.2 (not
+ * 6^-0.5), residual_multiplier 0.5 on both branches, logits_scaling 4; tied embeddings (the head reads
+ * the unscaled table), GQA, LoRA on all seven. The fixture script checks that setting any one scalar
+ * to 1 would move the logits (by 0.30, 0.046, 0.15, 4.5); also packed and with recompute */
+TEST(hf_granite_multipliers_logits) { check_logits("granite_multipliers"); }
+TEST(hf_granite_multipliers_packed_loss_and_grads) { check_packed_loss_and_grads("granite_multipliers"); }
+TEST(hf_granite_multipliers_loss_and_grads) { check_loss_and_grads("granite_multipliers"); }
+TEST(hf_granite_multipliers_three_clipped_steps) { check_three_steps("granite_multipliers"); }
+TEST(hf_granite_multipliers_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("granite_multipliers"); recompute = 0; }
+TEST(hf_granite_multipliers_three_clipped_steps_recompute) { recompute = 1; check_three_steps("granite_multipliers"); recompute = 0; }
 /* Gemma3ForConditionalGeneration (Gemma 3 4B-27B): the language model of text_config, its tensors as
  * language_model.model.* beside a vision tower and projector that text-only input never runs; the
  * PEFT adapter (target_modules PEFT's regex over model.language_model.layers, so the vision tower's

@@ -60,7 +60,8 @@ import peft  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
                           Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
-                          Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM)
+                          Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM,
+                          GraniteConfig, GraniteForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -190,6 +191,24 @@ SPECS = [
                              "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0}},
             tie_word_embeddings=True, attention_bias=False,
             final_logit_softcapping=None, attn_logit_softcapping=None,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        # Granite 3.x: Llama's layers and four scalars, each far from 1 so that each binds (the script
+        # checks that setting any one of them to 1 moves the logits)
+        name="granite_multipliers",
+        arch="granite",
+        seed=303132,
+        config=dict(
+            vocab_size=80, hidden_size=24, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5,
+            embedding_multiplier=3.0, attention_multiplier=0.2, residual_multiplier=0.5, logits_scaling=4.0,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000000.0},
+            tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
         ),
         B=2, T=12,
         lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
@@ -337,7 +356,8 @@ def build_base(spec):
                           "gemma2": (Gemma2Config, Gemma2ForCausalLM),
                           "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
                           "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration),
-                          "smollm3": (SmolLM3Config, SmolLM3ForCausalLM)}[spec["arch"]]
+                          "smollm3": (SmolLM3Config, SmolLM3ForCausalLM),
+                          "granite": (GraniteConfig, GraniteForCausalLM)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
     if spec["arch"] == "gemma3":   # the text model's settings are inside text_config
         cfg = cfg_cls(**spec["config"])
@@ -411,7 +431,7 @@ def build_loaded_base(model_dir):
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
            "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
-           "smollm3": SmolLM3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+           "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -575,6 +595,28 @@ def write_fixture(spec, out_root):
         apart = (roped_logits - mem_logits).abs().max().item()
         print(f"    {len(nope)} NoPE layer(s) of {len(attns)}: with RoPE there the logits move by {apart:.3g}")
         assert apart > 1e-2, apart
+
+    if spec["arch"] == "granite":   # each scalar binds: setting any one to 1 moves the logits
+        inner = pm.base_model.model.model
+        attns = [mod for mod in pm.modules() if type(mod).__name__ == "GraniteAttention"]
+        layers = [mod for mod in pm.modules() if hasattr(mod, "residual_multiplier")]
+        assert attns and layers
+        flips = {
+            "embedding_multiplier": (lambda v: setattr(inner, "embedding_multiplier", v)),
+            "attention_multiplier": (lambda v: [setattr(mod, "scaling", v) for mod in attns]),
+            "residual_multiplier": (lambda v: [setattr(mod, "residual_multiplier", v) for mod in layers]),
+            "logits_scaling": (lambda v: setattr(cfg, "logits_scaling", v)),
+        }
+        for key, put in flips.items():
+            put(1.0)
+            with torch.no_grad():
+                flipped = pm(input_ids=ids).logits.clone()
+            put(spec["config"][key])
+            apart = (flipped - mem_logits).abs().max().item()
+            print(f"    {key} {spec['config'][key]}: at 1.0 the logits move by {apart:.3g}")
+            assert apart > 1e-2, (key, apart)
+        with torch.no_grad():
+            assert torch.equal(pm(input_ids=ids).logits, mem_logits)
 
     acap = spec["config"].get("attn_logit_softcapping")
     if acap is not None:   # the attention soft-cap binds: without it the logits move

@@ -10,9 +10,10 @@
     size_t QD = (size_t)fl_config_q_dim(cfg), KVD = (size_t)fl_config_kv_dim(cfg);                 \
     size_t FF = (size_t)cfg->intermediate_size, R = (size_t)(rank > 0 ? rank : 1), NH = (size_t)cfg->n_heads; \
     size_t NKV = (size_t)cfg->n_kv_heads, QN = cfg->qk_norm ? 1 : 0, SN = cfg->sandwich_norms ? 1 : 0;  \
+    size_t RM = fl_config_residual_scaled(cfg) ? 1 : 0;                                             \
     size_t W = C > QD ? C : QD;                                                                     \
     W = W > FF ? W : FF;                                                                            \
-    (void)L; (void)LS; (void)N; (void)C; (void)QD; (void)KVD; (void)FF; (void)R; (void)NH; (void)NKV; (void)QN; (void)SN; (void)W;
+    (void)L; (void)LS; (void)N; (void)C; (void)QD; (void)KVD; (void)FF; (void)R; (void)NH; (void)NKV; (void)QN; (void)SN; (void)RM; (void)W;
 
 #define ELEM_SIZE_ACT act_size
 #define ELEM_SIZE_F32 sizeof(float)

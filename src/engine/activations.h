@@ -19,7 +19,8 @@
 
 /* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, NKV, W (= max(C, QD, FF)), QN
  * (1 with the q/k norms of Qwen3 and Gemma 3, cfg->qk_norm, else 0: their entries are then empty) and
- * SN (1 with Gemma's sandwich norms, cfg->sandwich_norms, else 0) in scope;
+ * SN (1 with Gemma's sandwich norms, cfg->sandwich_norms, else 0) and RM (1 with Granite's
+ * residual_multiplier, fl_config_residual_scaled, else 0) in scope;
  * LS = layers whose tensors are kept (L, or 1 with recompute).
  * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
  * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/projection.c): the norm's output in
@@ -49,6 +50,7 @@
     X(dx_final,     ACT,     (size_t)N * C)             /* (N, C) gradient from the LM head */           \
     X(dresidual,    ACT,     (size_t)N * C)             /* (N, C) backward: residual-stream gradient */  \
     X(dsandwich,    ACT,     (size_t)SN * N * C)        /* (N, C) backward, Gemma: d att_proj / d mlp_proj */ \
+    X(branch,       ACT,     (size_t)RM * N * C)        /* (N, C) Granite: o's / down's output (forward), rm · dh (backward) */ \
     X(dx,           ACT,     (size_t)N * (C + 3 * R))   /* (N, C + 3R) backward: [d x | d(x·Aᵀ)] of a group */ \
     X(dwide,        ACT,     (size_t)N * W)             /* (N, W) backward: d att or d swiglu */         \
     X(dqkv,         ACT,     (size_t)N * (QD + 2 * KVD)) /* (N, QD + 2KVD) dq | dk | dv */                \

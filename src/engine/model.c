@@ -6,7 +6,10 @@
  *   x' = rms(h'); h'' = h' + down(act(gate(x')) * up(x')) [Gemma: h'' = h' + rms(down(...))]
  * act = silu (SwiGLU) or gelu_tanh (Gemma's GeGLU); every rms multiplies by (cfg.norm_weight_offset + w);
  * Gemma scales the embeddings by sqrt(C) and the attention scores by query_pre_attn_scalar^-0.5, and
- * Gemma 3's sliding layers take their own RoPE frequencies (fl_model_rope_freq).
+ * Gemma 3's sliding layers take their own RoPE frequencies (fl_model_rope_freq). Granite multiplies
+ * the embeddings by embedding_multiplier, scales scores by attention_multiplier, each residual branch
+ * (o's, down's output) by residual_multiplier [h' = h + rm·o(a)], and divides the logits by
+ * logits_scaling (the LM head's input divided instead: the head is linear).
  * and lin(x) = x·Wᵀ (+b) + s·(drop(x)·Aᵀ)·Bᵀ for adapted projections. The backward walks the same
  * steps in reverse; the base is frozen, so it computes input gradients and LoRA gradients only.
  * LoRA gradients accumulate; activation gradients are assigned, except the residual stream.
@@ -85,11 +88,43 @@ static int ld_x_mlp(const fl_model *m) { return m->cfg.hidden_size + 2 * (m->lor
 void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N) {
     const fl_model_config *c = &m->cfg;
     m->be->embedding_forward(out, ids, m->base.embed, N, c->hidden_size);
+    /* Granite: times embedding_multiplier in f32, rounded once to the act type (transformers:
+     * inputs_embeds * config.embedding_multiplier, a Python float) */
+    float em = (float)c->embedding_multiplier;
+    if (em > 0 && em != 1.0f) m->be->scale_2d(out, em, N, c->hidden_size, c->hidden_size);
     if (!(c->embed_scale > 0)) return;
     /* transformers: embed_scale.to(weight.dtype) — the factor rounded to the weight type first */
     float scale = (float)c->embed_scale;
     if (m->be->weight_size == 2) scale = fl_bf16_to_f32(fl_f32_to_bf16(scale));
     m->be->scale_2d(out, scale, N, c->hidden_size, c->hidden_size);
+}
+
+void fl_model_residual_add(fl_model *m, void *h, void *branch, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    if (fl_config_residual_scaled(c))
+        m->be->scale_2d(branch, (float)c->residual_multiplier, N, c->hidden_size, c->hidden_size);
+    m->be->add_inplace(h, branch, N, c->hidden_size, c->hidden_size);
+}
+
+/* Backward of the residual multiplier: d branch (N, C) = residual_multiplier · dh, into scratch. */
+static const void *residual_branch_grad(fl_model *m, const void *dh, void *scratch, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    if (!fl_config_residual_scaled(c)) return dh;
+    m->be->copy(scratch, dh, N * (size_t)c->hidden_size * m->be->act_size);
+    m->be->scale_2d(scratch, (float)c->residual_multiplier, N, c->hidden_size, c->hidden_size);
+    return scratch;
+}
+
+/* 1 / logits_scaling (Granite), or 1. */
+static float logits_factor(const fl_model_config *c) {
+    return c->logits_scaling > 0 && (float)c->logits_scaling != 1.0f ? (float)(1.0 / c->logits_scaling) : 1.0f;
+}
+
+void fl_model_final_norm(fl_model *m, void *out, float *rstd, const void *inp, size_t N) {
+    const fl_model_config *c = &m->cfg;
+    fl_model_norm(m, out, rstd, inp, m->base.final_norm, N, c->hidden_size);
+    float f = logits_factor(c);   /* logits / ls = (x / ls)·Wᵀ: exact when ls is a power of two (Granite 3.x) */
+    if (f != 1.0f) m->be->scale_2d(out, f, N, c->hidden_size, c->hidden_size);
 }
 
 void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out) {
@@ -119,6 +154,8 @@ static void glu_backward(fl_model *m, void *dgate_up, const void *dout, const vo
  * q is multiplied by HS^0.5 · qpas^-0.5 after RoPE (exact up to rounding; 1 for the real checkpoints,
  * whose query_pre_attn_scalar equals head_dim, and then no op runs). The backward scales dq alike. */
 float fl_model_q_scale(const fl_model_config *c) {
+    if (c->attention_multiplier > 0)   /* Granite: the score scale is attention_multiplier itself */
+        return (float)(c->attention_multiplier * sqrt((double)c->head_dim));
     if (c->query_pre_attn_scalar <= 0 || c->query_pre_attn_scalar == c->head_dim) return 1.0f;
     return (float)(sqrt((double)c->head_dim) / sqrt((double)c->query_pre_attn_scalar));
 }
@@ -139,6 +176,8 @@ void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *to
     else
         m->be->lm_head_loss(dinp, logits_out, token_loss, sc, inp, targets, m->base.lm_head, N, c->hidden_size,
                             c->vocab_size);
+    float f = logits_factor(c);   /* Granite: inp is the final norm's output / logits_scaling */
+    if (dinp && f != 1.0f) m->be->scale_2d(dinp, f, N, c->hidden_size, c->hidden_size);
 }
 
 /* ---- Qwen3's q_norm and k_norm --------------------------------------------------------------
@@ -214,6 +253,9 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
         group_forward(m, l, &o, v.att_proj, C, 0.0f, v.att, QD, v.xa_o, N);
         fl_model_norm(m, a->wide, v.rstd_post_attn, v.att_proj, w->post_attn_norm, N, C);
         be->add_inplace(v.h_mid, a->wide, N, C, C);
+    } else if (fl_config_residual_scaled(c)) {   /* Granite: h_mid = h + rm·o(att) */
+        group_forward(m, l, &o, a->branch, C, 0.0f, v.att, QD, v.xa_o, N);
+        fl_model_residual_add(m, v.h_mid, a->branch, N);
     } else {
         group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
     }
@@ -234,6 +276,11 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
         return;
     }
     be->copy(v.h_next, v.h_mid, N * C * be->act_size);
+    if (fl_config_residual_scaled(c)) {   /* Granite: h_next = h_mid + rm·down(glu) */
+        group_forward(m, l, &down, a->branch, C, 0.0f, a->wide, FF, v.xa_down, N);
+        fl_model_residual_add(m, v.h_next, a->branch, N);
+        return;
+    }
     group_forward(m, l, &down, v.h_next, C, 1.0f, a->wide, FF, v.xa_down, N);
 }
 
@@ -246,8 +293,7 @@ void forward_layers(fl_model *m, int B, int T) {
     int C = c->hidden_size;
     fl_model_embed(m, a->residual, a->ids, N);
     for (int l = 0; l < c->n_layers; l++) layer_forward(m, l, B, T, 0);
-    fl_model_norm(m, a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), m->base.final_norm,
-                  N, C);
+    fl_model_final_norm(m, a->x_final, a->rstd_final, act_at(m, a->residual, (size_t)c->n_layers * N * C), N);
 }
 
 fl_step_stats fl_model_forward(fl_model *m, const fl_batch *batch, float grad_scale) {
@@ -321,8 +367,8 @@ void fl_model_backward(fl_model *m) {
         group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
         group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-        /* MLP: h_next = h_mid + down(glu(gate_up(x_mlp)))   [Gemma: h_mid + rms(down(...))] */
-        const void *d_down = a->dresidual;
+        /* MLP: h_next = h_mid + down(glu(gate_up(x_mlp)))   [Gemma: h_mid + rms(down(...)); Granite: + rm·down] */
+        const void *d_down = residual_branch_grad(m, a->dresidual, a->branch, N);
         if (c->sandwich_norms) {
             be->zero(a->dsandwich, N * C * be->act_size);
             norm_backward(m, a->dsandwich, a->dresidual, v.mlp_proj, w->post_mlp_norm, v.rstd_post_mlp, N, C);
@@ -334,8 +380,8 @@ void fl_model_backward(fl_model *m) {
         group_backward(m, l, &gate_up, a->dx, ld_xm, 1, a->dgate_up, 2 * FF, v.x_mlp, ld_xm, NULL, N);
         norm_backward(m, a->dresidual, a->dx, v.h_mid, w->mlp_norm, v.rstd_mlp, N, ld_xm);
 
-        /* attention: h_mid = h + o(attn(rope(q, k), v)), q/k/v = qkv(x_attn)   [Gemma: h + rms(o(...))] */
-        const void *d_o = a->dresidual;
+        /* attention: h_mid = h + o(attn(rope(q, k), v)), q/k/v = qkv(x_attn)   [Gemma: h + rms(o(...)); Granite: + rm·o] */
+        const void *d_o = residual_branch_grad(m, a->dresidual, a->branch, N);
         if (c->sandwich_norms) {
             be->zero(a->dsandwich, N * C * be->act_size);
             norm_backward(m, a->dsandwich, a->dresidual, v.att_proj, w->post_attn_norm, v.rstd_post_attn, N, C);

@@ -181,7 +181,13 @@ void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *
  *   fl_model_norm            out (N, C; ld_out) = RMSNorm(inp (N, C)) with cfg.norm_weight_offset
  *   fl_model_glu_forward     out (N, FF) = act(gate) · up of gate_up (N, 2FF), act = cfg.act
  *   fl_model_scale_q         the q columns of qkv (N, QD + 2·KVD) times HS^0.5 · query_pre_attn_scalar^-0.5,
- *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5 */
+ *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5
+ *                            (Granite: times HS^0.5 · attention_multiplier)
+ *   fl_model_residual_add    h (N, C) += branch (N, C), the branch first times residual_multiplier (Granite;
+ *                            branch is overwritten)
+ *   fl_model_final_norm      out (N, C) = the final RMSNorm of inp (N, C), divided by logits_scaling (Granite:
+ *                            the LM head is linear, so its logits come out divided; fl_model_lm_head_loss
+ *                            divides its input gradient alike) */
 /* The backend's lm_head_loss on the model's LM head (inp (N, C), targets (N)), soft-capped with
  * cfg.final_logit_softcapping when set (Gemma 2): every loss, logit and gradient path goes through it. */
 void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
@@ -190,7 +196,10 @@ void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N);
 void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
 void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N);
 void fl_model_scale_q(fl_model *m, void *qkv, size_t N);
-/* The factor fl_model_scale_q applies (1 when query_pre_attn_scalar is unset or equals HS). */
+void fl_model_residual_add(fl_model *m, void *h, void *branch, size_t N);
+void fl_model_final_norm(fl_model *m, void *out, float *rstd, const void *inp, size_t N);
+/* The factor fl_model_scale_q applies (1 when query_pre_attn_scalar is unset or equals HS; Granite:
+ * attention_multiplier · HS^0.5). */
 float fl_model_q_scale(const fl_model_config *cfg);
 /* Logits (B, T, V) on the host for ids (forward only, no dropout). */
 void fl_model_logits(fl_model *m, const int32_t *ids, int B, int T, float *logits_host);

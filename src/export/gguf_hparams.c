@@ -1,7 +1,7 @@
-/* gguf_hparams.c — llama.cpp's side of a llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model:
+/* gguf_hparams.c — llama.cpp's side of a llama / smollm3 / granite / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model:
  * metadata keys, tensor names, the q/k row permutation, the llama3 rope_freqs factors, the
  * per-tensor storage type and the configs llama.cpp's graphs cannot run, following
- * convert_hf_to_gguf.py (TextModel/LlamaModel/Qwen2Model/Qwen3Model/Phi3MiniModel/Gemma2Model/
+ * convert_hf_to_gguf.py (TextModel/LlamaModel/GraniteModel/Qwen2Model/Qwen3Model/Phi3MiniModel/Gemma2Model/
  * Gemma3Model), gguf-py's constants and llama.cpp's hparams loaders. */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 const char *fl_gguf_arch_name(const fl_model_config *cfg) {
     fl_arch arch = cfg->arch;
     if (arch == FL_ARCH_LLAMA && cfg->nope_every > 0) return "smollm3";   /* llama's layers, NoPE every 4th */
+    if (arch == FL_ARCH_LLAMA && fl_config_granite(cfg)) return "granite"; /* llama's layers, four scalars */
     return arch == FL_ARCH_GEMMA3 ? "gemma3" : arch == FL_ARCH_GEMMA2 ? "gemma2" : arch == FL_ARCH_PHI3 ? "phi3"
            : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
 }
@@ -140,6 +141,12 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
         fl_gguf_kv_f32(w, KEY("rope.scaling.factor"), (float)cfg->rope_linear_factor);
     }
     if (cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3) put_gemma(w, cfg, a);
+    if (fl_config_granite(cfg)) { /* GraniteModel: the multipliers as llama.cpp's scales (its granite graph reads all four) */
+        fl_gguf_kv_f32(w, KEY("embedding_scale"), (float)cfg->embedding_multiplier);
+        fl_gguf_kv_f32(w, KEY("attention.scale"), (float)cfg->attention_multiplier);
+        fl_gguf_kv_f32(w, KEY("residual_scale"), (float)cfg->residual_multiplier);
+        fl_gguf_kv_f32(w, KEY("logit_scale"), (float)cfg->logits_scaling);
+    }
 #undef KEY
     fl_gguf_kv_u32(w, "general.quantization_version", FL_GGML_QUANT_VERSION);
 }

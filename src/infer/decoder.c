@@ -32,7 +32,7 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
     d->att = be->alloc(ch * QD * a);
     d->gate_up = be->alloc(ch * 2 * FF * a);
     d->wide = be->alloc(ch * (FF > C ? FF : C) * a);   /* the GLU output; Gemma: a sandwich norm's output */
-    if (c->sandwich_norms) d->proj = be->alloc(ch * C * a);
+    if (c->sandwich_norms || fl_config_residual_scaled(c)) d->proj = be->alloc(ch * C * a);   /* o's, down's output */
     d->xa = be->alloc(ch * R * a);
     d->rstd = be->alloc(ch * sizeof(float));
     if (c->qk_norm) { /* Qwen3: q and k before their norms, the norms' rstd (engine/model.h) */
@@ -98,6 +98,9 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
             fl_model_project(m, l, FL_GROUP_O, d->proj, C, 0.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
             fl_model_norm(m, d->wide, d->rstd, d->proj, w->post_attn_norm, (size_t)Tn, C);
             be->add_inplace(d->h, d->wide, (size_t)Tn, C, C);
+        } else if (fl_config_residual_scaled(c)) { /* Granite: h += rm·o(att) */
+            fl_model_project(m, l, FL_GROUP_O, d->proj, C, 0.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
+            fl_model_residual_add(m, d->h, d->proj, (size_t)Tn);
         } else {
             fl_model_project(m, l, FL_GROUP_O, d->h, C, 1.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
         }
@@ -108,6 +111,9 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
             fl_model_project(m, l, FL_GROUP_DOWN, d->proj, C, 0.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
             fl_model_norm(m, d->wide, d->rstd, d->proj, w->post_mlp_norm, (size_t)Tn, C);
             be->add_inplace(d->h, d->wide, (size_t)Tn, C, C);
+        } else if (fl_config_residual_scaled(c)) { /* Granite: h += rm·down(glu) */
+            fl_model_project(m, l, FL_GROUP_DOWN, d->proj, C, 0.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
+            fl_model_residual_add(m, d->h, d->proj, (size_t)Tn);
         } else {
             fl_model_project(m, l, FL_GROUP_DOWN, d->h, C, 1.0f, d->wide, FF, d->xa, (size_t)Tn, d->use_lora);
         }
@@ -116,7 +122,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
     if (!logits_host) return;
     /* the LM head on the last row only (or on all rows for tests) */
     int first = all ? 0 : Tn - 1, rows = Tn - first;
-    fl_model_norm(m, d->x, d->rstd, at(d, d->h, (size_t)first * C), m->base.final_norm, (size_t)rows, C);
+    fl_model_final_norm(m, d->x, d->rstd, at(d, d->h, (size_t)first * C), (size_t)rows);
     fl_model_lm_head_loss(m, NULL, d->logits, NULL, NULL, d->x, d->ignore, (size_t)rows);
     be->download(logits_host, d->logits, (size_t)rows * V * sizeof(float));
 }

@@ -9,52 +9,7 @@
 
 #include "common/error.h"
 #include "io/file_util.h"
-
-/* ---- field readers: each error names the file and the field ---------------------------------- */
-
-static int get_int(const char *path, json_t *obj, const char *key, int required, int fallback, int *out) {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (required) return fl_input_error("%s: field '%s' is missing (expected an integer)", path, key);
-        *out = fallback;
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100000000)
-        return fl_input_error("%s: field '%s' must be a non-negative integer", path, key);
-    *out = (int)json_integer_value(v);
-    return 0;
-}
-
-static int get_number(const char *path, json_t *obj, const char *key, int required, double fallback, double *out) {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (required) return fl_input_error("%s: field '%s' is missing (expected a number)", path, key);
-        *out = fallback;
-        return 0;
-    }
-    if (!json_is_number(v)) return fl_input_error("%s: field '%s' must be a number", path, key);
-    *out = json_number_value(v);
-    return 0;
-}
-
-static int get_bool(const char *path, json_t *obj, const char *key, int fallback, int *out) {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) { *out = fallback; return 0; }
-    if (!json_is_boolean(v)) return fl_input_error("%s: field '%s' must be true or false", path, key);
-    *out = json_is_true(v);
-    return 0;
-}
-
-/* bos/eos: an integer, a list of integers (first wins), or absent/null (-1). */
-static int get_token_id(const char *path, json_t *obj, const char *key, int *out) {
-    json_t *v = json_object_get(obj, key);
-    *out = -1;
-    if (json_is_array(v) && json_array_size(v) > 0) v = json_array_get(v, 0);
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_integer(v)) return fl_input_error("%s: field '%s' must be an integer or a list of integers", path, key);
-    *out = (int)json_integer_value(v);
-    return 0;
-}
+#include "model/config_read.h"
 
 /* A longrope factor list (short_factor, long_factor): rotary_dim/2 positive numbers. */
 static int get_factors(const char *path, json_t *scaling, const char *field, const char *key, int n, float *out) {
@@ -392,6 +347,26 @@ static int parse_nope_layers(const char *path, json_t *root, fl_model_config *cf
     return 0;
 }
 
+/* GraniteForCausalLM (IBM Granite 3.x dense): Llama's layers and four scalars, GraniteConfig's defaults
+ * 1.0 when absent — embeddings times embedding_multiplier, attention scores times attention_multiplier
+ * (instead of HS^-0.5), o's and down's outputs times residual_multiplier, logits divided by
+ * logits_scaling. Each must be a positive finite number (in f32, as the engine applies them); the
+ * biases are refused with every family's (attention_bias would bias o_proj too). */
+static int parse_granite(const char *path, json_t *root, fl_model_config *cfg) {
+    static const char *const keys[] = {"embedding_multiplier", "attention_multiplier", "residual_multiplier",
+                                       "logits_scaling"};
+    double *fields[] = {&cfg->embedding_multiplier, &cfg->attention_multiplier, &cfg->residual_multiplier,
+                        &cfg->logits_scaling};
+    for (int i = 0; i < 4; i++) {
+        FL_TRY(get_number(path, root, keys[i], 0, 1.0, fields[i]));
+        float f = (float)*fields[i];
+        if (!(f > 0) || isinf(f))
+            return fl_input_error("%s: field '%s' must be a positive number representable in f32 (GraniteConfig's "
+                                  "default 1.0), got %g", path, keys[i], *fields[i]);
+    }
+    return 0;
+}
+
 /* Gemma3ForConditionalGeneration (Gemma 3 4B, 12B, 27B): its language model is text_config, read as a
  * Gemma3ForCausalLM config (tie_word_embeddings from the top level when text_config leaves it out);
  * errors name the field as text_config.<field>. */
@@ -447,17 +422,20 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "gemma3_text") ? "Gemma3ForCausalLM"
                : !strcmp(mt, "gemma2") ? "Gemma2ForCausalLM"
                : !strcmp(mt, "smollm3") ? "SmolLM3ForCausalLM"
+               : !strcmp(mt, "granite") ? "GraniteForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
     int mistral = !strcmp(arch, "MistralForCausalLM"), smollm3 = !strcmp(arch, "SmolLM3ForCausalLM");
-    if (!strcmp(arch, "LlamaForCausalLM") || mistral || smollm3) cfg->arch = FL_ARCH_LLAMA; /* Mistral's, SmolLM3's layers are Llama's */
+    int granite = !strcmp(arch, "GraniteForCausalLM");
+    /* Mistral's, SmolLM3's, Granite's layers are Llama's */
+    if (!strcmp(arch, "LlamaForCausalLM") || mistral || smollm3 || granite) cfg->arch = FL_ARCH_LLAMA;
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
     else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM)", path, arch);
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
@@ -483,6 +461,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (cfg->n_kv_heads <= 0 || cfg->n_heads % cfg->n_kv_heads != 0)
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
     if (smollm3) FL_TRY(parse_nope_layers(path, root, cfg));
+    if (granite) FL_TRY(parse_granite(path, root, cfg));
     /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
     /* Gemma2Config's and Gemma3TextConfig's: 256 */
     FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads,
@@ -523,7 +502,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
     if (flag)   /* Qwen3's attention_bias also puts a bias on o_proj, which no architecture here has */
         return fl_input_error("%s: field 'attention_bias' is true; only bias-free %s attention is supported", path,
-                              cfg->arch == FL_ARCH_QWEN3 ? "Qwen3" : gemma ? "Gemma" : "Llama");
+                              cfg->arch == FL_ARCH_QWEN3 ? "Qwen3" : gemma ? "Gemma" : granite ? "Granite" : "Llama");
     FL_TRY(get_bool(path, root, "mlp_bias", 0, &flag));
     if (flag) return fl_input_error("%s: field 'mlp_bias' is true; only bias-free MLPs are supported", path);
     json_t *act = json_object_get(root, "hidden_act");
@@ -569,7 +548,13 @@ typedef struct {
     double linear_factor;  /* Gemma 3: linear RoPE scaling of the global layers; 0: none */
     int multimodal;        /* the language model of a vision-language checkpoint (config.h) */
     int nope_every;        /* SmolLM3: RoPE skipped on every n-th layer; 0: none */
+    const double *granite; /* Granite: embedding, attention, residual multipliers, logits_scaling; or NULL */
 } preset;
+
+/* Granite 3.x's scalars (config.json: embedding_multiplier, attention_multiplier, residual_multiplier,
+ * logits_scaling) */
+static const double granite_2b[4] = {12.0, 0.015625, 0.22, 8.0};
+static const double granite_8b[4] = {12.0, 0.0078125, 0.22, 16.0};
 
 /* longrope's lists, as the checkpoints' config.json files give them (cited at the presets below) */
 static const float phi35_short[48] = {
@@ -606,45 +591,45 @@ static const float phi4_long[48] = {
     44.16f, 47.77f};
 
 static const preset presets[] = {
-    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* HuggingFaceTB/SmolLM3-3B's config.json (as quoted in public copies, e.g. test fixtures of SmolLM3
      * ports): SmolLM3ForCausalLM, head_dim 128, max_position_embeddings 65536, rope_theta 5e6, tied,
      * eos 128012, no_rope_layer_interval 4 (layers 3, 7, ..., 35 without RoPE): 3,075,098,624 parameters */
     {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B", FL_ARCH_LLAMA, 128256, 2048, 11008, 36, 16,  4, 128, 65536,  5e6,    1e-6f, 1, 0, 128000, 128012,
-     0, 0, 0, NULL, NULL, 0, 0, 4},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0},
+     0, 0, 0, NULL, NULL, 0, 0, 4, NULL},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/{Qwen/Qwen3-1.7B,Qwen/Qwen3-4B,Qwen/Qwen3-8B}/raw/main/config.json (as quoted
      * in public copies): head_dim 128, max_window_layers = num_hidden_layers, use_sliding_window false,
      * sliding_window null, rope_scaling null; 1.7B and 4B tied, 8B untied */
-    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/mistralai/Mistral-7B-v0.3/raw/main/config.json (as quoted in public copies):
      * MistralForCausalLM, vocab 32768, no head_dim (4096 / 32), sliding_window null, untied */
-    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/mistralai/Mistral-Nemo-Base-2407/raw/main/config.json (as quoted in public
      * copies): head_dim 128 explicit (q dim 4096 != hidden 5120), sliding_window null. The copies disagree
      * on max_position_embeddings: 1024000 (fine-tunes saved from the July 2024 files) and 128000
      * (github.com/kevinstephano/thunder_model_blocks hf_mistral/mistral_config.py; the card's 128k
      * context): 128000 taken */
-    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/mistralai/Mistral-Small-24B-Base-2501/raw/main/config.json (as quoted in
      * public copies): head_dim 128 explicit, rope_theta 1e8, sliding_window null */
-    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/meta-llama/{Llama-3.1-8B,Llama-3.2-3B}/raw/main/config.json (as quoted in
      * public copies): rope_scaling llama3 with factor 8 (3.1) / 32 (3.2), low_freq_factor 1,
      * high_freq_factor 4, original_max_position_embeddings 8192; 3.1-8B untied, 3.2-3B tied, head_dim 128 */
-    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0},
-    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* https://huggingface.co/microsoft/Phi-3.5-mini-instruct/raw/main/config.json (as quoted in public
      * copies): fused qkv_proj / gate_up_proj, MHA 32 heads of 96, untied, sliding_window 262144,
      * original_max_position_embeddings 4096, rope_scaling longrope with the 48-entry short/long lists
@@ -653,26 +638,34 @@ static const preset presets[] = {
      * sliding_window 262144, longrope (short_factor all 1). Both: attention factor
      * sqrt(1 + ln 32 / ln 4096) from max_position_embeddings 131072 / 4096. */
     {"phi-3.5-mini",   "microsoft/Phi-3.5-mini-instruct", FL_ARCH_PHI3, 32064, 3072, 8192, 32, 32, 32,  96, 131072, 1e4,   1e-5f, 0, 0, 1, 32000,
-     96, 262144, 4096, phi35_short, phi35_long, 0, 0, 0},
+     96, 262144, 4096, phi35_short, phi35_long, 0, 0, 0, NULL},
     {"phi-4-mini",     "microsoft/Phi-4-mini-instruct", FL_ARCH_PHI3, 200064, 3072, 8192, 32, 24,  8, 128, 131072, 1e4,   1e-5f, 1, 0, 199999, 199999,
-     96, 262144, 4096, phi4_short, phi4_long, 0, 0, 0},
+     96, 262144, 4096, phi4_short, phi4_long, 0, 0, 0, NULL},
     /* google/gemma-3-1b-it's config.json (as quoted in public copies, e.g. github.com/Liwink/gemma-jax
      * models/README.md, transformers 4.52.4): gemma3_text, head_dim 256, query_pre_attn_scalar 256,
      * rope_theta 1e6, rope_local_base_freq 1e4, rope_scaling null, sliding_window 512 with
      * sliding_window_pattern 6, eos [1, 106]: 999,885,952 parameters (the card's 1B) */
-    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
     /* google/gemma-3-4b-it's language model (Gemma3ForConditionalGeneration; its config.json's
      * text_config gives hidden 2560, intermediate 10240, 34 layers, rope_scaling linear factor 8,
      * sliding_window 1024, the rest Gemma3TextConfig's defaults: test config_gemma3_vision_language_
      * text_config reads that file's spelling): 3,880,263,168 parameters (the card's 4B counts the
      * vision tower too) */
     {"gemma-3-4b",     "google/gemma-3-4b-it", FL_ARCH_GEMMA3, 262208, 2560, 10240, 34, 8, 4, 256, 131072, 1e6, 1e-6f, 1, 0, 2, 1, 0, 1024, 0, NULL, NULL,
-     8.0, 1, 0},
+     8.0, 1, 0, NULL},
     /* google/gemma-2-2b: transformers' Gemma2Config defaults (those of the 2B: e.g.
      * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
      * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
      * final_logit_softcapping 30, attn_logit_softcapping 50, rope_theta 1e4: 2,614,341,888 parameters */
-    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0},
+    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    /* ibm-granite/granite-3.3-2b-base's and granite-3.3-8b-base's config.json (as recalled from the model
+     * cards' files, not fetched here): GraniteForCausalLM, tied, rope_theta 1e7, max_position_embeddings
+     * 131072, rms_norm_eps 1e-5, bos = eos = 0, no head_dim (C / NH = 64, 128); multipliers as
+     * granite_2b / granite_8b above: 2,533,539,840 and 8,170,864,640 parameters (the cards' 2.53B, 8.17B) */
+    {"granite-3.3-2b", "ibm-granite/granite-3.3-2b-base", FL_ARCH_LLAMA, 49159, 2048,  8192, 40, 32,  8,  64, 131072, 1e7, 1e-5f, 1, 0, 0, 0,
+     0, 0, 0, NULL, NULL, 0, 0, 0, granite_2b},
+    {"granite-3.3-8b", "ibm-granite/granite-3.3-8b-base", FL_ARCH_LLAMA, 49159, 4096, 12800, 40, 32,  8, 128, 131072, 1e7, 1e-5f, 1, 0, 0, 0,
+     0, 0, 0, NULL, NULL, 0, 0, 0, granite_8b},
 };
 
 /* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
@@ -711,7 +704,8 @@ const char *fl_arch_name(fl_arch arch) {
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
-           "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b";
+           "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
+           "granite-3.3-8b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -759,6 +753,12 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         cfg->rope_linear_factor = p->linear_factor;
         cfg->multimodal = p->multimodal;
         cfg->nope_every = p->nope_every;
+        if (p->granite) {
+            cfg->embedding_multiplier = p->granite[0];
+            cfg->attention_multiplier = p->granite[1];
+            cfg->residual_multiplier = p->granite[2];
+            cfg->logits_scaling = p->granite[3];
+        }
         return 0;
     }
     return fl_input_error("unknown preset '%s' (presets: %s)", name, fl_config_preset_names());

@@ -78,6 +78,12 @@ typedef struct {
     double rope_linear_factor; /* linear RoPE scaling of the global layers (inv_freq / factor); 0 or 1: none */
     int nope_every;          /* SmolLM3: every n-th layer (counting from 1) runs without RoPE (no_rope_layers,
                                 no_rope_layer_interval: 4); 0: every layer rotates */
+    /* ---- Granite (GraniteForCausalLM; all 0 for the other families: none) ---- */
+    double embedding_multiplier; /* embeddings times it, the factor in f32 (not rounded to the weight type
+                                    first, unlike embed_scale); the tied LM head reads the unscaled table */
+    double attention_multiplier; /* the attention score scale itself, replacing HS^-0.5 (> 0: Granite) */
+    double residual_multiplier;  /* o's and down's outputs times it before each residual add */
+    double logits_scaling;       /* logits divided by it */
     /* ---- a language model inside a vision-language checkpoint (Gemma3ForConditionalGeneration) ---- */
     int multimodal;          /* 1: the config is its text_config; the folder's vision tower and projector
                                 tensors are kept (merge) and never run — text-only training is exact */
@@ -86,6 +92,13 @@ typedef struct {
 /* Whether layer l rotates q and k (all but SmolLM3's NoPE layers). */
 static inline int fl_config_layer_rope(const fl_model_config *c, int l) {
     return c->nope_every <= 0 || (l + 1) % c->nope_every != 0;
+}
+
+/* Granite's four scalars are set (GraniteForCausalLM: config.c refuses any that is not positive). */
+static inline int fl_config_granite(const fl_model_config *c) { return c->attention_multiplier > 0; }
+/* Whether o's and down's outputs are scaled before their residual adds (Granite, residual_multiplier != 1). */
+static inline int fl_config_residual_scaled(const fl_model_config *c) {
+    return c->residual_multiplier > 0 && (float)c->residual_multiplier != 1.0f;
 }
 
 /* The checkpoint's names of the language model's tensors: "model." + "layers.3.mlp.up_proj.weight",
@@ -119,7 +132,8 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * slide, or those layer_types names when it lists them and the rule above expresses the list;
  * attention_bias true is refused), Phi3ForCausalLM (Llama's layers from fused checkpoint modules:
  * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's),
- * Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
+ * GraniteForCausalLM (granite: Llama's layers with the four Granite scalars above, GraniteConfig's
+ * defaults 1.0; biases refused), Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
  * their sliding layers (layer_types, else Gemma 3's sliding_window_pattern, default 6, and Gemma 2's
  * alternation, sliding first) through the same rule; attn_logit_softcapping absent is Gemma 2's 50.0
  * (Gemma 3's none), null is none. Longrope (Phi-3's rope_scaling) and a local RoPE base (Gemma 3) never meet: only

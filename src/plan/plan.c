@@ -183,14 +183,20 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
         fwd += 8 * C;
         bwd += 10 * C;
     }
-    if (fl_model_q_scale(cfg) != 1.0f) { /* query_pre_attn_scalar != HS: q scaled, dq scaled (2QD each) */
+    if (fl_config_residual_scaled(cfg)) { /* Granite's residual_multiplier (engine/model.c): forward each branch
+                                             written apart and scaled (2C + 2C); backward copied and scaled (4C) */
+        fwd += 8 * C;
+        bwd += 8 * C;
+    }
+    if (fl_model_q_scale(cfg) != 1.0f) { /* query_pre_attn_scalar != HS (Granite: attention_multiplier): q, dq scaled (2QD each) */
         fwd += 2 * QD;
         bwd += 2 * QD;
     }
     /* NF4: each frozen product first dequantizes its weight (reads 4.13 bits, writes the tile) */
     double bytes = L * N * (fwd * passes + bwd) * e + dropout_bytes + dequant_bytes;
     bytes += 2 * N * C * e + 6 * N * C * e;        /* embedding, final RMSNorm forward + backward */
-    if (cfg->embed_scale > 0) bytes += 2 * N * C * e;   /* Gemma's embedding scale */
+    if (cfg->embed_scale > 0 || cfg->embedding_multiplier > 0) bytes += 2 * N * C * e;   /* Gemma's, Granite's embedding scale */
+    if (cfg->logits_scaling > 0) bytes += 4 * N * C * e;   /* Granite: the LM head's input and its gradient scaled */
     bytes += 2 * N * V * le;                        /* softmax over the logits chunk, in place */
     double P = (double)fl_lora_param_count(cfg, lc);
     bytes += P * 4 * 11;                            /* AdamW (7 f32 streams), grad norm, zeroing, compute copy */
