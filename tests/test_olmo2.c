@@ -36,34 +36,9 @@ static const char *olmo2_1b =
     " \"rms_norm_eps\": 1e-06, \"rope_scaling\": null, \"rope_theta\": 500000, \"tie_word_embeddings\": false,"
     " \"torch_dtype\": \"float32\", \"use_cache\": true, \"vocab_size\": 100352}";
 
-static int load_json(fl_model_config *cfg, const char *json, char *dir) {
-    snprintf(dir, 64, "/tmp/fastlora-olmo2-XXXXXX");
-    if (!mkdtemp(dir)) return -1;
-    char path[128];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(json, f);
-    fclose(f);
-    return fl_config_load(cfg, path);
-}
-
+static int load_json(fl_model_config *cfg, const char *json, char *dir) { return config_test_load_json(cfg, json, dir); }
 /* `from` in the 1B config replaced by `to`, loaded: refused in one line naming config.json and `field` */
-static void refused(const char *from, const char *to, const char *field) {
-    const char *at = strstr(olmo2_1b, from);
-    CHECK_MSG(at != NULL, "'%s' not in the config", from);
-    if (!at) return;
-    size_t n = strlen(olmo2_1b) - strlen(from) + strlen(to) + 1;
-    char *json = malloc(n), dir[64];
-    snprintf(json, n, "%.*s%s%s", (int)(at - olmo2_1b), olmo2_1b, to, at + strlen(from));
-    fl_model_config cfg;
-    CHECK_EQ_INT(load_json(&cfg, json, dir), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "config.json");
-    CHECK_STR_CONTAINS(fl_last_error(), field);
-    CHECK(strchr(fl_last_error(), '\n') == NULL);
-    rm_rf(dir);
-    free(json);
-}
+static void refused(const char *from, const char *to, const char *field) { config_test_refused_edit(olmo2_1b, from, to, field); }
 
 static void check_olmo2_layout(const fl_model_config *c) {
     CHECK(c->arch == FL_ARCH_OLMO2 && c->qk_norm && c->qk_norm_full && c->sandwich_norms && c->no_pre_norms);
