@@ -126,11 +126,12 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's),
  * Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
  * their sliding layers (layer_types, else Gemma 3's sliding_window_pattern, default 6, and Gemma 2's
- * alternation, sliding first) through the same rule; Olmo2ForCausalLM (olmo2): Llama's projections with
- * q_norm/k_norm over the whole q and k rows (qk_norm_full) and only post norms (sandwich_norms,
- * no_pre_norms), untied and rms_norm_eps 1e-5 by default as Olmo2Config (Olmo3 is refused); attn_logit_softcapping absent is Gemma 2's 50.0
- * (Gemma 3's none), null is none. Longrope (Phi-3's rope_scaling) and a local RoPE base (Gemma 3) never meet: only
- * parse_rope reads longrope and only parse_gemma sets rope_local_theta, one or the other per family. */
+ * alternation, sliding first) through the same rule; attn_logit_softcapping absent is Gemma 2's 50.0
+ * (Gemma 3's none), null is none. Olmo2ForCausalLM (olmo2): Llama's projections with q_norm/k_norm over
+ * the whole q and k rows (qk_norm_full) and only post norms (sandwich_norms, no_pre_norms), untied and
+ * rms_norm_eps 1e-5 by default as in Olmo2Config (Olmo3ForCausalLM is refused). Longrope (Phi-3's
+ * rope_scaling) and a local RoPE base (Gemma 3) never meet: only parse_rope reads longrope and only
+ * parse_gemma sets rope_local_theta, one or the other per family. */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
