@@ -681,8 +681,9 @@ static const preset presets[] = {
      * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
      * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
      * final_logit_softcapping 30, attn_logit_softcapping 50, rope_theta 1e4: 2,614,341,888 parameters */
-    /* allenai/OLMo-2-0425-1B and OLMo-2-1124-7B config.json (as quoted in public copies): head_dim = C / NH,
-     * max_position_embeddings 4096, rope_theta 5e5, rms_norm_eps 1e-6, untied, bos null, eos 100257 */
+    /* allenai/OLMo-2-0425-1B and OLMo-2-1124-7B: dimensions, rope_theta 5e5, rms_norm_eps 1e-6, untied as their
+     * model cards give them (totals 1.48B / 7.30B); head_dim = C / NH; max_position_embeddings 4096, bos null,
+     * eos 100257 recalled, not checked against the config.json files */
     {"olmo-2-1b",      "allenai/OLMo-2-0425-1B", FL_ARCH_OLMO2, 100352, 2048,  8192, 16, 16, 16, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0},
     {"olmo-2-7b",      "allenai/OLMo-2-1124-7B", FL_ARCH_OLMO2, 100352, 4096, 11008, 32, 32, 32, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0},
     {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0},
