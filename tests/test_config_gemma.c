@@ -29,21 +29,12 @@ static const char *gemma3_1b_4x =
     " \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.52.4\", \"use_cache\": true,"
     " \"vocab_size\": 262144}";
 
-static char tmp_dir[64];
-
-/* Writes `json` to a fresh config.json and loads it; returns fl_config_load's status. */
+/* Writes `json` to a fresh config.json and loads it (the folder removed after); returns fl_config_load's status. */
 static int load_json(fl_model_config *cfg, const char *json) {
-    if (!tmp_dir[0]) {
-        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/fastlora-gemma-XXXXXX");
-        if (!mkdtemp(tmp_dir)) return -1;
-    }
-    char path[128];
-    snprintf(path, sizeof path, "%s/config.json", tmp_dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(json, f);
-    fclose(f);
-    return fl_config_load(cfg, path);
+    char dir[64];
+    int rc = config_test_load_json(cfg, json, dir);
+    config_test_remove_dir(dir);
+    return rc;
 }
 
 /* `base` with the text `from` replaced by `to` (one occurrence; the caller frees). */

@@ -31,40 +31,10 @@ static const char *smollm3_3b =
     " \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", \"use_cache\": false,"
     " \"use_sliding_window\": false, \"vocab_size\": 128256}";
 
-static int load_json(fl_model_config *cfg, const char *json, char *dir) {
-    snprintf(dir, 64, "/tmp/fastlora-smollm3-XXXXXX");
-    if (!mkdtemp(dir)) return -1;
-    char path[128];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(json, f);
-    fclose(f);
-    return fl_config_load(cfg, path);
-}
-
-static void remove_dir(const char *dir) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
-}
-
+static int load_json(fl_model_config *cfg, const char *json, char *dir) { return config_test_load_json(cfg, json, dir); }
+static void remove_dir(const char *dir) { config_test_remove_dir(dir); }
 /* `from` in the 3B config replaced by `to`, loaded: refused in one line naming config.json and `field` */
-static void refused(const char *from, const char *to, const char *field) {
-    const char *at = strstr(smollm3_3b, from);
-    CHECK_MSG(at != NULL, "'%s' not in the config", from);
-    if (!at) return;
-    size_t n = strlen(smollm3_3b) - strlen(from) + strlen(to) + 1;
-    char *json = malloc(n), dir[64];
-    snprintf(json, n, "%.*s%s%s", (int)(at - smollm3_3b), smollm3_3b, to, at + strlen(from));
-    fl_model_config cfg;
-    CHECK_EQ_INT(load_json(&cfg, json, dir), FL_ERR_INPUT);
-    CHECK_STR_CONTAINS(fl_last_error(), "config.json");
-    CHECK_STR_CONTAINS(fl_last_error(), field);
-    CHECK(strchr(fl_last_error(), '\n') == NULL);
-    remove_dir(dir);
-    free(json);
-}
+static void refused(const char *from, const char *to, const char *field) { config_test_refused_edit(smollm3_3b, from, to, field); }
 
 TEST(config_smollm3_3b_is_the_preset) {
     fl_model_config got, want;

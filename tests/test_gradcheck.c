@@ -410,7 +410,8 @@ static void gemma_fields(fl_model_config *cfg, int gemma3) {
 /* qwen: 0 Llama (llama3 RoPE), 1 Qwen2 (q/k/v bias, tied), 2 Qwen3 (q_norm/k_norm, tied, head_dim 6:
  * q dim 24 != hidden 12), 3 Gemma 3 and 4 Gemma 2 (gemma_fields, head_dim 6, its own window), 5 Phi-3
  * (fused modules, partial rotary, longrope), 6 Granite (its four scalars, none 1 or a power of two,
- * tied); window > 0:
+ * tied), 7 OLMo 2 (no pre-norms, post norms, q/k norms over the whole q (24) and k (12) rows,
+ * untied); window > 0:
  * a sliding window on the layers model/config.h's rule picks (global_every 2: layer 0 sliding, layer 1
  * global) */
 static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_quant quant, int window, int global_every) {
@@ -424,6 +425,10 @@ static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_qu
         cfg.arch = FL_ARCH_LLAMA;
         cfg.embedding_multiplier = 1.7; cfg.attention_multiplier = 0.3; cfg.residual_multiplier = 0.6;
         cfg.logits_scaling = 3.0;
+    }
+    if (qwen == 7) {   /* OLMo 2 (model/config.h) */
+        cfg.arch = FL_ARCH_OLMO2; cfg.qkv_bias = 0; cfg.tie_word_embeddings = 0;
+        cfg.qk_norm = cfg.qk_norm_full = cfg.sandwich_norms = cfg.no_pre_norms = 1;
     }
     if (!qwen) {
         cfg.rope_llama3 = 1; cfg.rope_factor = 8; cfg.rope_low_freq_factor = 1; cfg.rope_high_freq_factor = 4;
@@ -458,13 +463,14 @@ static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_qu
         scale_floats(lw->gate_up, (size_t)2 * FF * m.base.ld_gate_up, 5.0f);
         scale_floats(lw->down, (size_t)C * FF, 5.0f);
     }
+    float lo = 0.5f - cfg.norm_weight_offset, hi = 1.5f - cfg.norm_weight_offset;   /* Gemma: offsets from 1 */
     for (int l = 0; l < cfg.n_layers && cfg.qk_norm; l++) { /* norm weights far from 1: their product shows */
-        fill(m.base.layers[l].q_norm, (size_t)cfg.head_dim, 31 + l, 0.5f - cfg.norm_weight_offset, 1.5f - cfg.norm_weight_offset);
-        fill(m.base.layers[l].k_norm, (size_t)cfg.head_dim, 41 + l, 0.5f - cfg.norm_weight_offset, 1.5f - cfg.norm_weight_offset);
+        fill(m.base.layers[l].q_norm, (size_t)(cfg.qk_norm_full ? QD : cfg.head_dim), 31 + l, lo, hi);
+        fill(m.base.layers[l].k_norm, (size_t)(cfg.qk_norm_full ? KVD : cfg.head_dim), 41 + l, lo, hi);
     }
-    for (int l = 0; l < cfg.n_layers && cfg.sandwich_norms; l++) { /* Gemma's post norms, offsets from 1 */
-        fill(m.base.layers[l].post_attn_norm, (size_t)C, 51 + l, -0.5f, 0.5f);
-        fill(m.base.layers[l].post_mlp_norm, (size_t)C, 61 + l, -0.5f, 0.5f);
+    for (int l = 0; l < cfg.n_layers && cfg.sandwich_norms; l++) { /* the post norms (Gemma, OLMo 2) */
+        fill(m.base.layers[l].post_attn_norm, (size_t)C, 51 + l, lo, hi);
+        fill(m.base.layers[l].post_mlp_norm, (size_t)C, 61 + l, lo, hi);
     }
     fl_model_sync_lora(&m);
     int B = 2, T = 6;
@@ -481,7 +487,7 @@ static void model_gradcheck_window(int qwen, float dropout, int recompute, fl_qu
     /* every 3rd parameter (coprime with the rank, so each A/B row and column is visited). h = 1e-3:
      * the loss (~3) is a mean of 10 tokens through two layers, so its curvature is larger than an
      * op's; f32 noise on the loss (~1e-6) then costs ~5e-4 absolute, inside the tolerance. */
-    fd_compare_strided(qwen == 5 ? "phi3 model LoRA grads" : qwen == 4 ? "gemma2 model LoRA grads" : qwen == 3 ? "gemma3 model LoRA grads"
+    fd_compare_strided(qwen == 7 ? "olmo2 model LoRA grads" : qwen == 6 ? "granite model LoRA grads" : qwen == 5 ? "phi3 model LoRA grads" : qwen == 4 ? "gemma2 model LoRA grads" : qwen == 3 ? "gemma3 model LoRA grads"
                        : qwen == 2 ? "qwen3 model LoRA grads" : qwen ? "qwen2 model LoRA grads" : "llama3 model LoRA grads",
                        m.lora.data, grad, m.lora.n, 3,
                        1e-3f, model_loss, &ctx);
@@ -511,6 +517,11 @@ TEST(gradcheck_model_nf4_qwen3_qk_norm) { model_gradcheck(2, 0.0f, 0, FL_QUANT_N
 /* Phi-3: a LoRA per fused module through partial rotary (the pass-through dims) and longrope's scale */
 TEST(gradcheck_model_phi3_fused_modules_partial_rotary) { model_gradcheck(5, 0.0f, 0, FL_QUANT_NONE); }
 TEST(gradcheck_model_phi3_dropout_recompute) { model_gradcheck(5, 0.3f, 1, FL_QUANT_NONE); }
+/* OLMo 2: the residual stream straight into q/k/v and gate/up (no pre-norm backward), the post norms'
+ * backward, and the q/k LoRA gradients through whole-row q_norm/k_norm */
+TEST(gradcheck_model_olmo2_post_norms) { model_gradcheck(7, 0.0f, 0, FL_QUANT_NONE); }
+TEST(gradcheck_model_olmo2_dropout_recompute) { model_gradcheck(7, 0.3f, 1, FL_QUANT_NONE); }
+TEST(gradcheck_model_nf4_olmo2) { model_gradcheck(7, 0.0f, 0, FL_QUANT_NF4); }
 
 /* Dropout: the mask is a pure function of (stream, index), keeps ~1-p, scales by 1/(1-p). */
 TEST(dropout_mask_statistics) {

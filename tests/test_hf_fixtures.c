@@ -219,6 +219,16 @@ TEST(hf_qwen2_bias_tied_three_clipped_steps_recompute) { recompute = 1; check_th
 TEST(hf_llama3_rope_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("llama3_rope"); recompute = 0; }
 TEST(hf_qwen3_qk_norm_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_qk_norm"); recompute = 0; }
 TEST(hf_phi3_longrope_three_clipped_steps_recompute) { recompute = 1; check_three_steps("phi3_longrope"); recompute = 0; }
+/* Olmo2ForCausalLM: no pre-norms (attention and MLP read the residual stream), post_attention_layernorm
+ * and post_feedforward_layernorm before each residual add, q_norm/k_norm over the whole q (32) and k (16)
+ * rows (GQA: one norm per token, widths differ; random weights), LoRA on all seven, untied; also packed
+ * and with activation recompute */
+TEST(hf_olmo2_post_norms_logits) { check_logits("olmo2_post_norms"); }
+TEST(hf_olmo2_post_norms_loss_and_grads) { check_loss_and_grads("olmo2_post_norms"); }
+TEST(hf_olmo2_post_norms_packed_loss_and_grads) { check_packed_loss_and_grads("olmo2_post_norms"); }
+TEST(hf_olmo2_post_norms_three_clipped_steps) { check_three_steps("olmo2_post_norms"); }
+TEST(hf_olmo2_post_norms_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("olmo2_post_norms"); recompute = 0; }
+TEST(hf_olmo2_post_norms_three_clipped_steps_recompute) { recompute = 1; check_three_steps("olmo2_post_norms"); recompute = 0; }
 /* Gemma3ForCausalLM (gemma3_text): the (1 + w) norms (random offsets), sandwich norms, GeGLU-tanh,
  * embeddings times sqrt(C), query_pre_attn_scalar 20 != head_dim 12, q_norm/k_norm, one sliding layer
  * (window 5 over 12 positions, RoPE base 1e4) and one global (full causal, 1e6, linear factor 4): the

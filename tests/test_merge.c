@@ -173,6 +173,8 @@ TEST(merge_f32_logits_equal_base_plus_adapter) { merge_f32_case("llama_gqa", 200
 /* Gemma 3: the merge writes the projections and copies every other tensor (the four norms per layer,
  * q/k norms) as they are; nothing in it is Gemma-specific */
 TEST(merge_f32_gemma3_logits_equal_base_plus_adapter) { merge_f32_case("gemma3_sandwich", 96); }
+/* OLMo 2: no input_layernorm; the post norms and whole-row q/k norms copied as they are */
+TEST(merge_f32_olmo2_logits_equal_base_plus_adapter) { merge_f32_case("olmo2_post_norms", 96); }
 /* Gemma3ForConditionalGeneration: the language model's projections (language_model.model.layers.*)
  * merged, the vision tower and projector copied byte for byte (the untouched-tensor check below) */
 TEST(merge_f32_gemma3_vision_language_keeps_the_vision_tower) { merge_f32_case("gemma3_vlm", 90); }

@@ -22,7 +22,8 @@
 typedef struct {
     int qwen;            /* 1: q/k/v bias, tied embeddings, rsLoRA; 2: Qwen3's q_norm/k_norm, head_dim 12;
                             3: Gemma 3 (sandwich (1 + w) norms, GeGLU, embed and query scales, q/k norms,
-                            a sliding layer's RoPE), 4: Gemma 2 (no q/k norms, logit soft-cap) */
+                            a sliding layer's RoPE), 4: Gemma 2 (no q/k norms, logit soft-cap), 5: OLMo 2 (post norms
+                            only, whole-row q/k norms) */
     float dropout;
     unsigned targets;    /* 0: all */
     int fused;
@@ -50,7 +51,10 @@ static void compare_recompute(const fl_backend *be, const rc_case *c) {
                            .n_kv_heads = 2, .head_dim = c->qwen >= 2 ? 12 : 8, .max_position_embeddings = 64,
                            .rope_theta = 10000.0, .rms_norm_eps = 1e-5f, .tie_word_embeddings = c->qwen != 0,
                            .qkv_bias = c->qwen == 1, .qk_norm = c->qwen == 2 || c->qwen == 3};
-    if (c->qwen >= 3) {
+    if (c->qwen == 5) {   /* OLMo 2: no pre-norms, post norms, q/k norms over the whole rows, untied */
+        cfg.arch = FL_ARCH_OLMO2; cfg.tie_word_embeddings = 0; cfg.qkv_bias = 0;
+        cfg.qk_norm = cfg.qk_norm_full = cfg.sandwich_norms = cfg.no_pre_norms = 1;
+    } else if (c->qwen >= 3) {
         cfg.arch = c->qwen == 3 ? FL_ARCH_GEMMA3 : FL_ARCH_GEMMA2;
         cfg.norm_weight_offset = 1.0f;
         cfg.sandwich_norms = 1;
@@ -131,6 +135,7 @@ TEST(recompute_bitwise_qwen2_bias_tied_rslora_dropout) { both_backends(&(rc_case
 TEST(recompute_bitwise_qwen3_qk_norm_dropout) { both_backends(&(rc_case){.qwen = 2, .dropout = 0.3f, .fused = 1}); }
 TEST(recompute_bitwise_gemma3_dropout) { both_backends(&(rc_case){.qwen = 3, .dropout = 0.3f, .fused = 1}); }
 TEST(recompute_bitwise_gemma2_softcap_unfused) { both_backends(&(rc_case){.qwen = 4, .fused = 0}); }
+TEST(recompute_bitwise_olmo2_dropout) { both_backends(&(rc_case){.qwen = 5, .dropout = 0.3f, .fused = 1}); }
 TEST(recompute_bitwise_partial_targets_dropout_unfused) {
     both_backends(&(rc_case){.dropout = 0.25f, .targets = PARTIAL, .fused = 0});
 }

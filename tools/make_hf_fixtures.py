@@ -61,7 +61,7 @@ from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralF
                           Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
                           Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM,
-                          GraniteConfig, GraniteForCausalLM)
+                          GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -170,6 +170,24 @@ SPECS = [
             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
             tie_word_embeddings=True, attention_bias=False,
             use_sliding_window=False, sliding_window=None, max_window_layers=2,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),   # q, k: through q_norm, k_norm
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        # OLMo 2: no pre-norms, post-attention / post-feedforward norms before each residual add, q_norm and
+        # k_norm over the whole q (32) and k (16) rows (GQA: the widths differ), untied LM head
+        name="olmo2_post_norms",
+        arch="olmo2",
+        seed=202122,
+        config=dict(
+            vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2,   # head_dim = 32 / 4 = 8 (Olmo2Config has no head_dim)
+            max_position_embeddings=256, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+            tie_word_embeddings=False, attention_bias=False,
         ),
         B=2, T=12,
         lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),   # q, k: through q_norm, k_norm
@@ -357,7 +375,8 @@ def build_base(spec):
                           "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
                           "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration),
                           "smollm3": (SmolLM3Config, SmolLM3ForCausalLM),
-                          "granite": (GraniteConfig, GraniteForCausalLM)}[spec["arch"]]
+                          "granite": (GraniteConfig, GraniteForCausalLM),
+                          "olmo2": (Olmo2Config, Olmo2ForCausalLM)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
     if spec["arch"] == "gemma3":   # the text model's settings are inside text_config
         cfg = cfg_cls(**spec["config"])
@@ -431,7 +450,8 @@ def build_loaded_base(model_dir):
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
            "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
-           "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+           "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM,
+           "olmo2": Olmo2ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 

@@ -18,9 +18,11 @@
 #include "model/config.h"
 
 /* X(name, kind, element count) with L, LS, N, C, QD, KVD, FF, R, NH, NKV, W (= max(C, QD, FF)), QN
- * (1 with the q/k norms of Qwen3 and Gemma 3, cfg->qk_norm, else 0: their entries are then empty) and
- * SN (1 with Gemma's sandwich norms, cfg->sandwich_norms, else 0) and RM (1 with Granite's
- * residual_multiplier, fl_config_residual_scaled, else 0) in scope;
+ * (1 with the q/k norms of Qwen3, Gemma 3 and OLMo 2, cfg->qk_norm, else 0: their entries are then empty;
+ * OLMo 2's whole-row norms use 2N of rstd_qk's N·(NH + NKV)), SN (1 with the post norms of Gemma and
+ * OLMo 2, cfg->sandwich_norms, else 0) and RM (1 with Granite's residual_multiplier,
+ * fl_config_residual_scaled, else 0) in scope; without pre-norms (OLMo 2) x_attn and x_mlp hold copies
+ * of the residual stream and rstd_attn, rstd_mlp go unused;
  * LS = layers whose tensors are kept (L, or 1 with recompute).
  * kind: ACT (the backend's act type, backend.h), F32 or I32. The inputs of the fused q/k/v and
  * gate/up projections are stored K-concatenated, [x | x·Aᵀ] (engine/projection.c): the norm's output in

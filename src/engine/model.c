@@ -4,6 +4,7 @@
  *   x = rms(h);  q,k,v = lin(x);  [Qwen3, Gemma 3: q,k = rms_head(q), rms_head(k)];  rope(q,k);
  *   a = attn(q,k,v);  h' = h + o(a)                      [Gemma: h' = h + rms(o(a))]
  *   x' = rms(h'); h'' = h' + down(act(gate(x')) * up(x')) [Gemma: h'' = h' + rms(down(...))]
+ * OLMo 2 is Gemma's post norms without the pre-norms (x = h, x' = h') and with q/k norms over whole rows.
  * act = silu (SwiGLU) or gelu_tanh (Gemma's GeGLU); every rms multiplies by (cfg.norm_weight_offset + w);
  * Gemma scales the embeddings by sqrt(C) and the attention scores by query_pre_attn_scalar^-0.5, and
  * Gemma 3's sliding layers take their own RoPE frequencies (fl_model_rope_freq). Granite multiplies
@@ -140,6 +141,27 @@ static void norm_backward(fl_model *m, void *dinp, const void *dout, const void 
     m->be->rmsnorm_offset_backward(dinp, dout, inp, weight, c->norm_weight_offset, rstd, N, c->hidden_size, ld_dout);
 }
 
+void fl_model_pre_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out) {
+    const fl_backend *be = m->be;
+    size_t row = (size_t)m->cfg.hidden_size * be->act_size;
+    if (m->cfg.no_pre_norms) be->copy_2d(out, (size_t)ld_out * be->act_size, inp, row, row, N);   /* OLMo 2: x = h */
+    else fl_model_norm(m, out, rstd, inp, weight, N, ld_out);
+}
+
+/* Backward of fl_model_pre_norm: dinp (N, C) += the input gradient from dout (N, C; ld_dout). Without
+ * pre-norms that is dout itself, added through `scratch` (N, C), since add_inplace reads x contiguous. */
+static void pre_norm_backward(fl_model *m, void *dinp, const void *dout, const void *inp, const void *weight,
+                              const float *rstd, size_t N, int ld_dout, void *scratch) {
+    const fl_backend *be = m->be;
+    int C = m->cfg.hidden_size;
+    if (!m->cfg.no_pre_norms) {
+        norm_backward(m, dinp, dout, inp, weight, rstd, N, ld_dout);
+        return;
+    }
+    be->copy_2d(scratch, (size_t)C * be->act_size, dout, (size_t)ld_dout * be->act_size, (size_t)C * be->act_size, N);
+    be->add_inplace(dinp, scratch, N, C, C);
+}
+
 void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N) {
     if (m->cfg.act == FL_ACT_GELU_TANH) m->be->geglu_forward(out, gate_up, N, m->cfg.intermediate_size);
     else m->be->swiglu_forward(out, gate_up, N, m->cfg.intermediate_size);
@@ -186,6 +208,14 @@ void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *to
  * and k sit inside the q/k/v rows, so each is copied out (the copy is the norm's saved input), normed
  * into scratch and copied back in place; the backward likewise. */
 
+/* The norms' rows for q (part 0) or k (part 1): N·NH (N·NKV) rows of HS per head, or (OLMo 2,
+ * cfg->qk_norm_full) N rows of QD (KVD) — the same contiguous (N, QD) / (N, KVD) block either way. */
+static void qk_norm_rows(const fl_model_config *c, int part, size_t N, size_t *rows, int *width) {
+    int heads = part ? c->n_kv_heads : c->n_heads;
+    *rows = c->qk_norm_full ? N : N * (size_t)heads;
+    *width = c->qk_norm_full ? heads * c->head_dim : c->head_dim;
+}
+
 void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *k_raw, float *rstd, void *scratch,
                               size_t N) {
     const fl_backend *be = m->be;
@@ -193,14 +223,17 @@ void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *
     if (!c->qk_norm) return;
     const fl_layer_weights *w = &m->base.layers[l];
     size_t es = be->act_size, QD = (size_t)fl_config_q_dim(c), KVD = (size_t)fl_config_kv_dim(c);
-    size_t ld = (QD + 2 * KVD) * es;
+    size_t ld = (QD + 2 * KVD) * es, rows;
+    int width;
     be->copy_2d(q_raw, QD * es, qkv, ld, QD * es, N);
-    be->rmsnorm_offset_forward(scratch, rstd, q_raw, w->q_norm, c->norm_weight_offset, c->rms_norm_eps,
-                               N * (size_t)c->n_heads, c->head_dim, c->head_dim);
+    qk_norm_rows(c, 0, N, &rows, &width);
+    be->rmsnorm_offset_forward(scratch, rstd, q_raw, w->q_norm, c->norm_weight_offset, c->rms_norm_eps, rows, width,
+                               width);
     be->copy_2d(qkv, ld, scratch, QD * es, QD * es, N);
     be->copy_2d(k_raw, KVD * es, act_at(m, qkv, QD), ld, KVD * es, N);
+    qk_norm_rows(c, 1, N, &rows, &width);
     be->rmsnorm_offset_forward(scratch, rstd + N * (size_t)c->n_heads, k_raw, w->k_norm, c->norm_weight_offset,
-                               c->rms_norm_eps, N * (size_t)c->n_kv_heads, c->head_dim, c->head_dim);
+                               c->rms_norm_eps, rows, width, width);
     be->copy_2d(act_at(m, qkv, QD), ld, scratch, KVD * es, KVD * es, N);
 }
 
@@ -211,14 +244,16 @@ static void qk_norm_backward(fl_model *m, int l, void *dqkv, const layer_acts *v
     const fl_model_config *c = &m->cfg;
     const fl_layer_weights *w = &m->base.layers[l];
     size_t es = be->act_size, QD = (size_t)fl_config_q_dim(c), KVD = (size_t)fl_config_kv_dim(c);
-    size_t ld = (QD + 2 * KVD) * es, NH = (size_t)c->n_heads, NKV = (size_t)c->n_kv_heads;
+    size_t ld = (QD + 2 * KVD) * es, NH = (size_t)c->n_heads, rows;
     for (int part = 0; part < 2; part++) {   /* q, then k */
         size_t width = part ? KVD : QD, off = part ? QD : 0;
+        int norm_width;
+        qk_norm_rows(c, part, N, &rows, &norm_width);
         be->copy_2d(dout, width * es, act_at(m, dqkv, off), ld, width * es, N);
         be->zero(dinp, N * width * es);      /* rmsnorm_backward accumulates */
         be->rmsnorm_offset_backward(dinp, dout, part ? v->k_raw : v->q_raw, part ? w->k_norm : w->q_norm,
-                                    c->norm_weight_offset, part ? v->rstd_qk + N * NH : v->rstd_qk,
-                                    N * (part ? NKV : NH), c->head_dim, c->head_dim);
+                                    c->norm_weight_offset, part ? v->rstd_qk + N * NH : v->rstd_qk, rows, norm_width,
+                                    norm_width);
         be->copy_2d(act_at(m, dqkv, off), ld, dinp, width * es, width * es, N);
     }
 }
@@ -241,7 +276,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     group_view qkv = group_at(m, l, FL_GROUP_QKV, 1), o = group_at(m, l, FL_GROUP_O, 1);
     group_view gate_up = group_at(m, l, FL_GROUP_GATE_UP, 1), down = group_at(m, l, FL_GROUP_DOWN, 1);
 
-    fl_model_norm(m, v.x_attn, v.rstd_attn, v.h, w->attn_norm, N, ld_xa);
+    fl_model_pre_norm(m, v.x_attn, v.rstd_attn, v.h, w->attn_norm, N, ld_xa);   /* OLMo 2: a copy of h */
     group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
     fl_model_qk_norm_forward(m, l, v.qkv, v.q_raw, v.k_raw, v.rstd_qk, a->wide, N);   /* Qwen3; wide: scratch */
     fl_model_rope_forward(m, l, v.qkv, a->pos, N, m->rope_seq);   /* q and k; layer l's table for the batch (staging.c) */
@@ -260,7 +295,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
         group_forward(m, l, &o, v.h_mid, C, 1.0f, v.att, QD, v.xa_o, N);
     }
 
-    fl_model_norm(m, v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, N, ld_xm);
+    fl_model_pre_norm(m, v.x_mlp, v.rstd_mlp, v.h_mid, w->mlp_norm, N, ld_xm);
     group_forward(m, l, &gate_up, v.gate_up, 2 * FF, 0.0f, v.x_mlp, ld_xm, NULL, N);
     fl_model_glu_forward(m, a->wide, v.gate_up, N);
     if (c->sandwich_norms) {   /* h_next = h_mid + rms(down(glu)) */
@@ -378,7 +413,7 @@ void fl_model_backward(fl_model *m) {
         group_backward(m, l, &down, a->dwide, FF, 1, d_down, C, a->wide, FF, v.xa_down, N);
         glu_backward(m, a->dgate_up, a->dwide, v.gate_up, N);
         group_backward(m, l, &gate_up, a->dx, ld_xm, 1, a->dgate_up, 2 * FF, v.x_mlp, ld_xm, NULL, N);
-        norm_backward(m, a->dresidual, a->dx, v.h_mid, w->mlp_norm, v.rstd_mlp, N, ld_xm);
+        pre_norm_backward(m, a->dresidual, a->dx, v.h_mid, w->mlp_norm, v.rstd_mlp, N, ld_xm, a->dwide);
 
         /* attention: h_mid = h + o(attn(rope(q, k), v)), q/k/v = qkv(x_attn)   [Gemma: h + rms(o(...)); Granite: + rm·o] */
         const void *d_o = residual_branch_grad(m, a->dresidual, a->branch, N);
@@ -398,7 +433,7 @@ void fl_model_backward(fl_model *m) {
         if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */
         group_backward(m, l, &qkv, a->dx, ld_xa, l > 0, a->dqkv, QKV, v.x_attn, ld_xa, NULL, N);
-        if (l > 0) norm_backward(m, a->dresidual, a->dx, v.h, w->attn_norm, v.rstd_attn, N, ld_xa);
+        if (l > 0) pre_norm_backward(m, a->dresidual, a->dx, v.h, w->attn_norm, v.rstd_attn, N, ld_xa, a->dwide);
     }
     m->have_forward = 0;
 }

@@ -169,9 +169,10 @@ void fl_model_zero_grads(fl_model *m);
 void fl_model_project(fl_model *m, int l, fl_group g, void *out, int ld_out, float beta, void *x, int ld_x, void *xa,
                       size_t N, int use_lora);
 /* Qwen3's q_norm and k_norm of layer l, forward only (the decoder's; the training forward runs the
- * same): qkv (N, QD + 2·KVD) in place — each head of its q and k columns RMS-normed (rows of HS);
+ * same): qkv (N, QD + 2·KVD) in place — each head of its q and k columns RMS-normed (rows of HS), or
+ * with cfg.qk_norm_full (OLMo 2) each token's whole q and whole k row (rows of QD and KVD);
  * q_raw (N, QD) and k_raw (N, KVD) receive the unnormed q and k, rstd (N·NH + N·NKV) f32 the norms'
- * rstd, scratch (N, QD) is overwritten. Does nothing when !m->cfg.qk_norm. */
+ * rstd (OLMo 2: q's N at 0, k's N at N·NH), scratch (N, QD) is overwritten. Does nothing when !m->cfg.qk_norm. */
 void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *k_raw, float *rstd, void *scratch,
                               size_t N);
 /* The family's pieces around the layer walk, shared by the training forward and the decoder
@@ -179,6 +180,8 @@ void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *
  *   fl_model_rope_freq       layer l's RoPE frequencies (RD/2), in backend memory (declared below)
  *   fl_model_embed           out (N, C) = table[ids] · embed scale (Gemma: sqrt(C) rounded to the weight type)
  *   fl_model_norm            out (N, C; ld_out) = RMSNorm(inp (N, C)) with cfg.norm_weight_offset
+ *   fl_model_pre_norm        a layer's pre-norm (attention's or the MLP's) into out (N, C; ld_out): fl_model_norm,
+ *                            or without pre-norms (OLMo 2, cfg.no_pre_norms) inp itself copied (rstd untouched)
  *   fl_model_glu_forward     out (N, FF) = act(gate) · up of gate_up (N, 2FF), act = cfg.act
  *   fl_model_scale_q         the q columns of qkv (N, QD + 2·KVD) times HS^0.5 · query_pre_attn_scalar^-0.5,
  *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5
@@ -194,6 +197,7 @@ void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *to
                            const void *inp, const int32_t *targets, size_t N);
 void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N);
 void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
+void fl_model_pre_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
 void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N);
 void fl_model_scale_q(fl_model *m, void *qkv, size_t N);
 void fl_model_residual_add(fl_model *m, void *h, void *branch, size_t N);

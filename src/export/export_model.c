@@ -61,7 +61,7 @@ static void plan_norm(plan *p, const fl_model_config *cfg, const char *hf, const
     plan_add(p, hf, name, n, 0)->add = cfg->norm_weight_offset;
 }
 
-/* The tensors of a llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model in llama.cpp's names, in HF layout. */
+/* The tensors of a llama / qwen2 / qwen3 / phi3 / gemma2 / gemma3 / olmo2 model in llama.cpp's names, in HF layout. */
 static void plan_model(plan *p, const fl_model_config *cfg) {
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size;
     const char *pre = fl_config_tensor_prefix(cfg);
@@ -74,7 +74,8 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
     snprintf(hf, sizeof hf, "%sembed_tokens.weight", pre);
     plan_add(p, hf, "token_embd.weight", V, C);
     /* Gemma's sandwich: post_attention_layernorm follows attention, pre_feedforward_layernorm is the
-     * MLP's input norm; elsewhere post_attention_layernorm is the MLP's input norm */
+     * MLP's input norm; elsewhere post_attention_layernorm is the MLP's input norm; OLMo 2 has only the
+     * sandwich's post norms (the 2nd and 4th) */
     static const char *const norm_hf[4] = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                                            "post_feedforward_layernorm"};
     static const char *const norm_gguf[2][4] = {{"attn_norm", "ffn_norm", "", ""},
@@ -82,6 +83,7 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
     const int sandwich = cfg->sandwich_norms != 0, n_norms = sandwich ? 4 : 2;
     for (int l = 0; l < cfg->n_layers; l++) {
         for (int k = 0; k < n_norms; k++) {
+            if (cfg->no_pre_norms && k % 2 == 0) continue;   /* olmo2: no input_layernorm, no pre_feedforward_layernorm */
             snprintf(hf, sizeof hf, "%slayers.%d.%s.weight", pre, l, norm_hf[k]);
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, norm_gguf[sandwich][k]);
             plan_norm(p, cfg, hf, name, C);
@@ -103,10 +105,10 @@ static void plan_model(plan *p, const fl_model_config *cfg) {
                 plan_add(p, hf, name, oc, 0)->permute_heads = fl_gguf_permute_heads(cfg, (fl_proj)j);
             }
         }
-        for (int k = 0; k < 2 && cfg->qk_norm; k++) { /* qwen3, gemma3: the per-head norms of q and k */
+        for (int k = 0; k < 2 && cfg->qk_norm; k++) { /* qwen3, gemma3: the per-head norms of q and k; olmo2: whole rows */
             snprintf(hf, sizeof hf, "%slayers.%d.self_attn.%s_norm.weight", pre, l, k ? "k" : "q");
             snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
-            plan_norm(p, cfg, hf, name, cfg->head_dim);
+            plan_norm(p, cfg, hf, name, !cfg->qk_norm_full ? cfg->head_dim : k ? fl_config_kv_dim(cfg) : fl_config_q_dim(cfg));
         }
     }
     snprintf(hf, sizeof hf, "%snorm.weight", pre);

@@ -1,8 +1,8 @@
-/* gguf_hparams.c — llama.cpp's side of a llama / smollm3 / granite / qwen2 / qwen3 / phi3 / gemma2 / gemma3 model:
- * metadata keys, tensor names, the q/k row permutation, the llama3 rope_freqs factors, the
+/* gguf_hparams.c — llama.cpp's side of a llama / smollm3 / granite / qwen2 / qwen3 / phi3 / gemma2 / gemma3 /
+ * olmo2 model: metadata keys, tensor names, the q/k row permutation, the llama3 rope_freqs factors, the
  * per-tensor storage type and the configs llama.cpp's graphs cannot run, following
  * convert_hf_to_gguf.py (TextModel/LlamaModel/GraniteModel/Qwen2Model/Qwen3Model/Phi3MiniModel/Gemma2Model/
- * Gemma3Model), gguf-py's constants and llama.cpp's hparams loaders. */
+ * Gemma3Model/Olmo2Model), gguf-py's constants and llama.cpp's hparams loaders. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,7 @@ const char *fl_gguf_arch_name(const fl_model_config *cfg) {
     fl_arch arch = cfg->arch;
     if (arch == FL_ARCH_LLAMA && cfg->nope_every > 0) return "smollm3";   /* llama's layers, NoPE every 4th */
     if (arch == FL_ARCH_LLAMA && fl_config_granite(cfg)) return "granite"; /* llama's layers, four scalars */
+    if (arch == FL_ARCH_OLMO2) return "olmo2";
     return arch == FL_ARCH_GEMMA3 ? "gemma3" : arch == FL_ARCH_GEMMA2 ? "gemma2" : arch == FL_ARCH_PHI3 ? "phi3"
            : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
 }
@@ -66,6 +67,10 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     /* llama.cpp's qwen2 graph builds q and o as (C, C): it has no separate head size */
     if (cfg->arch == FL_ARCH_QWEN2 && fl_config_q_dim(cfg) != cfg->hidden_size)
         return fl_input_error("%s: qwen2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",
+                              path, fl_config_q_dim(cfg), cfg->hidden_size);
+    /* llama.cpp's olmo2 loader sizes the heads as embedding / heads (and q_norm as the embedding) */
+    if (cfg->arch == FL_ARCH_OLMO2 && fl_config_q_dim(cfg) != cfg->hidden_size)
+        return fl_input_error("%s: olmo2 with num_attention_heads x head_dim (%d) != hidden_size (%d) has no llama.cpp counterpart",
                               path, fl_config_q_dim(cfg), cfg->hidden_size);
     if (cfg->arch != FL_ARCH_LLAMA && cfg->rope_llama3)   /* qwen3's graph has its own head size (key_length) */
         return fl_input_error("%s: rope_scaling llama3 on a %s model has no llama.cpp counterpart", path,
@@ -170,7 +175,7 @@ void fl_gguf_permute_rows(float *dst, const float *src, int n_head, int64_t rows
 }
 
 int fl_gguf_permute_heads(const fl_model_config *cfg, fl_proj p) {
-    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3, gemma2, gemma3 run NEOX-style RoPE on HF's layout */
+    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3, gemma2, gemma3, olmo2 run NEOX-style RoPE on HF's layout */
     return p == FL_PROJ_Q ? cfg->n_heads : p == FL_PROJ_K ? cfg->n_kv_heads : 0;
 }
 

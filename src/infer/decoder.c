@@ -81,7 +81,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
     for (int l = 0; l < c->n_layers; l++) {
         const fl_layer_weights *w = &m->base.layers[l];
         void *kc = at(d, d->k_cache, (size_t)l * d->capacity * KVD), *vc = at(d, d->v_cache, (size_t)l * d->capacity * KVD);
-        fl_model_norm(m, d->x, d->rstd, d->h, w->attn_norm, (size_t)Tn, ld_x);
+        fl_model_pre_norm(m, d->x, d->rstd, d->h, w->attn_norm, (size_t)Tn, ld_x);   /* OLMo 2: x = h */
         fl_model_project(m, l, FL_GROUP_QKV, d->qkv, QKV, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
         if (c->qk_norm) /* Qwen3: att (Tn, QD) is free until the attention: the norms' scratch */
             fl_model_qk_norm_forward(m, l, d->qkv, d->qk_raw, at(d, d->qk_raw, (size_t)Tn * QD), d->qk_rstd, d->att,
@@ -104,7 +104,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
         } else {
             fl_model_project(m, l, FL_GROUP_O, d->h, C, 1.0f, d->att, QD, d->xa, (size_t)Tn, d->use_lora);
         }
-        fl_model_norm(m, d->x, d->rstd, d->h, w->mlp_norm, (size_t)Tn, ld_x);
+        fl_model_pre_norm(m, d->x, d->rstd, d->h, w->mlp_norm, (size_t)Tn, ld_x);
         fl_model_project(m, l, FL_GROUP_GATE_UP, d->gate_up, 2 * FF, 0.0f, d->x, ld_x, NULL, (size_t)Tn, d->use_lora);
         fl_model_glu_forward(m, d->wide, d->gate_up, (size_t)Tn);
         if (c->sandwich_norms) { /* Gemma: h += rms(down(glu)) */

@@ -270,6 +270,11 @@ static void gemma_layout(fl_model_config *cfg) {
     cfg->embed_scale = sqrt((double)cfg->hidden_size);
 }
 
+/* OLMo 2's layout (config.h): q/k norms over the whole q and k rows, no pre-norms, post norms only. */
+static void olmo2_layout(fl_model_config *cfg) {
+    cfg->qk_norm = cfg->qk_norm_full = cfg->sandwich_norms = cfg->no_pre_norms = 1;
+}
+
 static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
     int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
     gemma_layout(cfg);
@@ -423,6 +428,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "gemma2") ? "Gemma2ForCausalLM"
                : !strcmp(mt, "smollm3") ? "SmolLM3ForCausalLM"
                : !strcmp(mt, "granite") ? "GraniteForCausalLM"
+               : !strcmp(mt, "olmo2") ? "Olmo2ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
@@ -435,11 +441,14 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
     else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM)", path, arch);
+    else if (!strcmp(arch, "Olmo2ForCausalLM")) cfg->arch = FL_ARCH_OLMO2;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
     cfg->fused_modules = cfg->arch == FL_ARCH_PHI3;
+    int olmo2 = cfg->arch == FL_ARCH_OLMO2;
+    if (olmo2) olmo2_layout(cfg);
     /* Mistral: null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096). Phi-3: transformers' Phi3
      * masks every layer with config.sliding_window as it stands (2047 is a window of 2047; 3.5-mini:
      * 262144) */
@@ -464,7 +473,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (granite) FL_TRY(parse_granite(path, root, cfg));
     /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
     /* Gemma2Config's and Gemma3TextConfig's: 256 */
-    FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->qk_norm ? 128 : cfg->hidden_size / cfg->n_heads,
+    FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->arch == FL_ARCH_QWEN3 ? 128 : cfg->hidden_size / cfg->n_heads,
                    &cfg->head_dim));
     if (cfg->head_dim <= 0 || cfg->head_dim % 2 || cfg->head_dim > FL_MAX_HEAD_DIM)
         return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number <= %d", path, cfg->head_dim,
@@ -486,13 +495,13 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,
                               cfg->max_position_embeddings);
     double eps = 0;
-    FL_TRY(get_number(path, root, "rms_norm_eps", 0, cfg->fused_modules ? 1e-5 : 1e-6, &eps));
+    FL_TRY(get_number(path, root, "rms_norm_eps", 0, cfg->fused_modules || olmo2 ? 1e-5 : 1e-6, &eps));
     cfg->rms_norm_eps = (float)eps;
     /* RMSNorm divides by sqrt(mean(x^2) + eps): eps <= 0 (or one that is 0 or Inf in f32) gives Inf/NaN */
     if (!(cfg->rms_norm_eps > 0) || isinf(cfg->rms_norm_eps))
         return fl_input_error("%s: field 'rms_norm_eps' must be a positive number representable in f32, got %g", path, eps);
-    /* Phi3Config's tie_word_embeddings defaults to false */
-    FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules, &cfg->tie_word_embeddings));
+    /* Phi3Config's and Olmo2Config's tie_word_embeddings default to false */
+    FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules && !olmo2, &cfg->tie_word_embeddings));
     if (cfg->fused_modules)   /* Phi3Config's pretraining length (4096 by default), longrope or not */
         FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &cfg->rope_original_max_position));
     if (gemma) FL_TRY(parse_gemma(path, root, cfg));
@@ -500,9 +509,9 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
 
     int flag;
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
-    if (flag)   /* Qwen3's attention_bias also puts a bias on o_proj, which no architecture here has */
+    if (flag)   /* Qwen3's and OLMo 2's attention_bias also put a bias on o_proj, which no architecture here has */
         return fl_input_error("%s: field 'attention_bias' is true; only bias-free %s attention is supported", path,
-                              cfg->arch == FL_ARCH_QWEN3 ? "Qwen3" : gemma ? "Gemma" : granite ? "Granite" : "Llama");
+                              cfg->arch == FL_ARCH_QWEN3 || olmo2 ? fl_arch_name(cfg->arch) : gemma ? "Gemma" : granite ? "Granite" : "Llama");
     FL_TRY(get_bool(path, root, "mlp_bias", 0, &flag));
     if (flag) return fl_input_error("%s: field 'mlp_bias' is true; only bias-free MLPs are supported", path);
     json_t *act = json_object_get(root, "hidden_act");
@@ -666,6 +675,11 @@ static const preset presets[] = {
      0, 0, 0, NULL, NULL, 0, 0, 0, granite_2b},
     {"granite-3.3-8b", "ibm-granite/granite-3.3-8b-base", FL_ARCH_LLAMA, 49159, 4096, 12800, 40, 32,  8, 128, 131072, 1e7, 1e-5f, 1, 0, 0, 0,
      0, 0, 0, NULL, NULL, 0, 0, 0, granite_8b},
+    /* allenai/OLMo-2-0425-1B and OLMo-2-1124-7B: dimensions, rope_theta 5e5, rms_norm_eps 1e-6, untied as their
+     * model cards give them (totals 1.48B / 7.30B); head_dim = C / NH; max_position_embeddings 4096, bos null,
+     * eos 100257 recalled, not checked against the config.json files */
+    {"olmo-2-1b",      "allenai/OLMo-2-0425-1B", FL_ARCH_OLMO2, 100352, 2048,  8192, 16, 16, 16, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"olmo-2-7b",      "allenai/OLMo-2-1124-7B", FL_ARCH_OLMO2, 100352, 4096, 11008, 32, 32, 32, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
 };
 
 /* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
@@ -697,7 +711,7 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 }
 
 const char *fl_arch_name(fl_arch arch) {
-    static const char *const names[] = {"Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2", "Gemma3"};
+    static const char *const names[] = {"Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2", "Gemma3", "OLMo2"};
     return (unsigned)arch < sizeof names / sizeof names[0] ? names[arch] : "?";
 }
 
@@ -705,7 +719,7 @@ const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
            "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
-           "granite-3.3-8b";
+           "granite-3.3-8b, olmo-2-1b, olmo-2-7b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -750,6 +764,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
             cfg->rope_original_max_position = 8192;
         }
         if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
+        if (p->arch == FL_ARCH_OLMO2) olmo2_layout(cfg);
         cfg->rope_linear_factor = p->linear_factor;
         cfg->multimodal = p->multimodal;
         cfg->nope_every = p->nope_every;
@@ -772,9 +787,9 @@ int64_t fl_config_matmul_params(const fl_model_config *c) {
 
 int64_t fl_config_total_params(const fl_model_config *c) {
     int64_t C = c->hidden_size, QD = fl_config_q_dim(c), KVD = fl_config_kv_dim(c);
-    int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * (int64_t)c->intermediate_size + 2 * C;
+    int64_t per_layer = C * QD + 2 * C * KVD + QD * C + 3 * C * (int64_t)c->intermediate_size + (c->no_pre_norms ? 0 : 2 * C);
     if (c->qkv_bias) per_layer += QD + 2 * KVD;
-    if (c->qk_norm) per_layer += 2 * (int64_t)c->head_dim;
+    if (c->qk_norm) per_layer += c->qk_norm_full ? QD + KVD : 2 * (int64_t)c->head_dim;   /* OLMo 2: whole rows */
     if (c->sandwich_norms) per_layer += 2 * C;   /* Gemma's post-attention and post-feedforward norms */
     int64_t embed = (int64_t)c->vocab_size * C * (c->tie_word_embeddings ? 1 : 2);
     return c->n_layers * per_layer + embed + C;

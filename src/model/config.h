@@ -12,7 +12,8 @@
 
 #include "common/dtype.h"
 
-typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_PHI3, FL_ARCH_GEMMA2, FL_ARCH_GEMMA3 } fl_arch;
+typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_PHI3, FL_ARCH_GEMMA2, FL_ARCH_GEMMA3,
+               FL_ARCH_OLMO2 } fl_arch;
 /* The MLP's gate activation: SwiGLU silu(gate)·up, or GeGLU gelu_tanh(gate)·up (Gemma's gelu_pytorch_tanh). */
 typedef enum { FL_ACT_SILU = 0, FL_ACT_GELU_TANH } fl_act;
 
@@ -47,6 +48,10 @@ typedef struct {
     int qkv_bias;            /* Qwen2: q/k/v projections carry a bias */
     int qk_norm;             /* Qwen3: RMSNorm over each head (HS) of q and of k (weights q_norm, k_norm;
                                 eps rms_norm_eps) between the projection and RoPE */
+    int qk_norm_full;        /* OLMo 2: q_norm and k_norm each over the whole projection row (QD and KVD values,
+                                weights of QD and KVD), one norm per token, not per head */
+    int no_pre_norms;        /* OLMo 2: no input_layernorm and no pre-MLP norm — attention and MLP read the
+                                residual stream itself; only the sandwich's post norms (sandwich_norms) remain */
     int fused_modules;       /* Phi-3: q/k/v are one checkpoint module (self_attn.qkv_proj), gate/up one
                                 (mlp.gate_up_proj), and a LoRA adapts each as one (model/projections.h) */
     fl_dtype dtype;          /* declared dtype (informational; tensors carry their own) */
@@ -136,8 +141,11 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * defaults 1.0; biases refused), Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
  * their sliding layers (layer_types, else Gemma 3's sliding_window_pattern, default 6, and Gemma 2's
  * alternation, sliding first) through the same rule; attn_logit_softcapping absent is Gemma 2's 50.0
- * (Gemma 3's none), null is none. Longrope (Phi-3's rope_scaling) and a local RoPE base (Gemma 3) never meet: only
- * parse_rope reads longrope and only parse_gemma sets rope_local_theta, one or the other per family. */
+ * (Gemma 3's none), null is none. Olmo2ForCausalLM (olmo2): Llama's projections with q_norm/k_norm over
+ * the whole q and k rows (qk_norm_full) and only post norms (sandwich_norms, no_pre_norms), untied and
+ * rms_norm_eps 1e-5 by default as in Olmo2Config (Olmo3ForCausalLM is refused). Longrope (Phi-3's
+ * rope_scaling) and a local RoPE base (Gemma 3) never meet: only parse_rope reads longrope and only
+ * parse_gemma sets rope_local_theta, one or the other per family. */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names
@@ -146,7 +154,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name);
 /* A comma-separated list of preset names (static storage). */
 const char *fl_config_preset_names(void);
 /* The family's name as bench and messages print it ("Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2",
- * "Gemma3"; Mistral runs as Llama with its window). */
+ * "Gemma3", "OLMo2"; Mistral runs as Llama with its window). */
 const char *fl_arch_name(fl_arch arch);
 /* The Hugging Face id of a preset's weights ("smollm2-135m" -> "HuggingFaceTB/SmolLM2-135M"), or NULL. */
 const char *fl_config_preset_hf_name(const char *name);

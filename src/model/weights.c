@@ -32,11 +32,14 @@ int fl_quant_parse(const char *s, fl_quant *out) {
     return 0;
 }
 
-typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD, DIM_HS, DIM_FF2 } dim_kind;
+/* DIM_QN, DIM_KN: the widths of q_norm and k_norm — HS (Qwen3, Gemma 3: per head), QD and KVD (OLMo 2: whole rows) */
+typedef enum { DIM_ZERO, DIM_ONE, DIM_C, DIM_QD, DIM_KVD, DIM_FF, DIM_QD_KVD, DIM_HS, DIM_FF2, DIM_QN, DIM_KN } dim_kind;
 /* Which configs hold a tensor: every one, those with q/k/v biases (Qwen2), those with q/k norms (Qwen3,
  * Gemma 3), those storing q/k/v and gate/up as separate tensors (all but Phi-3) or as fused ones (Phi-3),
- * those with two norms per layer (Llama's) or four (Gemma's sandwich, cfg->sandwich_norms). */
-typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM, FOR_SPLIT, FOR_FUSED, FOR_TWO_NORMS, FOR_SANDWICH } present_kind;
+ * those with two norms per layer (Llama's) or four (Gemma's sandwich, cfg->sandwich_norms), those with pre-norms
+ * (all but OLMo 2, cfg->no_pre_norms) and Gemma's pre-MLP norm (a sandwich with pre-norms). */
+typedef enum { FOR_ALL = 0, FOR_QKV_BIAS, FOR_QK_NORM, FOR_SPLIT, FOR_FUSED, FOR_TWO_NORMS, FOR_SANDWICH, FOR_PRE_NORMS,
+               FOR_SANDWICH_PRE } present_kind;
 typedef enum { INIT_LINEAR, INIT_NORM, INIT_BIAS } init_kind;
 
 /* Where a layer's tensors are stored: one entry per field of fl_layer_weights, in storage order.
@@ -50,14 +53,14 @@ typedef struct {
 
 #define LS(field, r, c, present, fused) {offsetof(fl_layer_weights, field), r, c, present, fused}
 static const layer_storage layer_storage_table[] = {
-    LS(attn_norm, DIM_C, DIM_ONE, 0, 0),
+    LS(attn_norm, DIM_C, DIM_ONE, FOR_PRE_NORMS, 0),
     LS(qkv, DIM_QD_KVD, DIM_C, 0, 1),
     LS(qkv_bias, DIM_QD_KVD, DIM_ONE, FOR_QKV_BIAS, 0),
-    LS(q_norm, DIM_HS, DIM_ONE, FOR_QK_NORM, 0),
-    LS(k_norm, DIM_HS, DIM_ONE, FOR_QK_NORM, 0),
+    LS(q_norm, DIM_QN, DIM_ONE, FOR_QK_NORM, 0),
+    LS(k_norm, DIM_KN, DIM_ONE, FOR_QK_NORM, 0),
     LS(o, DIM_C, DIM_QD, 0, 0),
     LS(post_attn_norm, DIM_C, DIM_ONE, FOR_SANDWICH, 0),
-    LS(mlp_norm, DIM_C, DIM_ONE, 0, 0),
+    LS(mlp_norm, DIM_C, DIM_ONE, FOR_PRE_NORMS, 0),
     LS(post_mlp_norm, DIM_C, DIM_ONE, FOR_SANDWICH, 0),
     LS(gate_up, DIM_FF, DIM_C, 0, 2), /* rows: 2·FF (doubled below) */
     LS(down, DIM_C, DIM_FF, 0, 0),
@@ -77,7 +80,7 @@ typedef struct {
 
 #define LT(name, field, r, c, r0, r0b, present, init) {name, offsetof(fl_layer_weights, field), r, c, r0, r0b, present, init}
 static const layer_tensor layer_tensor_table[] = {
-    LT("input_layernorm.weight", attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, 0, INIT_NORM),
+    LT("input_layernorm.weight", attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_PRE_NORMS, INIT_NORM),
     LT("self_attn.q_proj.weight", qkv, DIM_QD, DIM_C, DIM_ZERO, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
     LT("self_attn.q_proj.bias", qkv_bias, DIM_QD, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QKV_BIAS, INIT_BIAS),
     LT("self_attn.k_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
@@ -85,12 +88,12 @@ static const layer_tensor layer_tensor_table[] = {
     LT("self_attn.v_proj.weight", qkv, DIM_KVD, DIM_C, DIM_QD, DIM_KVD, FOR_SPLIT, INIT_LINEAR),
     LT("self_attn.v_proj.bias", qkv_bias, DIM_KVD, DIM_ONE, DIM_QD, DIM_KVD, FOR_QKV_BIAS, INIT_BIAS),
     LT("self_attn.qkv_proj.weight", qkv, DIM_QD_KVD, DIM_C, DIM_ZERO, DIM_ZERO, FOR_FUSED, INIT_LINEAR),
-    LT("self_attn.q_norm.weight", q_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
-    LT("self_attn.k_norm.weight", k_norm, DIM_HS, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
+    LT("self_attn.q_norm.weight", q_norm, DIM_QN, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
+    LT("self_attn.k_norm.weight", k_norm, DIM_KN, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_QK_NORM, INIT_NORM),
     LT("self_attn.o_proj.weight", o, DIM_C, DIM_QD, DIM_ZERO, DIM_ZERO, 0, INIT_LINEAR),
     LT("post_attention_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_TWO_NORMS, INIT_NORM),
     LT("post_attention_layernorm.weight", post_attn_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH, INIT_NORM),
-    LT("pre_feedforward_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH, INIT_NORM),
+    LT("pre_feedforward_layernorm.weight", mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH_PRE, INIT_NORM),
     LT("post_feedforward_layernorm.weight", post_mlp_norm, DIM_C, DIM_ONE, DIM_ZERO, DIM_ZERO, FOR_SANDWICH, INIT_NORM),
     LT("mlp.gate_proj.weight", gate_up, DIM_FF, DIM_C, DIM_ZERO, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
     LT("mlp.up_proj.weight", gate_up, DIM_FF, DIM_C, DIM_FF, DIM_ZERO, FOR_SPLIT, INIT_LINEAR),
@@ -109,6 +112,8 @@ static int64_t dim_value(const fl_model_config *c, dim_kind d) {
     case DIM_QD_KVD: return fl_config_q_dim(c) + 2 * (int64_t)fl_config_kv_dim(c);
     case DIM_HS: return c->head_dim;
     case DIM_FF2: return 2 * (int64_t)c->intermediate_size;
+    case DIM_QN: return c->qk_norm_full ? fl_config_q_dim(c) : c->head_dim;
+    case DIM_KN: return c->qk_norm_full ? fl_config_kv_dim(c) : c->head_dim;
     default: return 1;
     }
 }
@@ -116,7 +121,8 @@ static int64_t dim_value(const fl_model_config *c, dim_kind d) {
 static int is_present(const fl_model_config *c, present_kind p) {
     return p == FOR_ALL || (p == FOR_QKV_BIAS && c->qkv_bias) || (p == FOR_QK_NORM && c->qk_norm) ||
            (p == FOR_SPLIT && !c->fused_modules) || (p == FOR_FUSED && c->fused_modules) ||
-           (p == FOR_TWO_NORMS && !c->sandwich_norms) || (p == FOR_SANDWICH && c->sandwich_norms);
+           (p == FOR_TWO_NORMS && !c->sandwich_norms) || (p == FOR_SANDWICH && c->sandwich_norms) ||
+           (p == FOR_PRE_NORMS && !c->no_pre_norms) || (p == FOR_SANDWICH_PRE && c->sandwich_norms && !c->no_pre_norms);
 }
 
 /* One entry of the full tensor list: name, shape, destination. */

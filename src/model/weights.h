@@ -31,12 +31,14 @@ typedef enum { FL_QUANT_NONE = 0, FL_QUANT_NF4 } fl_quant;
 int fl_quant_parse(const char *s, fl_quant *out);
 
 typedef struct {
-    void *attn_norm;   /* (C) */
+    void *attn_norm;   /* (C); NULL without pre-norms (OLMo 2, cfg.no_pre_norms) */
     void *qkv;         /* (QD + 2·KVD, ld_qkv): rows q | k | v, columns [0, C) */
     void *qkv_bias;    /* (QD + 2·KVD) — only when cfg.qkv_bias, else NULL */
-    void *q_norm, *k_norm;  /* (HS) each — only when cfg.qk_norm (Qwen3), else NULL */
+    void *q_norm, *k_norm;  /* (HS) each — only when cfg.qk_norm (Qwen3), else NULL; (QD), (KVD) with
+                               cfg.qk_norm_full (OLMo 2) */
     void *o;           /* (C, QD) */
-    void *mlp_norm;    /* (C) the MLP's pre-norm: Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm */
+    void *mlp_norm;    /* (C) the MLP's pre-norm: Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm;
+                          NULL in OLMo 2 */
     void *post_attn_norm, *post_mlp_norm; /* (C) each — Gemma's post_attention_layernorm and
                                   post_feedforward_layernorm (cfg.sandwich_norms), else NULL */
     void *gate_up;     /* (2·FF, ld_gate_up): rows gate | up, columns [0, C) */

@@ -188,6 +188,10 @@ fl_plan_step fl_plan_step_time(const fl_model_config *cfg, const fl_lora_config 
         fwd += 8 * C;
         bwd += 8 * C;
     }
+    if (cfg->no_pre_norms) { /* OLMo 2: each pre-norm a copy (2C, as the norm it replaces); its backward a
+                                copy (2C) + add (3C) instead of the norm backward (4C) */
+        bwd += 2 * C;
+    }
     if (fl_model_q_scale(cfg) != 1.0f) { /* query_pre_attn_scalar != HS (Granite: attention_multiplier): q, dq scaled (2QD each) */
         fwd += 2 * QD;
         bwd += 2 * QD;
