@@ -71,7 +71,8 @@ static int parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
             FL_TRY(get_number(path, scaling, "partial_rotary_factor", 0, partial, &partial));
     }
     if (!(cfg->rope_theta > 0)) return fl_input_error("%s: field 'rope_theta' must be positive", path);
-    int rd = (int)(cfg->head_dim * partial);   /* transformers: int(head_dim * partial_rotary_factor) */
+    /* transformers: int(head_dim * partial_rotary_factor); converted only once it is in range */
+    int rd = partial > 0 && partial <= 1 ? (int)(cfg->head_dim * partial) : 0;
     if (!(partial > 0 && partial <= 1) || rd < 2 || rd % 2)
         return fl_input_error("%s: field 'partial_rotary_factor' (%g) must be in (0, 1] and give an even rotary "
                               "dimension >= 2 of head_dim %d", path, partial, cfg->head_dim);
