@@ -119,6 +119,8 @@ TEST(phi3_bad_config_one_line_each) {
         {"\"short_factor\": [", "\"short_factor\": [0.5, ", "field 'rope_parameters.short_factor' must be a list of 3 numbers"},
         {"\"long_factor\": [", "\"long_factor\": [0, 1, 2], \"x\": [", "field 'rope_parameters.long_factor[0]' must be a positive number"},
         {"\"partial_rotary_factor\": 0.75", "\"partial_rotary_factor\": 0.625", "field 'partial_rotary_factor' (0.625)"},
+        /* far past int's range once multiplied by head_dim: refused, not converted (a fuzz finding) */
+        {"\"partial_rotary_factor\": 0.75", "\"partial_rotary_factor\": 8.9e27", "field 'partial_rotary_factor' (8.9e+27)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *dir = phi3_copy(cases[i][0], cases[i][1]);
