@@ -1,0 +1,154 @@
+/* config_rope.c — the RoPE fields of config.json: rope_theta, partial_rotary_factor and the scaling
+ * (rope_scaling in transformers 4.x, rope_parameters in 5.x: default, linear, llama3, longrope, yarn),
+ * and Gemma 3's two RoPEs keyed by layer type. Not the frequencies themselves (engine/model_init.c
+ * builds inv_freq from what is parsed here) and not the rest of the config (model/config.c). */
+#include "model/config_rope.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "model/config_read.h"
+
+/* A longrope factor list (short_factor, long_factor): rotary_dim/2 positive numbers. */
+static int get_factors(const char *path, json_t *scaling, const char *field, const char *key, int n, float *out) {
+    json_t *v = json_object_get(scaling, key);
+    if (!json_is_array(v) || (int)json_array_size(v) != n)
+        return fl_input_error("%s: field '%s.%s' must be a list of %d numbers (rotary_dim / 2)", path, field, key, n);
+    for (int i = 0; i < n; i++) {
+        json_t *x = json_array_get(v, (size_t)i);
+        if (!json_is_number(x) || !(json_number_value(x) > 0) || isinf(json_number_value(x)))
+            return fl_input_error("%s: field '%s.%s[%d]' must be a positive number", path, field, key, i);
+        out[i] = (float)json_number_value(x);
+    }
+    return 0;
+}
+
+/* Phi-3's longrope (transformers' _compute_longrope_parameters): short/long factor lists, the
+ * pretraining length original_max_position_embeddings (in the scaling object, else top level, else
+ * Phi3Config's 4096), attention_factor given or sqrt(1 + ln(factor) / ln(original)) with factor given or
+ * max_position_embeddings / original (1 when factor <= 1). */
+static int parse_longrope(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg) {
+    int half = fl_config_rotary_dim(cfg) / 2;
+    cfg->rope_longrope = 1;
+    FL_TRY(get_factors(path, scaling, field, "short_factor", half, cfg->rope_short_factor));
+    FL_TRY(get_factors(path, scaling, field, "long_factor", half, cfg->rope_long_factor));
+    int orig_top = 0;
+    FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &orig_top));
+    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 0, orig_top, &cfg->rope_original_max_position));
+    if (cfg->rope_original_max_position <= 0)
+        return fl_input_error("%s: field 'original_max_position_embeddings' must be a positive integer", path);
+    double factor = 0, attn = 0;
+    FL_TRY(get_number(path, scaling, "factor", 0,
+                      (double)cfg->max_position_embeddings / cfg->rope_original_max_position, &factor));
+    FL_TRY(get_number(path, scaling, "attention_factor", 0, 0, &attn));
+    if (!(factor > 0)) return fl_input_error("%s: field '%s.factor' must be positive", path, field);
+    if (attn == 0) attn = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)cfg->rope_original_max_position));
+    if (!(attn > 0) || isinf(attn)) return fl_input_error("%s: field '%s.attention_factor' must be positive", path, field);
+    cfg->rope_factor = factor;
+    cfg->rope_attention_factor = attn;
+    return 0;
+}
+
+/* RoPE: `rope_theta` + `rope_scaling` (transformers 4.x) or `rope_parameters` (5.x); the rotated
+ * share of a head, partial_rotary_factor, at the top level (4.x) or in rope_parameters (5.x). */
+int fl_config_parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *params = json_object_get(root, "rope_parameters");
+    json_t *scaling = json_object_get(root, "rope_scaling");
+    const char *field = "rope_scaling";
+    double partial = 1.0;
+    FL_TRY(get_number(path, root, "partial_rotary_factor", 0, 1.0, &partial));
+    if (params && !json_is_null(params)) {
+        if (!json_is_object(params)) return fl_input_error("%s: field 'rope_parameters' must be an object", path);
+        FL_TRY(get_number(path, params, "rope_theta", 0, 10000.0, &cfg->rope_theta));
+        FL_TRY(get_number(path, params, "partial_rotary_factor", 0, partial, &partial));
+        scaling = params;
+        field = "rope_parameters";
+    } else {
+        FL_TRY(get_number(path, root, "rope_theta", 0, 10000.0, &cfg->rope_theta));
+        if (json_is_object(scaling))   /* 5.x reads the 4.x rope_scaling object as its rope_parameters */
+            FL_TRY(get_number(path, scaling, "partial_rotary_factor", 0, partial, &partial));
+    }
+    if (!(cfg->rope_theta > 0)) return fl_input_error("%s: field 'rope_theta' must be positive", path);
+    /* transformers: int(head_dim * partial_rotary_factor); converted only once it is in range */
+    int rd = partial > 0 && partial <= 1 ? (int)(cfg->head_dim * partial) : 0;
+    if (!(partial > 0 && partial <= 1) || rd < 2 || rd % 2)
+        return fl_input_error("%s: field 'partial_rotary_factor' (%g) must be in (0, 1] and give an even rotary "
+                              "dimension >= 2 of head_dim %d", path, partial, cfg->head_dim);
+    cfg->rotary_dim = rd;
+    if (!scaling || json_is_null(scaling)) return 0;
+    if (!json_is_object(scaling)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
+    json_t *type = json_object_get(scaling, "rope_type");
+    if (!type) type = json_object_get(scaling, "type");
+    const char *kind = json_is_string(type) ? json_string_value(type) : "default";
+    if (!strcmp(kind, "default")) return 0;
+    /* Phi3Config reads the older names "su" and "yarn" as longrope */
+    if (!strcmp(kind, "longrope") || (cfg->arch == FL_ARCH_PHI3 && (!strcmp(kind, "su") || !strcmp(kind, "yarn"))))
+        return parse_longrope(path, root, scaling, field, cfg);
+    if (strcmp(kind, "llama3") != 0)
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, llama3, longrope", path, field, kind);
+    cfg->rope_llama3 = 1;
+    FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_factor));
+    FL_TRY(get_number(path, scaling, "low_freq_factor", 1, 0, &cfg->rope_low_freq_factor));
+    FL_TRY(get_number(path, scaling, "high_freq_factor", 1, 0, &cfg->rope_high_freq_factor));
+    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 1, 0, &cfg->rope_original_max_position));
+    if (!(cfg->rope_factor > 0) || !(cfg->rope_high_freq_factor > cfg->rope_low_freq_factor) ||
+        !(cfg->rope_low_freq_factor > 0) || cfg->rope_original_max_position <= 0)
+        return fl_input_error("%s: field '%s': llama3 needs factor > 0, high_freq_factor > low_freq_factor > 0, "
+                              "original_max_position_embeddings > 0", path, field);
+    return 0;
+}
+
+/* One Gemma 3 RoPE entry ("default" or "linear"): its theta (default `theta0`) and linear factor. */
+static int gemma_rope_entry(const char *path, json_t *e, const char *field, double theta0, int allow_linear,
+                            double *theta, double *factor) {
+    *theta = theta0;
+    *factor = 0;
+    if (!e || json_is_null(e)) return 0;
+    if (!json_is_object(e)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
+    FL_TRY(get_number(path, e, "rope_theta", 0, theta0, theta));
+    json_t *type = json_object_get(e, "rope_type");
+    if (!type) type = json_object_get(e, "type");
+    const char *kind = json_is_string(type) ? json_string_value(type) : "default";
+    if (!strcmp(kind, "default")) return 0;
+    if (strcmp(kind, "linear") != 0 || !allow_linear)
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default%s", path, field, kind,
+                              allow_linear ? ", linear" : "");
+    FL_TRY(get_number(path, e, "factor", 1, 0, factor));
+    if (!(*factor > 0)) return fl_input_error("%s: field '%s.factor' must be positive", path, field);
+    return 0;
+}
+
+/* Gemma 3's two RoPEs: rope_parameters keyed by layer type (5.x), or rope_theta (global, default 1e6),
+ * rope_local_base_freq (sliding, default 1e4) and rope_scaling (global only) in 4.x. */
+int fl_config_parse_gemma3_rope(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *params = json_object_get(root, "rope_parameters");
+    double local = 10000.0;
+    if (params && !json_is_null(params)) {
+        if (!json_is_object(params) || json_object_get(params, "rope_theta"))
+            return fl_input_error("%s: field 'rope_parameters' must be an object keyed by layer type "
+                                  "(full_attention, sliding_attention)", path);
+        const char *key;
+        json_t *val;
+        json_object_foreach(params, key, val)
+            if (strcmp(key, "full_attention") != 0 && strcmp(key, "sliding_attention") != 0)
+                return fl_input_error("%s: field 'rope_parameters.%s' is not supported (supported: full_attention, "
+                                      "sliding_attention)", path, key);
+        double unused;
+        FL_TRY(gemma_rope_entry(path, json_object_get(params, "full_attention"), "rope_parameters.full_attention", 1e6,
+                                1, &cfg->rope_theta, &cfg->rope_linear_factor));
+        FL_TRY(gemma_rope_entry(path, json_object_get(params, "sliding_attention"),
+                                "rope_parameters.sliding_attention", 1e4, 0, &local, &unused));
+    } else {
+        FL_TRY(get_number(path, root, "rope_local_base_freq", 0, 1e4, &local));
+        double theta = 1e6;
+        FL_TRY(get_number(path, root, "rope_theta", 0, 1e6, &theta));
+        FL_TRY(gemma_rope_entry(path, json_object_get(root, "rope_scaling"), "rope_scaling", theta, 1, &cfg->rope_theta,
+                                &cfg->rope_linear_factor));
+    }
+    if (!(cfg->rope_theta > 0) || !(local > 0))
+        return fl_input_error("%s: the RoPE thetas (rope_theta, rope_local_base_freq) must be positive", path);
+    cfg->rope_local_theta = local;
+    return 0;
+}

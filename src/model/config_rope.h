@@ -1,0 +1,16 @@
+/* config_rope.h — the RoPE readers config.c calls (model/config_rope.c); internal to model/. */
+#ifndef FL_CONFIG_ROPE_H
+#define FL_CONFIG_ROPE_H
+
+#include <jansson.h>
+
+#include "model/config.h"
+
+/* rope_theta, partial_rotary_factor and rope_scaling / rope_parameters into cfg (head_dim, arch and
+ * max_position_embeddings already set); 0, or one input-error line naming the file and field. */
+int fl_config_parse_rope(const char *path, json_t *root, fl_model_config *cfg);
+
+/* Gemma 3's global and local (sliding-layer) RoPEs into cfg. */
+int fl_config_parse_gemma3_rope(const char *path, json_t *root, fl_model_config *cfg);
+
+#endif
