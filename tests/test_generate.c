@@ -40,10 +40,11 @@ TEST(generate_kv_cache_logits_match_full_forward) {
      * windows and Gemma's pieces in the decoder; gemma2_attn_softcap: the attention soft-cap in the
      * decode op; smollm3_nope: the NoPE layer's cached keys unrotated; gemma3_vlm: a vision-language
      * folder's language model; granite_multipliers: Granite's four scalars in the decoder; olmo2_post_norms:
-     * no pre-norms and whole-row q/k norms in the decoder */
+     * no pre-norms and whole-row q/k norms in the decoder; qwen3_yarn: the YaRN frequencies and cos/sin
+     * factor in the decoder */
     const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "mistral_window", "qwen3_swa",
                            "phi3_longrope", "gemma3_sandwich", "gemma2_softcap", "gemma2_attn_softcap", "smollm3_nope",
-                           "gemma3_vlm", "granite_multipliers", "olmo2_post_norms"};
+                           "gemma3_vlm", "granite_multipliers", "olmo2_post_norms", "qwen3_yarn"};
     for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }

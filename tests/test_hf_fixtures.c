@@ -204,6 +204,14 @@ TEST(hf_qwen3_swa_loss_and_grads) { check_loss_and_grads("qwen3_swa"); }
 TEST(hf_qwen3_swa_three_clipped_steps) { check_three_steps("qwen3_swa"); }
 TEST(hf_qwen3_swa_packed_loss_and_grads) { check_packed_loss_and_grads("qwen3_swa"); }
 TEST(hf_qwen3_swa_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_swa"); recompute = 0; }
+/* Qwen3ForCausalLM with rope_parameters yarn: factor 4, original 64, theta 100 and beta_fast 4, so pairs
+ * 0-1 keep the default frequency, 2-4 blend and 5-7 are divided by 4 (the fixture script checks all three
+ * are present); cos and sin times 0.1 ln 4 + 1. Also packed and with recompute */
+TEST(hf_qwen3_yarn_logits) { check_logits("qwen3_yarn"); }
+TEST(hf_qwen3_yarn_loss_and_grads) { check_loss_and_grads("qwen3_yarn"); }
+TEST(hf_qwen3_yarn_three_clipped_steps) { check_three_steps("qwen3_yarn"); }
+TEST(hf_qwen3_yarn_packed_loss_and_grads) { check_packed_loss_and_grads("qwen3_yarn"); }
+TEST(hf_qwen3_yarn_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_yarn"); recompute = 0; }
 /* Phi3ForCausalLM: fused checkpoint modules qkv_proj and gate_up_proj, one LoRA over each (PEFT's
  * target_modules qkv_proj, o_proj, gate_up_proj, down_proj), GQA, partial rotary 0.75 (RD 6 of HS 8)
  * and longrope with T 12 past original_max_position_embeddings 8: the long factors and the attention

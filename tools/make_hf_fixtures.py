@@ -177,6 +177,27 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        # YaRN on Qwen3 (5.x spelling): theta 100 and beta_fast 4 put the correction range at pairs 1..5 of 8
+        # (floor 1.62, ceil 4.03): pairs 0-1 extrapolate, 2-4 blend, 5-7 interpolate (/ factor 4); cos and sin
+        # times 0.1 ln 4 + 1
+        name="qwen3_yarn",
+        arch="qwen3",
+        seed=252627,
+        config=dict(
+            vocab_size=64, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+            max_position_embeddings=256, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "beta_fast": 4,
+                             "original_max_position_embeddings": 64},
+            tie_word_embeddings=True, attention_bias=False,
+            use_sliding_window=False, sliding_window=None, max_window_layers=2,
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         # OLMo 2: no pre-norms, post-attention / post-feedforward norms before each residual add, q_norm and
         # k_norm over the whole q (32) and k (16) rows (GQA: the widths differ), untied LM head
         name="olmo2_post_norms",
@@ -537,6 +558,22 @@ def check_llama3_branches(spec, model):
     return branches
 
 
+def check_yarn_regions(spec, model):
+    """The fixture must cover all three YaRN regions: extrapolated (the default frequency), blended and
+    interpolated (default / factor) pairs, and a cos/sin factor other than 1."""
+    rp = spec["config"]["rope_parameters"]
+    hd = spec["config"]["head_dim"]
+    default = 1.0 / (rp["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    rot = model.model.rotary_emb
+    ratio = (default / rot.inv_freq).tolist()
+    kinds = ["extrapolated" if abs(r - 1) < 1e-6 else "interpolated" if abs(r - rp["factor"]) < 1e-5 else "blended"
+             for r in ratio]
+    print(f"    yarn pairs: {kinds}, attention_scaling {rot.attention_scaling:.6f}")
+    assert {"extrapolated", "blended", "interpolated"} <= set(kinds), kinds
+    assert abs(rot.attention_scaling - (0.1 * math.log(rp["factor"]) + 1)) < 1e-12, rot.attention_scaling
+    return kinds
+
+
 def write_fixture(spec, out_root):
     name = spec["name"]
     d = os.path.join(out_root, name)
@@ -685,6 +722,8 @@ def write_fixture(spec, out_root):
     branches = None
     if text_config(spec)["rope_parameters"].get("rope_type") == "llama3":
         branches = check_llama3_branches(spec, pm.base_model.model)
+    if text_config(spec)["rope_parameters"].get("rope_type") == "yarn":
+        branches = check_yarn_regions(spec, pm.base_model.model)
 
     # ---- expected.safetensors ----
     lc = spec["lora"]

@@ -19,6 +19,25 @@ fl_adamw_config fl_adamw_config_default(void) {
     return c;
 }
 
+/* YaRN's extrapolation share of pair j (transformers' 1 - linear_ramp_factor over find_correction_range):
+ * 1 for the fast-turning pairs below the beta_fast dim, 0 past the beta_slow dim, linear between. The
+ * range in f64 as Python computes it, the ramp in f32 as torch does. */
+static float yarn_extrapolation(const fl_model_config *cfg, int RD, int j) {
+    double base = cfg->rope_theta, orig = cfg->rope_original_max_position;
+    double low = RD * log(orig / (cfg->rope_yarn_beta_fast * 2 * M_PI)) / (2 * log(base));
+    double high = RD * log(orig / (cfg->rope_yarn_beta_slow * 2 * M_PI)) / (2 * log(base));
+    if (cfg->rope_yarn_truncate) {
+        low = floor(low);
+        high = ceil(high);
+    }
+    if (low < 0) low = 0;
+    if (high > RD - 1) high = RD - 1;
+    if (low == high) high += 0.001;   /* transformers: "prevent singularity" */
+    float ramp = ((float)j - (float)low) / (float)(high - low);
+    ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+    return 1.0f - ramp;
+}
+
 void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *inv_freq) {
     int RD = fl_config_rotary_dim(cfg);
     for (int j = 0; j < RD / 2; j++) {
@@ -40,6 +59,11 @@ void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *i
                 double smooth = (orig / wavelen - lo) / (hi - lo);
                 f = (float)((1.0 - smooth) * f / factor + smooth * f);
             }
+        }
+        if (cfg->rope_yarn) {   /* interpolation * (1 - e) + extrapolation * e, in f32 */
+            float pos = powf((float)cfg->rope_theta, exponent);
+            float e = yarn_extrapolation(cfg, RD, j);
+            f = 1.0f / ((float)cfg->rope_factor * pos) * (1.0f - e) + 1.0f / pos * e;
         }
         /* transformers' linear type: inv_freq / factor, in f32 */
         if (cfg->rope_linear_factor > 0 && cfg->rope_linear_factor != 1.0) f = f / (float)cfg->rope_linear_factor;

@@ -75,6 +75,16 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     if (cfg->arch != FL_ARCH_LLAMA && cfg->rope_llama3)   /* qwen3's graph has its own head size (key_length) */
         return fl_input_error("%s: rope_scaling llama3 on a %s model has no llama.cpp counterpart", path,
                               fl_gguf_arch_name(cfg));
+    /* llama.cpp's YaRN (ggml_rope_yarn_corr_dims) always floors and ceils the correction dims and takes
+     * its cos/sin factor as 0.1·ln(factor) + 1 times rope.scaling.attn_factor (which its graphs read
+     * for some families only) */
+    if (cfg->rope_yarn && (!cfg->rope_yarn_truncate || cfg->rope_factor < 1 ||
+                           fl_config_rope_attention_factor(cfg) !=
+                               (float)fl_config_yarn_default_attention(cfg->rope_factor)))
+        return fl_input_error("%s: rope_scaling yarn with %s has no llama.cpp counterpart", path,
+                              !cfg->rope_yarn_truncate ? "truncate false"
+                              : cfg->rope_factor < 1   ? "factor < 1"
+                                                       : "an attention factor other than 0.1 ln(factor) + 1");
     return 0;
 }
 
@@ -141,7 +151,14 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
          * is the model's own (the same unless config.json gives attention_factor) */
         if (cfg->rope_longrope) fl_gguf_kv_f32(w, KEY("rope.scaling.attn_factor"), fl_config_rope_attention_factor(cfg));
     }
-    if (cfg->rope_linear_factor > 1) { /* linear scaling (Gemma 3's global layers): llama.cpp divides by it */
+    if (cfg->rope_yarn) { /* the converter's keys (Qwen2Model, LlamaModel), the betas when not llama.cpp's defaults */
+        fl_gguf_kv_str(w, KEY("rope.scaling.type"), "yarn");
+        fl_gguf_kv_f32(w, KEY("rope.scaling.factor"), (float)cfg->rope_factor);
+        fl_gguf_kv_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)cfg->rope_original_max_position);
+        if (cfg->rope_yarn_beta_fast != 32) fl_gguf_kv_f32(w, KEY("rope.scaling.yarn_beta_fast"), (float)cfg->rope_yarn_beta_fast);
+        if (cfg->rope_yarn_beta_slow != 1) fl_gguf_kv_f32(w, KEY("rope.scaling.yarn_beta_slow"), (float)cfg->rope_yarn_beta_slow);
+    }
+    if (cfg->rope_linear_factor > 0 && cfg->rope_linear_factor != 1) { /* linear (Gemma 3's global layers): llama.cpp divides by it */
         fl_gguf_kv_str(w, KEY("rope.scaling.type"), "linear");
         fl_gguf_kv_f32(w, KEY("rope.scaling.factor"), (float)cfg->rope_linear_factor);
     }

@@ -40,7 +40,12 @@ typedef struct {
     int rope_longrope;               /* longrope (Phi-3.5, Phi-4-mini): inv_freq[j] divided by short_factor[j],
                                         or long_factor[j] when a sequence passes rope_original_max_position */
     float rope_short_factor[FL_MAX_HEAD_DIM / 2], rope_long_factor[FL_MAX_HEAD_DIM / 2];   /* (rotary_dim/2) */
-    double rope_attention_factor;    /* cos and sin scaled by it (longrope); 0 reads as 1 */
+    int rope_yarn;                   /* YaRN (Qwen2.5 / Qwen3 long context, OLMo 3): inv_freq blends f / rope_factor
+                                        and f over a linear ramp between the correction dims of beta_fast and
+                                        beta_slow (turns in rope_original_max_position), fl_rope_inv_freq_set */
+    double rope_yarn_beta_fast, rope_yarn_beta_slow;
+    int rope_yarn_truncate;          /* the correction dims floored / ceiled to whole dims (transformers' default) */
+    double rope_attention_factor;    /* cos and sin scaled by it (longrope, yarn); 0 reads as 1 */
     int rotary_dim;                  /* the first dims of each head RoPE rotates: int(HS·partial_rotary_factor)
                                         (Phi-4-mini: 96 of 128), the rest pass through; 0 reads as HS */
     float rms_norm_eps;
@@ -169,6 +174,8 @@ static inline int fl_config_rotary_dim(const fl_model_config *c) { return c->rot
 static inline float fl_config_rope_attention_factor(const fl_model_config *c) {
     return c->rope_attention_factor > 0 ? (float)c->rope_attention_factor : 1.0f;
 }
+/* YaRN's cos/sin factor when the config gives none: 0.1·ln(factor) + 1 (1 for factor <= 1). */
+double fl_config_yarn_default_attention(double factor);
 /* Parameter counts: every weight a token passes through (embedding excluded, LM head included)
  * and the total stored (embedding + untied head + layers + norms). */
 int64_t fl_config_matmul_params(const fl_model_config *c);

@@ -25,28 +25,91 @@ static int get_factors(const char *path, json_t *scaling, const char *field, con
     return 0;
 }
 
+/* The pretraining length the llama3, longrope and yarn types read, as transformers 5.x's
+ * standardize_rope_params fills it: Phi3Config's own top-level field (default 4096) wins over the
+ * scaling object's; other families take the scaling object's, else max_position_embeddings. */
+static int get_original_max(const char *path, json_t *root, json_t *scaling, const fl_model_config *cfg, int *out) {
+    if (cfg->arch == FL_ARCH_PHI3) FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, out));
+    else FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 0, cfg->max_position_embeddings, out));
+    if (*out <= 0) return fl_input_error("%s: field 'original_max_position_embeddings' must be a positive integer", path);
+    return 0;
+}
+
+/* `factor` of longrope and yarn: given, or (absent for longrope, null for yarn, whose validation
+ * requires the key) max_position_embeddings / original_max_position_embeddings. */
+static int get_scale_factor(const char *path, json_t *scaling, const char *field, int required,
+                            const fl_model_config *cfg, double *out) {
+    json_t *v = json_object_get(scaling, "factor");
+    if (!v && required) return fl_input_error("%s: field '%s.factor' is missing (expected a number)", path, field);
+    FL_TRY(get_number(path, scaling, "factor", 0,
+                      (double)cfg->max_position_embeddings / cfg->rope_original_max_position, out));
+    if (!(*out > 0) || isinf(*out)) return fl_input_error("%s: field '%s.factor' must be a positive number", path, field);
+    return 0;
+}
+
+/* An attention_factor given in the scaling object (0 when absent or null); else one line. */
+static int get_attention_factor(const char *path, json_t *scaling, const char *field, double *out) {
+    json_t *v = json_object_get(scaling, "attention_factor");
+    FL_TRY(get_number(path, scaling, "attention_factor", 0, 0, out));
+    if (v && !json_is_null(v) && (!(*out > 0) || isinf(*out)))
+        return fl_input_error("%s: field '%s.attention_factor' must be a positive number", path, field);
+    return 0;
+}
+
 /* Phi-3's longrope (transformers' _compute_longrope_parameters): short/long factor lists, the
- * pretraining length original_max_position_embeddings (in the scaling object, else top level, else
- * Phi3Config's 4096), attention_factor given or sqrt(1 + ln(factor) / ln(original)) with factor given or
- * max_position_embeddings / original (1 when factor <= 1). */
+ * pretraining length (get_original_max), attention_factor given or sqrt(1 + ln(factor) / ln(original))
+ * with factor given or max_position_embeddings / original (1 when factor <= 1). */
 static int parse_longrope(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg) {
     int half = fl_config_rotary_dim(cfg) / 2;
     cfg->rope_longrope = 1;
     FL_TRY(get_factors(path, scaling, field, "short_factor", half, cfg->rope_short_factor));
     FL_TRY(get_factors(path, scaling, field, "long_factor", half, cfg->rope_long_factor));
-    int orig_top = 0;
-    FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &orig_top));
-    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 0, orig_top, &cfg->rope_original_max_position));
-    if (cfg->rope_original_max_position <= 0)
-        return fl_input_error("%s: field 'original_max_position_embeddings' must be a positive integer", path);
+    FL_TRY(get_original_max(path, root, scaling, cfg, &cfg->rope_original_max_position));
     double factor = 0, attn = 0;
-    FL_TRY(get_number(path, scaling, "factor", 0,
-                      (double)cfg->max_position_embeddings / cfg->rope_original_max_position, &factor));
-    FL_TRY(get_number(path, scaling, "attention_factor", 0, 0, &attn));
-    if (!(factor > 0)) return fl_input_error("%s: field '%s.factor' must be positive", path, field);
+    FL_TRY(get_scale_factor(path, scaling, field, 0, cfg, &factor));
+    FL_TRY(get_attention_factor(path, scaling, field, &attn));
     if (attn == 0) attn = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)cfg->rope_original_max_position));
     if (!(attn > 0) || isinf(attn)) return fl_input_error("%s: field '%s.attention_factor' must be positive", path, field);
     cfg->rope_factor = factor;
+    cfg->rope_attention_factor = attn;
+    return 0;
+}
+
+/* YaRN's cos/sin factor for a scale (transformers' get_mscale): 0.1·m·ln(scale) + 1, 1 when scale <= 1. */
+static double yarn_mscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * log(scale) + 1.0; }
+
+double fl_config_yarn_default_attention(double factor) { return yarn_mscale(factor, 1.0); }
+
+/* YaRN (transformers' _compute_yarn_parameters; Qwen2.5 and Qwen3 past 32k, OLMo 3): factor (null:
+ * max_position_embeddings / original), the pretraining length (get_original_max), beta_fast and
+ * beta_slow (absent, null or 0: 32 and 1), truncate (default true), attention_factor given, else
+ * get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when both are non-zero, else
+ * get_mscale(factor). The frequencies themselves: engine/model_init.c. */
+static int parse_yarn(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg) {
+    cfg->rope_yarn = 1;
+    FL_TRY(get_original_max(path, root, scaling, cfg, &cfg->rope_original_max_position));
+    FL_TRY(get_scale_factor(path, scaling, field, 1, cfg, &cfg->rope_factor));
+    double beta_fast = 0, beta_slow = 0, mscale = 0, mscale_all = 0, attn = 0;
+    FL_TRY(get_number(path, scaling, "beta_fast", 0, 0, &beta_fast));
+    FL_TRY(get_number(path, scaling, "beta_slow", 0, 0, &beta_slow));
+    if (beta_fast == 0) beta_fast = 32;
+    if (beta_slow == 0) beta_slow = 1;
+    if (!(beta_fast > 0) || !(beta_slow > 0) || isinf(beta_fast) || isinf(beta_slow))
+        return fl_input_error("%s: field '%s.beta_fast' / '%s.beta_slow' must be positive numbers", path, field, field);
+    if (cfg->rope_theta == 1.0)   /* the correction dims divide by ln(rope_theta) */
+        return fl_input_error("%s: field 'rope_theta' must not be 1 with rope_type yarn", path);
+    FL_TRY(get_bool(path, scaling, "truncate", 1, &cfg->rope_yarn_truncate));
+    FL_TRY(get_number(path, scaling, "mscale", 0, 0, &mscale));
+    FL_TRY(get_number(path, scaling, "mscale_all_dim", 0, 0, &mscale_all));
+    FL_TRY(get_attention_factor(path, scaling, field, &attn));
+    if (attn == 0)
+        attn = mscale != 0 && mscale_all != 0 ? yarn_mscale(cfg->rope_factor, mscale) / yarn_mscale(cfg->rope_factor, mscale_all)
+                                              : yarn_mscale(cfg->rope_factor, 1.0);
+    if (!(attn > 0) || isinf(attn))
+        return fl_input_error("%s: field '%s': mscale and mscale_all_dim give attention factor %g (expected a positive "
+                              "number)", path, field, attn);
+    cfg->rope_yarn_beta_fast = beta_fast;
+    cfg->rope_yarn_beta_slow = beta_slow;
     cfg->rope_attention_factor = attn;
     return 0;
 }
@@ -86,13 +149,21 @@ int fl_config_parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     /* Phi3Config reads the older names "su" and "yarn" as longrope */
     if (!strcmp(kind, "longrope") || (cfg->arch == FL_ARCH_PHI3 && (!strcmp(kind, "su") || !strcmp(kind, "yarn"))))
         return parse_longrope(path, root, scaling, field, cfg);
+    if (!strcmp(kind, "yarn")) return parse_yarn(path, root, scaling, field, cfg);
+    if (!strcmp(kind, "linear")) {   /* transformers' linear type: inv_freq / factor */
+        FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_linear_factor));
+        if (!(cfg->rope_linear_factor > 0) || isinf(cfg->rope_linear_factor))
+            return fl_input_error("%s: field '%s.factor' must be a positive number", path, field);
+        return 0;
+    }
     if (strcmp(kind, "llama3") != 0)
-        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, llama3, longrope", path, field, kind);
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, linear, llama3, longrope, yarn", path, field,
+                              kind);
     cfg->rope_llama3 = 1;
     FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_factor));
     FL_TRY(get_number(path, scaling, "low_freq_factor", 1, 0, &cfg->rope_low_freq_factor));
     FL_TRY(get_number(path, scaling, "high_freq_factor", 1, 0, &cfg->rope_high_freq_factor));
-    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 1, 0, &cfg->rope_original_max_position));
+    FL_TRY(get_original_max(path, root, scaling, cfg, &cfg->rope_original_max_position));
     if (!(cfg->rope_factor > 0) || !(cfg->rope_high_freq_factor > cfg->rope_low_freq_factor) ||
         !(cfg->rope_low_freq_factor > 0) || cfg->rope_original_max_position <= 0)
         return fl_input_error("%s: field '%s': llama3 needs factor > 0, high_freq_factor > low_freq_factor > 0, "

@@ -468,7 +468,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     if (opt->seq > m->cfg.max_position_embeddings)
         progress_message(&c.prog, "note: --seq %d is longer than the model's max_position_embeddings (%d): positions "
                          "past it are outside what its RoPE%s was made for\n", opt->seq, m->cfg.max_position_embeddings,
-                         m->cfg.rope_llama3 ? " scaling" : "");
+                         m->cfg.rope_llama3 || m->cfg.rope_yarn || m->cfg.rope_longrope ? " scaling" : "");
     if (c.pref)
         progress_message(&c.prog,
                          "%s: %zu preference pairs (%zu bad rows skipped); eval: %zu pairs\n"
