@@ -72,6 +72,7 @@ TEST(cpu_bf16_matches_f32_olmo2_post_norms) { compare_backends("olmo2_post_norms
 TEST(cpu_bf16_matches_f32_gemma2_attn_softcap) { compare_backends("gemma2_attn_softcap"); }
 TEST(cpu_bf16_matches_f32_mistral_swa) { compare_backends("mistral_swa"); } /* window 5 < T = 8: binds */
 TEST(cpu_bf16_matches_f32_qwen3_yarn) { compare_backends("qwen3_yarn"); }
+TEST(cpu_bf16_matches_f32_olmo3_sliding_yarn) { compare_backends("olmo3_sliding_yarn"); }
 TEST(cpu_bf16_matches_f32_qwen3_swa) { compare_backends("qwen3_swa"); } /* window 4, layer 0 full */
 /* The same comparison with every bf16 GEMM it can take on oneDNN's matmul (gemm_onednn.h): the
  * tolerance is the bf16 backend's, since only the order of the f32 sums differs. */

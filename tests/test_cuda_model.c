@@ -89,6 +89,7 @@ TEST(cuda_model_olmo2_post_norms) { fixture_vs_cpu("olmo2_post_norms"); } /* pos
 TEST(cuda_model_gemma2_attn_softcap) { fixture_vs_cpu("gemma2_attn_softcap"); } /* attention soft-cap 0.2, window 5 */
 TEST(cuda_model_mistral_swa) { fixture_vs_cpu("mistral_swa"); } /* sliding window 5 over 16 positions */
 TEST(cuda_model_qwen3_yarn) { fixture_vs_cpu("qwen3_yarn"); }
+TEST(cuda_model_olmo3_sliding_yarn) { fixture_vs_cpu("olmo3_sliding_yarn"); }
 TEST(cuda_model_qwen3_swa) { fixture_vs_cpu("qwen3_swa"); } /* window 4 over 12 positions on layers 1, 2 */
 
 /* n AdamW steps on the fixture batch; returns the adapter on the host, losses in `losses` */

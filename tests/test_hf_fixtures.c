@@ -212,6 +212,15 @@ TEST(hf_qwen3_yarn_loss_and_grads) { check_loss_and_grads("qwen3_yarn"); }
 TEST(hf_qwen3_yarn_three_clipped_steps) { check_three_steps("qwen3_yarn"); }
 TEST(hf_qwen3_yarn_packed_loss_and_grads) { check_packed_loss_and_grads("qwen3_yarn"); }
 TEST(hf_qwen3_yarn_three_clipped_steps_recompute) { recompute = 1; check_three_steps("qwen3_yarn"); recompute = 0; }
+/* Olmo3ForCausalLM: OLMo 2's layers; layers 0-2 slide (window 5 over 16 positions; the fixture script
+ * checks full causal attention would move the later logits) on a default RoPE of base 1000, layer 3 is
+ * full with YaRN (theta 100, factor 4) and its cos/sin factor, which the sliding layers do not take.
+ * GQA, untied, LoRA on all seven; also packed and with recompute */
+TEST(hf_olmo3_sliding_yarn_logits) { check_logits("olmo3_sliding_yarn"); }
+TEST(hf_olmo3_sliding_yarn_loss_and_grads) { check_loss_and_grads("olmo3_sliding_yarn"); }
+TEST(hf_olmo3_sliding_yarn_three_clipped_steps) { check_three_steps("olmo3_sliding_yarn"); }
+TEST(hf_olmo3_sliding_yarn_packed_loss_and_grads) { check_packed_loss_and_grads("olmo3_sliding_yarn"); }
+TEST(hf_olmo3_sliding_yarn_three_clipped_steps_recompute) { recompute = 1; check_three_steps("olmo3_sliding_yarn"); recompute = 0; }
 /* Phi3ForCausalLM: fused checkpoint modules qkv_proj and gate_up_proj, one LoRA over each (PEFT's
  * target_modules qkv_proj, o_proj, gate_up_proj, down_proj), GQA, partial rotary 0.75 (RD 6 of HS 8)
  * and longrope with T 12 past original_max_position_embeddings 8: the long factors and the attention

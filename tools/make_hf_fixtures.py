@@ -61,7 +61,8 @@ from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralF
                           Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
                           Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM,
-                          GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM)
+                          GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM,
+                          Olmo3Config, Olmo3ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -191,6 +192,29 @@ SPECS = [
                              "original_max_position_embeddings": 64},
             tie_word_embeddings=True, attention_bias=False,
             use_sliding_window=False, sliding_window=None, max_window_layers=2,
+        ),
+        B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        # OLMo 3: OLMo 2's layers; layers 0-2 slide (window 5 over 16 positions) on a default RoPE of base 1000,
+        # layer 3 (every 4th) is full with YaRN (theta 100, factor 4, beta_fast 4: pairs 0-1 extrapolate, 2-4
+        # blend, 5-7 interpolate) and its cos/sin factor 0.1 ln 4 + 1 (the sliding layers' stays 1)
+        name="olmo3_sliding_yarn",
+        arch="olmo3",
+        seed=282930,
+        config=dict(
+            vocab_size=64, hidden_size=32, intermediate_size=40, num_hidden_layers=4,
+            num_attention_heads=2, num_key_value_heads=1,                # head_dim = 32 / 2 = 16; GQA
+            max_position_embeddings=256, rms_norm_eps=1e-6, sliding_window=5,
+            rope_parameters={
+                "full_attention": {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "beta_fast": 4,
+                                   "original_max_position_embeddings": 64},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0},
+            },
+            tie_word_embeddings=False, pad_token_id=0,
         ),
         B=2, T=16,
         lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
@@ -397,7 +421,8 @@ def build_base(spec):
                           "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration),
                           "smollm3": (SmolLM3Config, SmolLM3ForCausalLM),
                           "granite": (GraniteConfig, GraniteForCausalLM),
-                          "olmo2": (Olmo2Config, Olmo2ForCausalLM)}[spec["arch"]]
+                          "olmo2": (Olmo2Config, Olmo2ForCausalLM),
+                          "olmo3": (Olmo3Config, Olmo3ForCausalLM)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
     if spec["arch"] == "gemma3":   # the text model's settings are inside text_config
         cfg = cfg_cls(**spec["config"])
@@ -472,7 +497,7 @@ def build_loaded_base(model_dir):
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
            "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
            "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM,
-           "olmo2": Olmo2ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
+           "olmo2": Olmo2ForCausalLM, "olmo3": Olmo3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
     return m
 
@@ -630,7 +655,7 @@ def write_fixture(spec, out_root):
             assert apart > 1e-2, apart
     elif window and window < spec["T"]:   # the window binds: the first W positions as full causal, later ones not
         # Gemma: a window as long as the sequence (its sliding layers keep their own RoPE); else none
-        cfg.sliding_window = spec["T"] if spec["arch"] in ("gemma2", "gemma3_text") else None
+        cfg.sliding_window = spec["T"] if spec["arch"] in ("gemma2", "gemma3_text", "olmo3") else None
         with torch.no_grad():
             causal_logits = pm(input_ids=ids).logits.clone()
         cfg.sliding_window = window
@@ -724,6 +749,13 @@ def write_fixture(spec, out_root):
         branches = check_llama3_branches(spec, pm.base_model.model)
     if text_config(spec)["rope_parameters"].get("rope_type") == "yarn":
         branches = check_yarn_regions(spec, pm.base_model.model)
+    if spec["arch"] == "olmo3":   # YaRN's factor on the full layers only; the sliding layers' own base
+        rot = pm.base_model.model.model.rotary_emb
+        assert abs(rot.full_attention_attention_scaling - (0.1 * math.log(4) + 1)) < 1e-12
+        assert rot.sliding_attention_attention_scaling == 1.0
+        assert not torch.allclose(rot.full_attention_inv_freq, rot.sliding_attention_inv_freq)
+        print(f"    olmo3 layer_types {pm.base_model.model.config.layer_types}; full inv_freq "
+              f"{[float('%.4g' % x) for x in rot.full_attention_inv_freq.tolist()]}")
 
     # ---- expected.safetensors ----
     lc = spec["lora"]

@@ -428,7 +428,7 @@ void fl_model_backward(fl_model *m) {
                                layer_key_start(m, l), B, T, NH, NKV, HS, QKV, c->attn_logit_softcapping);
         fl_model_scale_q(m, a->dqkv, N);   /* Gemma: d q before the scale */
         if (fl_config_layer_rope(c, l))   /* SmolLM3's NoPE layers pass q and k through */
-            be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, l, m->rope_seq), fl_config_rope_attention_factor(c),
+            be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, l, m->rope_seq), fl_model_rope_factor(m, l),
                               N, NH + NKV, HS, fl_config_rotary_dim(c), QKV);
         if (c->qk_norm) qk_norm_backward(m, l, a->dqkv, &v, a->wide, a->dwide, N);   /* both free here: scratch */
         /* Layer 0's input gradient feeds only the frozen embedding: skip it. */

@@ -229,10 +229,13 @@ void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq /* (RD/2
  * (torch.max(position_ids) + 1 > original_max_position_embeddings). */
 int fl_model_rope_long(const fl_model *m, int seq);
 /* Layer l's table (backend memory, RD/2) for a forward over positions 0 .. seq-1: row 1 of m->inv_freq
- * for longrope's long factors (fl_model_rope_long) or a Gemma 3 sliding layer, row 0 otherwise. */
+ * for longrope's long factors (fl_model_rope_long) or a Gemma 3 / OLMo 3 sliding layer, row 0 otherwise. */
 const float *fl_model_rope_freq(const fl_model *m, int l, int seq);
+/* Layer l's factor on cos and sin: the config's (longrope, yarn), 1 on a sliding layer with a RoPE of its
+ * own (OLMo 3's sliding layers take the default type while its full layers take yarn's factor). */
+float fl_model_rope_factor(const fl_model *m, int l);
 /* RoPE in place on the q and k heads of qkv (N rows of (QD + 2·KVD)) at positions pos (N, backend
- * memory), layer l's table for `seq` (fl_model_rope_freq), the attention factor on cos/sin. */
+ * memory), layer l's table for `seq` (fl_model_rope_freq), its factor on cos/sin (fl_model_rope_factor). */
 void fl_model_rope_forward(const fl_model *m, int l, void *qkv, const int32_t *pos, size_t N, int seq);
 
 #endif

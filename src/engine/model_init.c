@@ -87,16 +87,24 @@ int fl_model_rope_long(const fl_model *m, int seq) {
     return m->cfg.rope_longrope && seq > m->cfg.rope_original_max_position;
 }
 
+/* A sliding layer with a RoPE of its own (Gemma 3, OLMo 3: rope_local_theta, default type). */
+static int layer_rope_local(const fl_model_config *c, int l) {
+    return c->rope_local_theta > 0 && fl_config_layer_window(c, l) > 0;
+}
+
 const float *fl_model_rope_freq(const fl_model *m, int l, int seq) {
-    const fl_model_config *c = &m->cfg;
-    int row1 = fl_model_rope_long(m, seq) || (c->rope_local_theta > 0 && fl_config_layer_window(c, l) > 0);
-    return m->inv_freq + (row1 ? (size_t)(fl_config_rotary_dim(c) / 2) : 0);
+    int row1 = fl_model_rope_long(m, seq) || layer_rope_local(&m->cfg, l);
+    return m->inv_freq + (row1 ? (size_t)(fl_config_rotary_dim(&m->cfg) / 2) : 0);
+}
+
+float fl_model_rope_factor(const fl_model *m, int l) {
+    return layer_rope_local(&m->cfg, l) ? 1.0f : fl_config_rope_attention_factor(&m->cfg);
 }
 
 void fl_model_rope_forward(const fl_model *m, int l, void *qkv, const int32_t *pos, size_t N, int seq) {
     const fl_model_config *c = &m->cfg;
     if (!fl_config_layer_rope(c, l)) return;   /* SmolLM3's NoPE layers */
-    m->be->rope_forward(qkv, pos, fl_model_rope_freq(m, l, seq), fl_config_rope_attention_factor(c), N,
+    m->be->rope_forward(qkv, pos, fl_model_rope_freq(m, l, seq), fl_model_rope_factor(m, l), N,
                         c->n_heads + c->n_kv_heads, c->head_dim, fl_config_rotary_dim(c),
                         fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));
 }

@@ -75,6 +75,10 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     if (cfg->arch != FL_ARCH_LLAMA && cfg->rope_llama3)   /* qwen3's graph has its own head size (key_length) */
         return fl_input_error("%s: rope_scaling llama3 on a %s model has no llama.cpp counterpart", path,
                               fl_gguf_arch_name(cfg));
+    /* llama.cpp's converter writes OLMo 3's full layers' base only */
+    if (cfg->olmo3 && cfg->sliding_window > 0 && cfg->rope_local_theta != cfg->rope_theta)
+        return fl_input_error("%s: OLMo 3 with a sliding layers' rope_theta (%g) other than the full layers' (%g) has no "
+                              "llama.cpp counterpart", path, cfg->rope_local_theta, cfg->rope_theta);
     /* llama.cpp's YaRN (ggml_rope_yarn_corr_dims) always floors and ceils the correction dims and takes
      * its cos/sin factor as 0.1·ln(factor) + 1 times rope.scaling.attn_factor (which its graphs read
      * for some families only) */
@@ -157,6 +161,13 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
         fl_gguf_kv_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)cfg->rope_original_max_position);
         if (cfg->rope_yarn_beta_fast != 32) fl_gguf_kv_f32(w, KEY("rope.scaling.yarn_beta_fast"), (float)cfg->rope_yarn_beta_fast);
         if (cfg->rope_yarn_beta_slow != 1) fl_gguf_kv_f32(w, KEY("rope.scaling.yarn_beta_slow"), (float)cfg->rope_yarn_beta_slow);
+        /* Olmo2Model (which converts Olmo3ForCausalLM) also writes the attention factor */
+        if (cfg->olmo3) fl_gguf_kv_f32(w, KEY("rope.scaling.attn_factor"), fl_config_rope_attention_factor(cfg));
+    }
+    if (cfg->olmo3 && cfg->sliding_window > 0) { /* Olmo2Model: the window and one bool per layer, true where it slides */
+        fl_gguf_kv_u32(w, KEY("attention.sliding_window"), (uint32_t)cfg->sliding_window);
+        fl_gguf_kv_array(w, KEY("attention.sliding_window_pattern"), FL_GGUF_BOOL, (uint64_t)cfg->n_layers);
+        for (int l = 0; l < cfg->n_layers; l++) fl_gguf_arr_bool(w, fl_config_layer_window(cfg, l) > 0);
     }
     if (cfg->rope_linear_factor > 0 && cfg->rope_linear_factor != 1) { /* linear (Gemma 3's global layers): llama.cpp divides by it */
         fl_gguf_kv_str(w, KEY("rope.scaling.type"), "linear");

@@ -88,6 +88,11 @@ static void arr_elem(fl_gguf_writer *w, uint32_t type) {
 }
 void fl_gguf_arr_str(fl_gguf_writer *w, const char *s, size_t len) { arr_elem(w, FL_GGUF_STRING); put_string(w, s, len); }
 void fl_gguf_arr_i32(fl_gguf_writer *w, int32_t v) { arr_elem(w, FL_GGUF_I32); put(w, &v, 4); }
+void fl_gguf_arr_bool(fl_gguf_writer *w, int v) {
+    arr_elem(w, FL_GGUF_BOOL);
+    uint8_t b = v ? 1 : 0;
+    put(w, &b, 1);
+}
 void fl_gguf_arr_u32(fl_gguf_writer *w, uint32_t v) { arr_elem(w, FL_GGUF_U32); put_u32(w, v); }
 void fl_gguf_arr_f32(fl_gguf_writer *w, float v) { arr_elem(w, FL_GGUF_F32); put(w, &v, 4); }
 

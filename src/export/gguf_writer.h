@@ -71,6 +71,7 @@ void fl_gguf_kv_strn(fl_gguf_writer *w, const char *key, const char *s, size_t l
 void fl_gguf_kv_array(fl_gguf_writer *w, const char *key, fl_gguf_value_type elem_type, uint64_t n);
 void fl_gguf_arr_str(fl_gguf_writer *w, const char *s, size_t len);
 void fl_gguf_arr_i32(fl_gguf_writer *w, int32_t v);
+void fl_gguf_arr_bool(fl_gguf_writer *w, int v);
 void fl_gguf_arr_u32(fl_gguf_writer *w, uint32_t v);
 void fl_gguf_arr_f32(fl_gguf_writer *w, float v);
 

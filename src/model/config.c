@@ -73,15 +73,16 @@ static int parse_qwen3_window(const char *path, json_t *root, fl_model_config *c
 
 /* ---- Gemma 2 / Gemma 3 --------------------------------------------------------------------- */
 
-/* Which layers slide, as transformers 5.x Gemma2Config / Gemma3TextConfig build layer_types: the listed
- * layer_types, else "sliding_attention" for layer i when (i + 1) % pattern != 0 (Gemma 3: the 4.x
- * sliding_window_pattern, default 6; Gemma 2: 2, sliding first). Those layers see the last
+/* Which layers slide, as transformers 5.x Gemma2Config / Gemma3TextConfig / Olmo3Config build
+ * layer_types: the listed layer_types, else "sliding_attention" for layer i when (i + 1) % pattern != 0
+ * (Gemma 3: the 4.x sliding_window_pattern, default 6; Gemma 2: 2, sliding first; OLMo 3: 4). Those layers see the last
  * sliding_window positions (default 4096; masking_utils.sliding_window_overlay: kv_idx > q_idx - W)
  * and, in Gemma 3, take the local RoPE: both through config.h's rule, refused when it cannot say it.
  * Sliding layers with a null window are refused (transformers cannot build their mask). */
-static int parse_gemma_layers(const char *path, json_t *root, fl_model_config *cfg, int gemma3) {
+static int parse_window_layers(const char *path, json_t *root, fl_model_config *cfg, int pattern_default,
+                               const char *pattern_key) {
     json_t *sw = json_object_get(root, "sliding_window");
-    int window = 4096;   /* Gemma2Config's and Gemma3TextConfig's default */
+    int window = 4096;   /* Gemma2Config's, Gemma3TextConfig's and Olmo3Config's default */
     if (sw && json_is_null(sw)) window = 0;
     else if (sw && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
         return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
@@ -107,13 +108,13 @@ static int parse_gemma_layers(const char *path, json_t *root, fl_model_config *c
         cfg->sliding_window = window;
         return layer_types_rule(path, types, first_sliding, cfg);
     }
-    int pattern = 2;
-    if (gemma3) FL_TRY(get_int(path, root, "sliding_window_pattern", 0, 6, &pattern));
+    int pattern = pattern_default;
+    if (pattern_key) FL_TRY(get_int(path, root, pattern_key, 0, pattern_default, &pattern));
     if (pattern < 1) return fl_input_error("%s: field 'sliding_window_pattern' must be positive", path);
     if (pattern == 1) return 0;   /* every layer global */
     if (!window)
         return fl_input_error("%s: field 'sliding_window' is null but %s layers slide (every %d-th is global)", path,
-                              gemma3 ? "sliding_window_pattern says" : "Gemma 2's", pattern);
+                              pattern_key ? "sliding_window_pattern says" : "the family's", pattern);
     cfg->sliding_window = window;
     cfg->window_global_every = pattern;
     return 0;
@@ -168,7 +169,7 @@ static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
         if (json_object_get(root, moe[i]) && !json_is_null(json_object_get(root, moe[i])))
             return fl_input_error("%s: field '%s': mixture-of-experts layers are not supported (dense Gemma only)", path,
                                   moe[i]);
-    FL_TRY(parse_gemma_layers(path, root, cfg, gemma3));
+    FL_TRY(parse_window_layers(path, root, cfg, gemma3 ? 6 : 2, gemma3 ? "sliding_window_pattern" : NULL));
     if (gemma3) return fl_config_parse_gemma3_rope(path, root, cfg);
     return fl_config_parse_rope(path, root, cfg);
 }
@@ -289,6 +290,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "smollm3") ? "SmolLM3ForCausalLM"
                : !strcmp(mt, "granite") ? "GraniteForCausalLM"
                : !strcmp(mt, "olmo2") ? "Olmo2ForCausalLM"
+               : !strcmp(mt, "olmo3") ? "Olmo3ForCausalLM"
                                         : mt;
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
@@ -302,7 +304,8 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
     else if (!strcmp(arch, "Olmo2ForCausalLM")) cfg->arch = FL_ARCH_OLMO2;
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM)", path, arch);
+    else if (!strcmp(arch, "Olmo3ForCausalLM")) cfg->arch = FL_ARCH_OLMO2, cfg->olmo3 = 1;   /* OLMo 2's layers */
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
@@ -365,7 +368,10 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     if (cfg->fused_modules)   /* Phi3Config's pretraining length (4096 by default), longrope or not */
         FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &cfg->rope_original_max_position));
     if (gemma) FL_TRY(parse_gemma(path, root, cfg));
-    else FL_TRY(fl_config_parse_rope(path, root, cfg));
+    else if (cfg->olmo3) {
+        FL_TRY(parse_window_layers(path, root, cfg, 4, NULL));
+        FL_TRY(fl_config_parse_olmo3_rope(path, root, cfg));
+    } else FL_TRY(fl_config_parse_rope(path, root, cfg));
 
     int flag;
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));

@@ -55,6 +55,9 @@ typedef struct {
                                 eps rms_norm_eps) between the projection and RoPE */
     int qk_norm_full;        /* OLMo 2: q_norm and k_norm each over the whole projection row (QD and KVD values,
                                 weights of QD and KVD), one norm per token, not per head */
+    int olmo3;               /* Olmo3ForCausalLM: OLMo 2's layers with sliding layers (layer_types, else all but
+                                every 4th) on rope_local_theta's default RoPE and the full layers on
+                                rope_theta with the scaling (yarn on the released ones); GGUF keys only */
     int no_pre_norms;        /* OLMo 2: no input_layernorm and no pre-MLP norm — attention and MLP read the
                                 residual stream itself; only the sandwich's post norms (sandwich_norms) remain */
     int fused_modules;       /* Phi-3: q/k/v are one checkpoint module (self_attn.qkv_proj), gate/up one
@@ -148,9 +151,11 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * alternation, sliding first) through the same rule; attn_logit_softcapping absent is Gemma 2's 50.0
  * (Gemma 3's none), null is none. Olmo2ForCausalLM (olmo2): Llama's projections with q_norm/k_norm over
  * the whole q and k rows (qk_norm_full) and only post norms (sandwich_norms, no_pre_norms), untied and
- * rms_norm_eps 1e-5 by default as in Olmo2Config (Olmo3ForCausalLM is refused). Longrope (Phi-3's
- * rope_scaling) and a local RoPE base (Gemma 3) never meet: only parse_rope reads longrope and only
- * parse_gemma sets rope_local_theta, one or the other per family. */
+ * rms_norm_eps 1e-5 by default as in Olmo2Config. Olmo3ForCausalLM (olmo3): OLMo 2's layers, the
+ * sliding layers of layer_types (else all but every 4th; window default 4096) with a RoPE of their own
+ * (rope_local_theta, default type), the full layers' rope_theta and scaling (config_rope.c). Longrope
+ * (Phi-3's rope_scaling) and a local RoPE base (Gemma 3, OLMo 3) never meet: only Phi-3 reads longrope's
+ * two tables into the same rows. */
 int fl_config_load(fl_model_config *cfg, const char *path);
 
 /* Looks up a built-in preset by name (case-insensitive); returns FL_ERR_INPUT listing the names

@@ -25,12 +25,14 @@ static int get_factors(const char *path, json_t *scaling, const char *field, con
     return 0;
 }
 
-/* The pretraining length the llama3, longrope and yarn types read, as transformers 5.x's
- * standardize_rope_params fills it: Phi3Config's own top-level field (default 4096) wins over the
- * scaling object's; other families take the scaling object's, else max_position_embeddings. */
+/* The pretraining length the llama3, longrope and yarn types read, as transformers 5.x's model uses
+ * it: its rotary embedding re-runs standardize_rope_params, which copies a config attribute
+ * original_max_position_embeddings (a top-level field; Phi3Config always has one, default 4096) over
+ * the scaling object's; without one, the scaling object's, else max_position_embeddings. */
 static int get_original_max(const char *path, json_t *root, json_t *scaling, const fl_model_config *cfg, int *out) {
-    if (cfg->arch == FL_ARCH_PHI3) FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, out));
-    else FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 0, cfg->max_position_embeddings, out));
+    int fallback = cfg->max_position_embeddings;
+    FL_TRY(get_int(path, scaling, "original_max_position_embeddings", 0, fallback, &fallback));
+    FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, cfg->arch == FL_ARCH_PHI3 ? 4096 : fallback, out));
     if (*out <= 0) return fl_input_error("%s: field 'original_max_position_embeddings' must be a positive integer", path);
     return 0;
 }
@@ -98,7 +100,10 @@ static int parse_yarn(const char *path, json_t *root, json_t *scaling, const cha
         return fl_input_error("%s: field '%s.beta_fast' / '%s.beta_slow' must be positive numbers", path, field, field);
     if (cfg->rope_theta == 1.0)   /* the correction dims divide by ln(rope_theta) */
         return fl_input_error("%s: field 'rope_theta' must not be 1 with rope_type yarn", path);
-    FL_TRY(get_bool(path, scaling, "truncate", 1, &cfg->rope_yarn_truncate));
+    /* transformers reads truncate from the top of config.rope_parameters: an entry keyed by layer type
+     * (root NULL) never has it there, so it is true whatever the entry says */
+    cfg->rope_yarn_truncate = 1;
+    if (root) FL_TRY(get_bool(path, scaling, "truncate", 1, &cfg->rope_yarn_truncate));
     FL_TRY(get_number(path, scaling, "mscale", 0, 0, &mscale));
     FL_TRY(get_number(path, scaling, "mscale_all_dim", 0, 0, &mscale_all));
     FL_TRY(get_attention_factor(path, scaling, field, &attn));
@@ -113,6 +118,8 @@ static int parse_yarn(const char *path, json_t *root, json_t *scaling, const cha
     cfg->rope_attention_factor = attn;
     return 0;
 }
+
+static int parse_scaling(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg);
 
 /* RoPE: `rope_theta` + `rope_scaling` (transformers 4.x) or `rope_parameters` (5.x); the rotated
  * share of a head, partial_rotary_factor, at the top level (4.x) or in rope_parameters (5.x). */
@@ -142,6 +149,13 @@ int fl_config_parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
     cfg->rotary_dim = rd;
     if (!scaling || json_is_null(scaling)) return 0;
     if (!json_is_object(scaling)) return fl_input_error("%s: field '%s' must be an object or null", path, field);
+    return parse_scaling(path, root, scaling, field, cfg);
+}
+
+/* The scaling object's type and its fields into cfg. root: the config, for the pretraining length's
+ * top-level field (get_original_max); NULL for an entry of rope_parameters keyed by layer type, which
+ * transformers fills from the entry alone. */
+static int parse_scaling(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg) {
     json_t *type = json_object_get(scaling, "rope_type");
     if (!type) type = json_object_get(scaling, "type");
     const char *kind = json_is_string(type) ? json_string_value(type) : "default";
@@ -220,6 +234,70 @@ int fl_config_parse_gemma3_rope(const char *path, json_t *root, fl_model_config 
     }
     if (!(cfg->rope_theta > 0) || !(local > 0))
         return fl_input_error("%s: the RoPE thetas (rope_theta, rope_local_base_freq) must be positive", path);
+    cfg->rope_local_theta = local;
+    return 0;
+}
+
+/* A partial_rotary_factor in `obj`, if any, must be 1: OLMo 3's default RoPE rotates whole heads. */
+static int olmo3_whole_heads(const char *path, json_t *obj, const char *field) {
+    double partial = 1.0;
+    FL_TRY(get_number(path, obj, "partial_rotary_factor", 0, 1.0, &partial));
+    if (partial != 1.0)
+        return fl_input_error("%s: field '%spartial_rotary_factor' must be 1 on OLMo 3 (its sliding layers' RoPE "
+                              "rotates whole heads)", path, field);
+    return 0;
+}
+
+/* OLMo 3's two RoPEs, as Olmo3Config.convert_rope_params_to_dict builds them: rope_parameters keyed by
+ * layer type (a flat one is refused: transformers would ignore it), the 4.x rope_scaling merged over the
+ * full layers' entry. The full layers' rope_theta: their entry's, else the top-level rope_theta, else
+ * 500000; the sliding layers': their entry's, else 500000 (the top-level one is consumed by the full
+ * layers' default), default type only. Entries keyed by layer type take their pretraining length from
+ * themselves, else max_position_embeddings (parse_scaling with no root). */
+int fl_config_parse_olmo3_rope(const char *path, json_t *root, fl_model_config *cfg) {
+    json_t *params = json_object_get(root, "rope_parameters"), *full = NULL, *sliding = NULL;
+    if (params && !json_is_null(params)) {
+        if (!json_is_object(params))
+            return fl_input_error("%s: field 'rope_parameters' must be an object keyed by layer type", path);
+        const char *key;
+        json_t *val;
+        json_object_foreach(params, key, val) {
+            if (strcmp(key, "full_attention") != 0 && strcmp(key, "sliding_attention") != 0)
+                return fl_input_error("%s: field 'rope_parameters.%s' is not supported (OLMo 3's rope_parameters is "
+                                      "keyed by layer type: full_attention, sliding_attention)", path, key);
+            if (!json_is_null(val) && !json_is_object(val))
+                return fl_input_error("%s: field 'rope_parameters.%s' must be an object or null", path, key);
+        }
+        full = json_object_get(params, "full_attention");
+        sliding = json_object_get(params, "sliding_attention");
+    }
+    json_t *scaling = json_object_get(root, "rope_scaling");
+    if (scaling && !json_is_null(scaling) && !json_is_object(scaling))
+        return fl_input_error("%s: field 'rope_scaling' must be an object or null", path);
+    FL_TRY(olmo3_whole_heads(path, root, ""));
+    json_t *entry = json_is_object(full) ? json_deep_copy(full) : json_object();
+    if (json_is_object(scaling)) json_object_update(entry, scaling);
+    const char *field = json_is_object(scaling) ? "rope_scaling" : "rope_parameters.full_attention";
+    double top = 500000.0;
+    cfg->rotary_dim = cfg->head_dim;
+    int rc = get_number(path, root, "rope_theta", 0, 500000.0, &top);
+    if (!rc) rc = get_number(path, entry, "rope_theta", 0, top, &cfg->rope_theta);
+    if (!rc && !(cfg->rope_theta > 0)) rc = fl_input_error("%s: field 'rope_theta' must be positive", path);
+    if (!rc) rc = olmo3_whole_heads(path, entry, json_is_object(scaling) ? "rope_scaling." : "rope_parameters.full_attention.");
+    if (!rc) rc = parse_scaling(path, NULL, entry, field, cfg);
+    json_decref(entry);
+    FL_TRY(rc);
+    double local = 500000.0;
+    if (json_is_object(sliding)) {
+        FL_TRY(get_number(path, sliding, "rope_theta", 0, 500000.0, &local));
+        FL_TRY(olmo3_whole_heads(path, sliding, "rope_parameters.sliding_attention."));
+        json_t *type = json_object_get(sliding, "rope_type");
+        if (!type) type = json_object_get(sliding, "type");
+        if (type && !(json_is_string(type) && !strcmp(json_string_value(type), "default")))
+            return fl_input_error("%s: field 'rope_parameters.sliding_attention.rope_type' must be \"default\" (OLMo 3's "
+                                  "sliding layers are not scaled)", path);
+    }
+    if (!(local > 0)) return fl_input_error("%s: field 'rope_parameters.sliding_attention.rope_theta' must be positive", path);
     cfg->rope_local_theta = local;
     return 0;
 }

@@ -13,4 +13,7 @@ int fl_config_parse_rope(const char *path, json_t *root, fl_model_config *cfg);
 /* Gemma 3's global and local (sliding-layer) RoPEs into cfg. */
 int fl_config_parse_gemma3_rope(const char *path, json_t *root, fl_model_config *cfg);
 
+/* OLMo 3's full layers' RoPE (theta, scaling) and its sliding layers' (rope_local_theta) into cfg. */
+int fl_config_parse_olmo3_rope(const char *path, json_t *root, fl_model_config *cfg);
+
 #endif
