@@ -19,19 +19,23 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "common/dtype.h"
 #include "common/rng.h"
 #include "engine/model.h"
 #include "test.h"
 
 typedef struct { int B, T, NH, NKV, HS, pad; const int *doc_starts; int n_docs; int window; float cap; } attn_shape;
 
-/* The reference: out, lse and dq/dk/dv (into dqkv, same layout as qkv) in double. */
+/* The reference: out, lse and dq/dk/dv (into dqkv, same layout as qkv) in double; out_abs and
+ * dqkv_abs get the sums of the terms' magnitudes (Σ p|v|, Σ |ds||k|, ...), the scale of the error
+ * one rounding of p or ds per term makes (the bf16 tiles). */
 static void reference(const attn_shape *s, const float *qkv, const float *dout, const int32_t *seg, double *out,
-                      double *lse, double *dqkv) {
+                      double *lse, double *dqkv, double *out_abs, double *dqkv_abs) {
     int ld = (s->NH + 2 * s->NKV) * s->HS + s->pad, group = s->NH / s->NKV, HS = s->HS, T = s->T;
     double scale = 1.0 / sqrt((double)HS);
     double *p = malloc(sizeof(double) * T), *dp = malloc(sizeof(double) * T), *dcap = malloc(sizeof(double) * T);
     memset(dqkv, 0, sizeof(double) * (size_t)s->B * T * ld);
+    memset(dqkv_abs, 0, sizeof(double) * (size_t)s->B * T * ld);
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->NH; h++) {
             int qo = h * HS, ko = s->NH * HS + (h / group) * HS, vo = (s->NH + s->NKV) * HS + (h / group) * HS;
@@ -56,12 +60,16 @@ static void reference(const attn_shape *s, const float *qkv, const float *dout, 
                 for (int j = j0; j <= t; j++) sum += exp(p[j] - m);
                 lse[((size_t)b * s->NH + h) * T + t] = m + log(sum);
                 double *o = out + ((size_t)b * T + t) * s->NH * HS + qo, D = 0;
+                double *oa = out_abs + ((size_t)b * T + t) * s->NH * HS + qo;
                 const float *dot = dout + ((size_t)b * T + t) * s->NH * HS + qo;
-                for (int e = 0; e < HS; e++) o[e] = 0;
+                for (int e = 0; e < HS; e++) o[e] = oa[e] = 0;
                 for (int j = j0; j <= t; j++) {
                     p[j] = exp(p[j] - m) / sum;
                     const float *vj = qkv + ((size_t)b * T + j) * ld + vo;
-                    for (int e = 0; e < HS; e++) o[e] += p[j] * vj[e];
+                    for (int e = 0; e < HS; e++) {
+                        o[e] += p[j] * vj[e];
+                        oa[e] += p[j] * fabs(vj[e]);
+                    }
                 }
                 for (int e = 0; e < HS; e++) D += dot[e] * o[e];
                 for (int j = j0; j <= t; j++) {
@@ -71,10 +79,14 @@ static void reference(const attn_shape *s, const float *qkv, const float *dout, 
                     dp[j] = p[j] * (d - D) * dcap[j] * scale;
                     double *dq = dqkv + ((size_t)b * T + t) * ld + qo, *dk = dqkv + ((size_t)b * T + j) * ld + ko;
                     double *dv = dqkv + ((size_t)b * T + j) * ld + vo;
+                    double *aq = dq - dqkv + dqkv_abs, *ak = dk - dqkv + dqkv_abs, *av = dv - dqkv + dqkv_abs;
                     for (int e = 0; e < HS; e++) {
                         dq[e] += dp[j] * kj[e];
                         dk[e] += dp[j] * qt[e];
                         dv[e] += p[j] * dot[e];
+                        aq[e] += fabs(dp[j] * kj[e]);
+                        ak[e] += fabs(dp[j] * qt[e]);
+                        av[e] += fabs(p[j] * dot[e]);
                     }
                 }
             }
@@ -95,12 +107,33 @@ static double max_err(const float *got, const double *want, size_t n, size_t str
     return worst;
 }
 
-static void check_shape(const attn_shape *s) {
+/* The worst of |got − want| − bound·abs (≤ 0 when every element is within bound of its terms'
+ * magnitude), over the same elements as max_err. */
+static double excess(const float *got, const double *want, const double *abs, double bound, size_t n, size_t stride,
+                     int width) {
+    double worst = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        if (stride && (int)(i % stride) >= width) continue;
+        worst = fmax(worst, fabs(got[i] - want[i]) - bound * abs[i]);
+    }
+    return worst;
+}
+
+/* bf16_tiles: the bf16 backend's tiles (cpu_attention_bf16.c) instead of the f32 ones, on inputs
+ * already bf16 (so the reference sees the values those tiles multiply). What remains is one bf16
+ * rounding (≤ 2^-9 relative) of p or ds in each term of out, dq, dk and dv: each is checked to
+ * 2^-8 of its terms' summed magnitudes, plus the f32 bound above. A transpose, a wrong pair or a
+ * panel offset moves whole terms: far outside it. */
+static void check_shape_with(const attn_shape *s, int bf16_tiles) {
     int ld = (s->NH + 2 * s->NKV) * s->HS + s->pad, width = ld - s->pad;
     size_t N = (size_t)s->B * s->T, n_qkv = N * ld, n_out = N * s->NH * s->HS, n_lse = (size_t)s->B * s->NH * s->T;
     float *qkv = malloc(sizeof(float) * n_qkv), *dout = malloc(sizeof(float) * n_out);
     fl_rng_fill_uniform(qkv, n_qkv, fl_rng_stream(11, s->T, s->NH, s->HS), -1, 1);
     fl_rng_fill_uniform(dout, n_out, fl_rng_stream(12, s->T, s->NH, s->HS), -1, 1);
+    if (bf16_tiles) {
+        for (size_t i = 0; i < n_qkv; i++) qkv[i] = fl_bf16_to_f32(fl_f32_to_bf16(qkv[i]));
+        for (size_t i = 0; i < n_out; i++) dout[i] = fl_bf16_to_f32(fl_f32_to_bf16(dout[i]));
+    }
     for (size_t n = 0; n < N; n++)
         for (int e = width; e < ld; e++) qkv[n * ld + e] = NAN; /* padding: never read */
     int32_t *seg = malloc(sizeof(int32_t) * N);
@@ -113,8 +146,9 @@ static void check_shape(const attn_shape *s) {
             seg[b * s->T + t] = start;
         }
     double *out_ref = malloc(sizeof(double) * n_out), *lse_ref = malloc(sizeof(double) * n_lse);
-    double *d_ref = malloc(sizeof(double) * n_qkv);
-    reference(s, qkv, dout, seg, out_ref, lse_ref, d_ref);
+    double *d_ref = malloc(sizeof(double) * n_qkv), *out_abs = malloc(sizeof(double) * n_out);
+    double *d_abs = malloc(sizeof(double) * n_qkv);
+    reference(s, qkv, dout, seg, out_ref, lse_ref, d_ref, out_abs, d_abs);
     int32_t *key_start = malloc(sizeof(int32_t) * N); /* what the engine hands the op */
     fl_window_key_start(key_start, seg, (size_t)s->B, s->T, s->window);
 
@@ -124,27 +158,35 @@ static void check_shape(const attn_shape *s) {
     for (int run = 0; run < 2; run++) {
         omp_set_num_threads(run == 0 ? 1 : (threads > 1 ? threads : 2));
         const float *q = qkv, *k = q + s->NH * s->HS, *v = k + s->NKV * s->HS;
-        attention_forward_cpu(out, lse, q, k, v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld, s->cap);
+        (bf16_tiles ? attention_forward_bf16_tiles : attention_forward_cpu)(out, lse, q, k, v, key_start, s->B, s->T,
+                                                                            s->NH, s->NKV, s->HS, ld, s->cap);
         for (size_t i = 0; i < n_qkv; i++) d[run][i] = 0.0f;
-        attention_backward_cpu(d[run], d[run] + s->NH * s->HS, d[run] + (s->NH + s->NKV) * s->HS, dout, out, lse, q, k,
+        (bf16_tiles ? attention_backward_bf16_tiles : attention_backward_cpu)(d[run], d[run] + s->NH * s->HS, d[run] + (s->NH + s->NKV) * s->HS, dout, out, lse, q, k,
                                v, key_start, s->B, s->T, s->NH, s->NKV, s->HS, ld, s->cap);
     }
     omp_set_num_threads(threads);
-    double ref_max;
+    double ref_max, bound = bf16_tiles ? ldexp(1.0, -8) : 0.0;
     double e_out = max_err(out, out_ref, n_out, 0, 0, &ref_max);
-    CHECK_MSG(e_out <= 2e-4 * ref_max, "T=%d W=%d cap=%g: out max error %g of %g", s->T, s->window, s->cap, e_out, ref_max);
+    double x_out = excess(out, out_ref, out_abs, bound, n_out, 0, 0);
+    CHECK_MSG(x_out <= 2e-4 * ref_max, "T=%d W=%d cap=%g bf16=%d: out max error %g of %g", s->T, s->window, s->cap,
+              bf16_tiles, e_out, ref_max);
     double e_lse = max_err(lse, lse_ref, n_lse, 0, 0, &ref_max);
     CHECK_MSG(e_lse <= 2e-4 * fmax(ref_max, 1.0), "T=%d W=%d cap=%g: lse max error %g of %g", s->T, s->window, s->cap, e_lse, ref_max);
     double e_d = max_err(d[1], d_ref, n_qkv, ld, width, &ref_max);
-    CHECK_MSG(e_d <= 2e-4 * ref_max, "T=%d W=%d cap=%g: dq|dk|dv max error %g of %g", s->T, s->window, s->cap, e_d, ref_max);
+    double x_d = excess(d[1], d_ref, d_abs, bound, n_qkv, ld, width);
+    CHECK_MSG(x_d <= 2e-4 * ref_max, "T=%d W=%d cap=%g bf16=%d: dq|dk|dv max error %g of %g", s->T, s->window, s->cap,
+              bf16_tiles, e_d, ref_max);
     int same = 1;
     for (size_t i = 0; i < n_qkv; i++) same &= (int)((i % ld) >= (size_t)width || d[0][i] == d[1][i]);
     CHECK_MSG(same, "T=%d W=%d cap=%g: 1 and 2 threads give different gradients", s->T, s->window, s->cap);
     for (size_t n = 0; n < N; n++)
         for (int e = width; e < ld; e++) CHECK(d[1][n * ld + e] == 0.0f); /* padding not written */
-    free(qkv); free(dout); free(seg); free(key_start); free(out_ref); free(lse_ref); free(d_ref);
+    free(qkv); free(dout); free(seg); free(key_start); free(out_ref); free(lse_ref); free(d_ref); free(out_abs); free(d_abs);
     free(out); free(lse); free(d[0]); free(d[1]);
 }
+
+static int bf16_pass; /* the shapes below run again on the bf16 tiles (the last test) */
+static void check_shape(const attn_shape *s) { check_shape_with(s, bf16_pass); }
 
 TEST(cpu_attention_tiles_match_double_reference_gqa_documents) {
     /* documents start inside a key tile (130), on a tile edge (256), inside a later query block
@@ -188,4 +230,15 @@ TEST(cpu_attention_softcap_matches_double_reference) {
         check_shape(&(attn_shape){3, 37, 2, 2, 64, 1, docs, 2, 5, c});
         check_shape(&(attn_shape){1, 70, 2, 1, 20, 2, docs, 3, 0, c});
     }
+}
+
+/* The bf16 backend's tiles (cpu_attention_bf16.c) on every shape above: documents, odd lengths,
+ * windows and caps. At this CPU's kernel level (vdpbf16ps on AVX512_BF16, plain C below). */
+TEST(cpu_attention_bf16_tiles_match_double_reference) {
+    bf16_pass = 1;
+    test_cpu_attention_tiles_match_double_reference_gqa_documents();
+    test_cpu_attention_tiles_match_double_reference_odd_lengths();
+    test_cpu_attention_sliding_window_matches_double_reference();
+    test_cpu_attention_softcap_matches_double_reference();
+    bf16_pass = 0;
 }

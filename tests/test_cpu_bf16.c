@@ -2,10 +2,12 @@
  * reference on the Hugging Face fixtures.
  *
  * Tolerances: bf16 keeps 8 significant bits (relative rounding error ≤ 2^-9 ≈ 0.2%) on the weights
- * and on each GEMM input; with f32 accumulation over K terms the output error is ~0.2%·sqrt-ish
- * of the operand scale. Through two layers that puts logits (|z| up to ~8) within ~0.05 and the
- * loss within ~0.5%; gradients within 5% of the tensor's largest entry. A wrong layout, transpose
- * or conversion gives O(1) errors, so these bounds still catch real bugs. */
+ * and on each GEMM input, attention's tile operands (q, k, v, p, dO, ds) included where the
+ * backend runs its bf16 tiles; with f32 accumulation the errors of the dozen or so rounded operands
+ * on each path through two layers add at random, ~2^-9·sqrt(12) ≈ 0.7% of the logits' scale times
+ * the layers' gain (up to 1.7% measured on these fixtures): logits within 2.5% of the largest
+ * |logit|, the loss within 0.5%, gradients within 5% of the tensor's largest entry. A wrong
+ * layout, transpose or conversion gives O(1) errors, so these bounds still catch real bugs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,8 +44,8 @@ static void compare_backends(const char *name) {
     float *l_ref = malloc(sizeof(float) * B * T * V), *l_fast = malloc(sizeof(float) * B * T * V);
     fl_model_logits(&ref, ids, B, T, l_ref);
     fl_model_logits(&fast, ids, B, T, l_fast);
-    double d = max_abs_diff(l_fast, l_ref, (size_t)B * T * V, NULL);
-    CHECK_MSG(d > 0 && d < 0.05, "%s: bf16 logits differ by %g", name, d);
+    double max_l, d = max_abs_diff(l_fast, l_ref, (size_t)B * T * V, &max_l);
+    CHECK_MSG(d > 0 && d < 0.025 * max_l, "%s: bf16 logits differ by %g (max |logit| %g)", name, d, max_l);
 
     fl_batch batch = {.B = B, .T = T, .ids = ids, .targets = targets};
     fl_step_stats s_ref = fl_model_forward(&ref, &batch, 0.0f), s_fast = fl_model_forward(&fast, &batch, 0.0f);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_attention_rows.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_plan.h"
 #include "backend/cpu/cpu_scratch.h"
@@ -69,22 +70,6 @@ static void scores_gemm(float *S, int ld_s, const float *X, int ldx, const float
     tile_gemm(rows, n_keys, HS, X, ldx, 1, yt + (int64_t)k0 * HS, (int64_t)HS * TG_NR, S, ld_s, 0);
 }
 
-/* The earliest key any of the `rows` queries from seg[0] on sees: their smallest segment start. */
-static inline int earliest_key(const int32_t *seg, int rows) {
-    int first = seg[0];
-    for (int r = 1; r < rows; r++) first = seg[r] < first ? seg[r] : first;
-    return first;
-}
-
-/* The keys query t sees inside the tile of keys [k0, k0 + nk): [*j0, *j1) relative to k0, maybe
- * empty. seg is the query's segment start. */
-static inline void tile_range(int t, int seg, int k0, int nk, int *j0, int *j1) {
-    int lo = seg > k0 ? seg - k0 : 0, hi = t - k0 + 1 < nk ? t - k0 + 1 : nk;
-    lo = lo < nk ? lo : nk; /* a segment that starts past the tile: nothing here (and no write past it) */
-    *j0 = lo;
-    *j1 = hi > lo ? hi : lo;
-}
-
 void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
                            const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
                            float softcap) {
@@ -120,7 +105,7 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                     const float *q_src = q + ((size_t)b * T + t0) * ldq + (size_t)h * HS;
                     for (int r = 0; r < rows; r++)
                         memcpy(q_rows + (size_t)r * HS, q_src + (size_t)r * ldq, sizeof(float) * (size_t)HS);
-                    int k_first = earliest_key(seg, rows) / KB * KB;
+                    int k_first = att_earliest_key(seg, rows) / KB * KB;
                     for (int r = 0; r < rows; r++) { run_max[r] = -INFINITY; run_sum[r] = 0.0f; }
                     memset(O, 0, sizeof(float) * (size_t)rows * HS);
                     for (int k0 = k_first; k0 < n_keys; k0 += KB) {
@@ -129,45 +114,15 @@ void attention_forward_cpu(void *out_, float *lse, const void *q_, const void *k
                         for (int r = 0; r < rows; r++) {
                             float *s = S + (size_t)r * nk;
                             int j0, j1;
-                            tile_range(t0 + r, seg[r], k0, nk, &j0, &j1);
-                            float sc = scale;
-                            if (softcap > 0.0f) { /* s ← c·tanh(s·scale/c): scaled already */
-                                float inv_cap = scale / softcap;
-                                for (int j = j0; j < j1; j++) s[j] = softcap * tanhf(s[j] * inv_cap);
-                                sc = 1.0f;
-                            }
-                            float s_max = -INFINITY; /* scale > 0: max(s)·scale is max(s·scale), rounding included */
-                            #pragma omp simd reduction(max : s_max)
-                            for (int j = j0; j < j1; j++) s_max = s[j] > s_max ? s[j] : s_max;
-                            float m = s_max * sc > run_max[r] ? s_max * sc : run_max[r];
-                            /* rows with no key here yet keep max -inf: their p and sum stay 0 */
-                            float corr = m == -INFINITY ? 1.0f : fl_expf(run_max[r] - m), sum = 0.0f;
-                            for (int j = 0; j < j0; j++) s[j] = 0.0f;
-                            #pragma omp simd reduction(+ : sum)
-                            for (int j = j0; j < j1; j++) {
-                                s[j] = fl_expf(s[j] * sc - m);
-                                sum += s[j];
-                            }
-                            for (int j = j1; j < nk; j++) s[j] = 0.0f;
-                            run_sum[r] = run_sum[r] * corr + sum;
-                            run_max[r] = m;
-                            if (corr != 1.0f) {
-                                float *o = O + (size_t)r * HS;
-                                #pragma omp simd
-                                for (int e = 0; e < HS; e++) o[e] *= corr;
-                            }
+                            att_tile_range(t0 + r, seg[r], k0, nk, &j0, &j1);
+                            float corr = att_forward_row(s, nk, j0, j1, scale, softcap, &run_max[r], &run_sum[r]);
+                            att_rescale_row(O + (size_t)r * HS, corr, HS);
                         }
                         /* O (rows, HS) += P · V_tile */
                         tile_gemm(rows, HS, nk, S, nk, 1, vc + (size_t)k0 * TG_NR, (int64_t)T * TG_NR, O, HS, 1);
                     }
-                    float *lse_blk = lse + ((size_t)b * NH + h) * T + t0;
-                    for (int r = 0; r < rows; r++) {
-                        float inv = 1.0f / run_sum[r], *o = out + ((size_t)b * T + t0 + r) * ldo + (size_t)h * HS;
-                        const float *acc = O + (size_t)r * HS;
-                        #pragma omp simd
-                        for (int e = 0; e < HS; e++) o[e] = acc[e] * inv;
-                        lse_blk[r] = run_max[r] + logf(run_sum[r]);
-                    }
+                    att_forward_finish(out + ((size_t)b * T + t0) * ldo + (size_t)h * HS, ldo,
+                                       lse + ((size_t)b * NH + h) * T + t0, O, run_max, run_sum, rows, HS);
                 }
         free(S);
         free(O);
@@ -229,21 +184,17 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                 float *dk_h = parts + (2 * ((size_t)b * NH + h)) * part_elems; // (T, HS)
                 float *dv_h = dk_h + part_elems;                                // (T, HS)
                 memset(dk_h, 0, sizeof(float) * 2 * part_elems);
+                att_backward_d(D, do_h, o_h, ldo, T, HS);
                 for (int t = 0; t < T; t++) {
-                    const float *dor = do_h + (size_t)t * ldo, *orow = o_h + (size_t)t * ldo;
-                    float acc = 0.0f;
-                    #pragma omp simd reduction(+ : acc)
-                    for (int e = 0; e < HS; e++) acc += dor[e] * orow[e];
-                    D[t] = acc;
                     memcpy(q_rows + (size_t)t * HS, q_h + (size_t)t * ldq, sizeof(float) * (size_t)HS);
-                    memcpy(do_rows + (size_t)t * HS, dor, sizeof(float) * (size_t)HS);
+                    memcpy(do_rows + (size_t)t * HS, do_h + (size_t)t * ldo, sizeof(float) * (size_t)HS);
                 }
                 memset(dq_rows, 0, sizeof(float) * (size_t)T * HS);
                 for (int k0 = 0; k0 < T; k0 += BKB) {
                     int nk = T - k0 < BKB ? T - k0 : BKB;
                     for (int t0 = k0 / BQB * BQB; t0 < T; t0 += BQB) { /* the query blocks that see these keys */
                         int rows = T - t0 < BQB ? T - t0 : BQB;
-                        if (earliest_key(seg + t0, rows) >= k0 + nk) continue; /* every row's segment starts after the tile */
+                        if (att_earliest_key(seg + t0, rows) >= k0 + nk) continue; /* every row's segment starts after the tile */
                         /* keys past the block's last query are masked for all its rows: leave them out */
                         int nq = t0 + rows - k0 < nk ? t0 + rows - k0 : nk;
                         const float *q_blk = q_rows + (size_t)t0 * HS, *do_blk = do_rows + (size_t)t0 * HS;
@@ -254,23 +205,8 @@ void attention_backward_cpu(void *dq_, void *dk_, void *dv_, const void *dout_, 
                             float *p = P + (size_t)r * nq, *ds = dS + (size_t)r * nq;
                             float L = lse_h[t0 + r], Dr = D[t0 + r];
                             int j0, j1;
-                            tile_range(t0 + r, seg[t0 + r], k0, nq, &j0, &j1);
-                            for (int j = 0; j < j0; j++) p[j] = ds[j] = 0.0f;
-                            if (softcap > 0.0f) {
-                                float inv_cap = scale / softcap;
-                                for (int j = j0; j < j1; j++) {
-                                    float th = tanhf(p[j] * inv_cap); /* the forward's tanh, recomputed */
-                                    p[j] = fl_expf(softcap * th - L);
-                                    ds[j] = p[j] * (ds[j] - Dr) * (1.0f - th * th) * scale;
-                                }
-                            } else {
-                                #pragma omp simd
-                                for (int j = j0; j < j1; j++) {
-                                    p[j] = fl_expf(p[j] * scale - L);
-                                    ds[j] = p[j] * (ds[j] - Dr) * scale;
-                                }
-                            }
-                            for (int j = j1; j < nq; j++) p[j] = ds[j] = 0.0f;
+                            att_tile_range(t0 + r, seg[t0 + r], k0, nq, &j0, &j1);
+                            att_backward_row(p, ds, nq, j0, j1, L, Dr, scale, softcap);
                         }
                         /* dV_tile += Pᵀ · dO;  dK_tile += dSᵀ · Q_blk;  dQ_blk += dS · K_tile */
                         tile_pack_columns(q_cols, q_blk, HS, rows, HS);

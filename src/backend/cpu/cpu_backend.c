@@ -3,7 +3,9 @@
  *               the Hugging Face fixtures and finite-difference tests check;
  *   "cpu-bf16"  the fast one: frozen matrices and the LoRA compute copy in bf16, activations and
  *               all accumulation in f32, GEMMs on AVX512-BF16 (gemm_bf16.h) — the numerics of a
- *               bf16 GPU run (and of transformers with bf16 weights), at 2-4x the sgemm rate.
+ *               bf16 GPU run (and of transformers with bf16 weights), at 2-4x the sgemm rate;
+ *               its attention's tile products on bf16 operands where AVX512_BF16 runs them
+ *               (cpu_attention_bf16.c).
  * Every op not listed separately is shared. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
@@ -32,8 +34,6 @@
     .matmul_backward_weight = matmul_backward_weight_cpu, \
     .rope_forward = rope_forward_cpu,                    \
     .rope_backward = rope_backward_cpu,                  \
-    .attention_forward = attention_forward_cpu,          \
-    .attention_backward = attention_backward_cpu,        \
     .swiglu_forward = swiglu_forward_cpu,                \
     .swiglu_backward = swiglu_backward_cpu,              \
     .dropout = dropout_cpu,                              \
@@ -53,6 +53,8 @@ static const fl_backend cpu_backend = {
     .cast_to_weight = cpu_cast_to_weight,
     .cast_to_weight_2d = cpu_cast_to_weight_2d,
     .embedding_forward = embedding_forward_cpu,
+    .attention_forward = attention_forward_cpu,
+    .attention_backward = attention_backward_cpu,
     .matmul_forward = matmul_forward_cpu,
     .matmul_backward_input = matmul_backward_input_cpu,
     .matmul_nf4_forward = matmul_nf4_forward_cpu,
@@ -71,6 +73,8 @@ static const fl_backend cpu_bf16_backend = {
     .cast_to_weight = cpu_cast_to_weight_bf16,
     .cast_to_weight_2d = cpu_cast_to_weight_2d_bf16,
     .embedding_forward = embedding_forward_cpu_bf16,
+    .attention_forward = attention_forward_cpu_bf16,
+    .attention_backward = attention_backward_cpu_bf16,
     .matmul_forward = matmul_forward_cpu_bf16,
     .matmul_backward_input = matmul_backward_input_cpu_bf16,
     .matmul_nf4_forward = matmul_nf4_forward_cpu_bf16,

@@ -1,6 +1,6 @@
 /* cpu_ops.h — the CPU reference ops, one declaration per backend.h entry (see there for the
  * contracts). Grouped by file: cpu_memory.c, cpu_embedding.c, cpu_matmul.c, cpu_norm.c, cpu_rope.c,
- * cpu_attention.c, cpu_elementwise.c, cpu_loss.c, cpu_optim.c. On the CPU every act buffer
+ * cpu_attention.c, cpu_attention_bf16.c, cpu_elementwise.c, cpu_loss.c, cpu_optim.c. On the CPU every act buffer
  * (backend.h) is f32, so each op casts its void pointers to float. */
 #ifndef FL_CPU_OPS_H
 #define FL_CPU_OPS_H
@@ -57,6 +57,22 @@ void attention_forward_cpu(void *out, float *lse, const void *q, const void *k, 
 void attention_backward_cpu(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
                             const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
                             int NH, int NKV, int HS, int ld_qkv, float softcap);
+/* The bf16 backend's attention (cpu_attention_bf16.c): the same arguments and results, every tile
+ * product on bf16 operands with f32 sums. The *_bf16_tiles functions run those tiles on any CPU;
+ * the *_cpu_bf16 ops run them where AVX512_BF16 does, the f32 attention above elsewhere. */
+void attention_forward_bf16_tiles(void *out, float *lse, const void *q, const void *k, const void *v,
+                                  const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                                  float softcap);
+void attention_backward_bf16_tiles(void *dq, void *dk, void *dv, const void *dout, const void *out,
+                                   const float *lse, const void *q, const void *k, const void *v,
+                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                                   float softcap);
+void attention_forward_cpu_bf16(void *out, float *lse, const void *q, const void *k, const void *v,
+                                const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
+                                float softcap);
+void attention_backward_cpu_bf16(void *dq, void *dk, void *dv, const void *dout, const void *out, const float *lse,
+                                 const void *q, const void *k, const void *v, const int32_t *seg_start, int B, int T,
+                                 int NH, int NKV, int HS, int ld_qkv, float softcap);
 void rmsnorm_offset_forward_cpu(void *out, float *rstd, const void *inp, const void *weight, float w_offset,
                                 float eps, size_t N, int C, int ld_out);
 void rmsnorm_offset_backward_cpu(void *dinp, const void *dout, const void *inp, const void *weight, float w_offset,
