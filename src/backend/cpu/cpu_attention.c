@@ -39,27 +39,6 @@
 #include "common/error.h"
 #include "common/fastmath.h"
 
-/* Tile sizes, measured on a 2-core AVX2 machine (smollm2 shapes, dev/cpu/bench_attention.c):
- * with the library sgemm, QB 64 x KB 256 beat QB 32 (KB 128-512) by 5-20% and untiled keys by
- * 15-40%; with tile_gemm the backward at 1 x 2048 ran within noise of each other (128-156 ms) for
- * (QB, KB) from (32, 128) to (128, 128) and (64, 512), so 64 x 256 stayed. The -D overrides are for
- * such experiments. */
-#ifndef FL_ATT_QB
-#define FL_ATT_QB 64
-#endif
-#ifndef FL_ATT_KB
-#define FL_ATT_KB 256
-#endif
-#ifndef FL_ATT_BQB
-#define FL_ATT_BQB 64
-#endif
-#ifndef FL_ATT_BKB
-#define FL_ATT_BKB 256
-#endif
-#define QB FL_ATT_QB   /* forward: query rows per tile */
-#define KB FL_ATT_KB   /* forward: keys per tile: at T <= 256 a query block is one tile */
-#define BQB FL_ATT_BQB /* backward: query rows per tile */
-#define BKB FL_ATT_BKB /* backward: keys per tile */
 _Static_assert(KB % TG_NR == 0 && BKB % TG_NR == 0, "key tiles start on a packed panel (scores_gemm)");
 
 /* S (rows, n_keys; ld_s) = X (rows, HS; row stride ldx) · Yᵀ for the keys [k0, k0 + n_keys) of a

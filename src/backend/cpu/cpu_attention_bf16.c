@@ -28,9 +28,7 @@
 #include "backend/cpu/tile_gemm_bf16.h"
 #include "common/error.h"
 
-/* The f32 file's tile sizes (its measurements); even and on 16-key panels, so every tile starts
- * on a pair word and a panel. */
-enum { QB = 64, KB = 256, BQB = 64, BKB = 256 };
+/* The f32 file's tiles (cpu_attention_rows.h), which must also start on a pair word and a panel. */
 _Static_assert(KB % TG_NR == 0 && BKB % TG_NR == 0 && QB % 2 == 0 && BQB % 2 == 0, "tiles start on words and panels");
 
 void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const void *k_, const void *v_,

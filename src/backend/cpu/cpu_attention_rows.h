@@ -1,7 +1,8 @@
 /* cpu_attention_rows.h — the per-row arithmetic both CPU attentions share (cpu_attention.c with
- * f32 tiles, cpu_attention_bf16.c with bf16 ones): which keys of a tile a query sees, the forward's
- * online-softmax step and the backward's probabilities and score gradients. The formulas are in
- * cpu_attention.c's header; here they are written once. Not the tiles' products. */
+ * f32 tiles, cpu_attention_bf16.c with bf16 ones): the tile sizes, which keys of a tile a query
+ * sees, the forward's online-softmax step and the backward's probabilities and score gradients.
+ * The formulas are in cpu_attention.c's header; here they are written once. Not the tiles'
+ * products. */
 #ifndef FL_CPU_ATTENTION_ROWS_H
 #define FL_CPU_ATTENTION_ROWS_H
 
@@ -9,6 +10,28 @@
 #include <stdint.h>
 
 #include "common/fastmath.h"
+
+/* Tile sizes, measured on a 2-core AVX2 machine (smollm2 shapes, dev/cpu/bench_attention.c):
+ * with the library sgemm, QB 64 x KB 256 beat QB 32 (KB 128-512) by 5-20% and untiled keys by
+ * 15-40%; with tile_gemm the backward at 1 x 2048 ran within noise of each other (128-156 ms) for
+ * (QB, KB) from (32, 128) to (128, 128) and (64, 512), so 64 x 256 stayed. The -D overrides are for
+ * such experiments. */
+#ifndef FL_ATT_QB
+#define FL_ATT_QB 64
+#endif
+#ifndef FL_ATT_KB
+#define FL_ATT_KB 256
+#endif
+#ifndef FL_ATT_BQB
+#define FL_ATT_BQB 64
+#endif
+#ifndef FL_ATT_BKB
+#define FL_ATT_BKB 256
+#endif
+#define QB FL_ATT_QB   /* forward: query rows per tile */
+#define KB FL_ATT_KB   /* forward: keys per tile: at T <= 256 a query block is one tile */
+#define BQB FL_ATT_BQB /* backward: query rows per tile */
+#define BKB FL_ATT_BKB /* backward: keys per tile */
 
 /* The earliest key any of the `rows` queries from seg[0] on sees: their smallest segment start. */
 static inline int att_earliest_key(const int32_t *seg, int rows) {
