@@ -8,9 +8,12 @@
  *       dev/cpu/bench_attention.c src/backend/cpu/cpu_attention.c src/backend/cpu/tile_gemm.c \
  *       build/libfastlora.a -ljansson -lpcre2-8 -lcrypto -L/usr/lib/x86_64-linux-gnu/openblas-openmp \
  *       -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm -o build/bench_attention
- *   OMP_NUM_THREADS=2 build/bench_attention B T NH NKV HS [runs]     e.g. 1 2048 9 3 64 5 */
+ *   OMP_NUM_THREADS=2 build/bench_attention B T NH NKV HS [runs [bf16]]     e.g. 1 2048 9 3 64 5
+ * With "bf16" it runs the bf16 backend's tiles (cpu_attention_bf16.c) instead; the library's
+ * copy of them is linked unless that file is named on the command line too. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -23,11 +26,12 @@ static double seconds(clockid_t clock) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: %s B T NH NKV HS [runs]\n", argv[0]);
+        fprintf(stderr, "usage: %s B T NH NKV HS [runs [bf16]]\n", argv[0]);
         return 2;
     }
     int B = atoi(argv[1]), T = atoi(argv[2]), NH = atoi(argv[3]), NKV = atoi(argv[4]), HS = atoi(argv[5]);
     int runs = argc > 6 ? atoi(argv[6]) : 5;
+    int bf16 = argc > 7 && strcmp(argv[7], "bf16") == 0; /* the bf16 tiles (cpu_attention_bf16.c) */
     if (B < 1 || T < 1 || NH < 1 || NKV < 1 || NH % NKV || HS < 1 || runs < 1) {
         fprintf(stderr, "%s: need B, T, HS >= 1 and NKV dividing NH\n", argv[0]);
         return 2;
@@ -48,9 +52,9 @@ int main(int argc, char **argv) {
     double best[2][2] = {{1e30, 1e30}, {1e30, 1e30}}; /* [forward, backward][wall, cpu] */
     for (int r = 0; r < runs; r++) {
         double w0 = seconds(CLOCK_MONOTONIC), c0 = seconds(CLOCK_PROCESS_CPUTIME_ID);
-        attention_forward_cpu(out, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f);
+        (bf16 ? attention_forward_bf16_tiles : attention_forward_cpu)(out, lse, q, k, v, seg, B, T, NH, NKV, HS, ld, 0.0f);
         double w1 = seconds(CLOCK_MONOTONIC), c1 = seconds(CLOCK_PROCESS_CPUTIME_ID);
-        attention_backward_cpu(d, d + (size_t)NH * HS, d + (size_t)(NH + NKV) * HS, dout, out, lse, q, k, v, seg, B, T, NH,
+        (bf16 ? attention_backward_bf16_tiles : attention_backward_cpu)(d, d + (size_t)NH * HS, d + (size_t)(NH + NKV) * HS, dout, out, lse, q, k, v, seg, B, T, NH,
                                NKV, HS, ld, 0.0f);
         double w2 = seconds(CLOCK_MONOTONIC), c2 = seconds(CLOCK_PROCESS_CPUTIME_ID);
         double t[2][2] = {{w1 - w0, c1 - c0}, {w2 - w1, c2 - c1}};

@@ -30,6 +30,10 @@
 
 /* The f32 file's tiles (cpu_attention_rows.h), which must also start on a pair word and a panel. */
 _Static_assert(KB % TG_NR == 0 && BKB % TG_NR == 0 && QB % 2 == 0 && BQB % 2 == 0, "tiles start on words and panels");
+/* The row strides of the forward's f32 score tile and the backward's P and dS tiles: not a power
+ * of two (cpu_plan.h). */
+#define LD_FWD_TILE (KB + 8)
+#define LD_TILE (BKB + 8)
 
 void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const void *k_, const void *v_,
                                   const int32_t *seg_start, int B, int T, int NH, int NKV, int HS, int ld_qkv,
@@ -54,7 +58,7 @@ void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const 
                 tg16_pack_panels_transposed(kt, k + src, ldkv, T, HS);
                 tg16_pack_panels(kt + kt_words, kw_t * TG_NR, v + src, ldkv, T, HS);
             }
-        float *S = fl_malloc(sizeof(float) * QB * KB);
+        float *S = fl_malloc(sizeof(float) * QB * LD_FWD_TILE); /* a tile's scores, row stride LD_FWD_TILE */
         float *O = fl_malloc(sizeof(float) * QB * (size_t)HS); /* unnormalized output rows */
         uint32_t *q_words = fl_malloc(sizeof(uint32_t) * QB * (size_t)kw_hs); /* the block's Q rows */
         uint32_t *p_words = fl_malloc(sizeof(uint32_t) * QB * (KB / 2));      /* a tile's P rows */
@@ -74,17 +78,17 @@ void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const 
                         int nk = n_keys - k0 < KB ? n_keys - k0 : KB;
                         /* S (rows, nk) = Q_blk · K_tileᵀ */
                         tile_gemm_bf16(rows, nk, HS, q_words, kw_hs, kt + (int64_t)(k0 / TG_NR) * kw_hs * TG_NR,
-                                       kw_hs * TG_NR, S, nk, 0);
-                        for (int r = 0; r < rows; r++) {
-                            float *s = S + (size_t)r * nk;
+                                       kw_hs * TG_NR, S, LD_FWD_TILE, 0);
+                        int64_t kw_nk = tg16_words(nk);
+                        for (int r = 0; r < rows; r++) { /* each row's P packed while it is in L1 */
+                            float *s = S + (size_t)r * LD_FWD_TILE;
                             int j0, j1;
                             att_tile_range(t0 + r, seg[r], k0, nk, &j0, &j1);
                             float corr = att_forward_row(s, nk, j0, j1, scale, softcap, &run_max[r], &run_sum[r]);
                             att_rescale_row(O + (size_t)r * HS, corr, HS);
+                            tg16_pack_rows(p_words + r * kw_nk, kw_nk, s, LD_FWD_TILE, 1, nk);
                         }
                         /* O (rows, HS) += P · V_tile */
-                        int64_t kw_nk = tg16_words(nk);
-                        tg16_pack_rows(p_words, kw_nk, S, nk, rows, nk);
                         tile_gemm_bf16(rows, HS, nk, p_words, kw_nk, vp + (int64_t)(k0 / 2) * TG_NR, kw_t * TG_NR, O,
                                        HS, 1);
                     }
@@ -100,13 +104,13 @@ void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const 
 }
 
 /* dK and dV's rows (stride ld) of kv head kvh = Σ over its group's query heads, in head order, of
- * their transposed partials (HS, T); t in blocks of 16, so each partial row's 64 bytes serve 16 t. */
-static void sum_transposed_partials(float *dst, int64_t ld, const float *first, size_t head_stride, int group, int T,
-                                    int HS, int t_begin, int t_end) {
+ * their transposed partials (HS, T; row stride ldp); t in blocks of 16, so each partial row's 64 bytes serve 16 t. */
+static void sum_transposed_partials(float *dst, int64_t ld, const float *first, size_t head_stride, int group,
+                                    int64_t ldp, int HS, int t_begin, int t_end) {
     for (int t = t_begin; t < t_end; t++) {
         float *row = dst + (int64_t)t * ld;
         for (int e = 0; e < HS; e++) {
-            const float *src = first + (size_t)e * T + t;
+            const float *src = first + e * ldp + t;
             float acc = src[0];
             for (int g = 1; g < group; g++) acc += src[(size_t)g * head_stride];
             row[e] = acc;
@@ -124,8 +128,10 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
     float scale = 1.0f / sqrtf((float)HS);
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     int64_t kw_hs = tg16_words(HS), kw_t = tg16_words(T);
-    /* per (batch row, query head): dKᵀ and dVᵀ partials, (HS, T) each, kept between calls */
-    size_t part_elems = (size_t)T * HS;
+    /* per (batch row, query head): dKᵀ and dVᵀ partials, (HS, T) each with row stride ldp, kept
+     * between calls; Qᵀ and dOᵀ rows ldp / 2 words apart (cpu_plan.h: no power-of-two strides) */
+    int64_t ldp = (int64_t)fl_cpu_attention_row_ld(T), ldt = ldp / 2;
+    size_t part_elems = (size_t)ldp * HS;
     float *parts = fl_cpu_scratch(FL_CPU_SCRATCH_ATTN_PARTIALS, fl_cpu_attention_partial_bytes(B, T, NH, HS));
     /* per (batch row, kv head): Kᵀ and Vᵀ in key panels, K in column panels along the keys */
     size_t kt_words = (size_t)tg_round_up(T) * kw_hs, kc_words = (size_t)tg_round_up(HS) * kw_t;
@@ -142,14 +148,15 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
                 tg16_pack_panels_transposed(kt + kt_words, v + src, ldkv, T, HS);
                 tg16_pack_panels(kt + 2 * kt_words, kw_t * TG_NR, k + src, ldkv, T, HS);
             }
-        float *P = fl_malloc(sizeof(float) * BQB * BKB), *dS = fl_malloc(sizeof(float) * BQB * BKB);
+        /* a tile's P and dS, row stride LD_TILE */
+        float *P = fl_malloc(sizeof(float) * BQB * LD_TILE), *dS = fl_malloc(sizeof(float) * BQB * LD_TILE);
         float *D = fl_malloc(sizeof(float) * (size_t)T);
         /* a tile's P and dS as panels along the queries, and dS as rows */
         size_t panel_words = (size_t)(BQB / 2) * BKB;
         uint32_t *p_panels = cpu_alloc_scratch(sizeof(uint32_t) * (2 * panel_words + (size_t)BQB * (BKB / 2)));
         uint32_t *ds_panels = p_panels + panel_words, *ds_words = ds_panels + panel_words;
-        /* the task's Q and dO as rows (T, kw_hs) and transposed (HS, kw_t), and its dQ sums (T, HS) */
-        size_t row_words = (size_t)T * kw_hs, col_words = (size_t)HS * kw_t;
+        /* the task's Q and dO as rows (T, kw_hs) and transposed (HS, ldt), and its dQ sums (T, HS) */
+        size_t row_words = (size_t)T * kw_hs, col_words = (size_t)HS * ldt;
         uint32_t *q_words = cpu_alloc_scratch(sizeof(uint32_t) * 2 * (row_words + col_words));
         uint32_t *do_words = q_words + row_words, *qt_words = do_words + row_words, *dot_words = qt_words + col_words;
         float *dq_rows = cpu_alloc_scratch(sizeof(float) * (size_t)T * HS);
@@ -168,8 +175,8 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
                 att_backward_d(D, do_h, o_h, ldo, T, HS);
                 tg16_pack_rows(q_words, kw_hs, q_h, ldq, T, HS);
                 tg16_pack_rows(do_words, kw_hs, do_h, ldo, T, HS);
-                tg16_pack_rows_transposed(qt_words, kw_t, q_h, ldq, T, HS);
-                tg16_pack_rows_transposed(dot_words, kw_t, do_h, ldo, T, HS);
+                tg16_pack_rows_transposed(qt_words, ldt, q_h, ldq, T, HS);
+                tg16_pack_rows_transposed(dot_words, ldt, do_h, ldo, T, HS);
                 memset(dq_rows, 0, sizeof(float) * (size_t)T * HS);
                 for (int k0 = 0; k0 < T; k0 += BKB) {
                     int nk = T - k0 < BKB ? T - k0 : BKB;
@@ -181,21 +188,28 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
                         /* keys past the block's last query are masked for all its rows: leave them out */
                         int nq = t0 + rows - k0 < nk ? t0 + rows - k0 : nk;
                         /* P = Q_blk · K_tileᵀ, dP (in dS) = dO_blk · V_tileᵀ */
-                        tile_gemm_bf16(rows, nq, HS, q_words + t0 * kw_hs, kw_hs, kt_tile, kw_hs * TG_NR, P, nq, 0);
-                        tile_gemm_bf16(rows, nq, HS, do_words + t0 * kw_hs, kw_hs, vt_tile, kw_hs * TG_NR, dS, nq, 0);
-                        for (int r = 0; r < rows; r++) {
-                            int j0, j1;
-                            att_tile_range(t0 + r, seg[t0 + r], k0, nq, &j0, &j1);
-                            att_backward_row(P + (size_t)r * nq, dS + (size_t)r * nq, nq, j0, j1, lse_h[t0 + r],
-                                             D[t0 + r], scale, softcap);
+                        tile_gemm_bf16(rows, nq, HS, q_words + t0 * kw_hs, kw_hs, kt_tile, kw_hs * TG_NR, P, LD_TILE, 0);
+                        tile_gemm_bf16(rows, nq, HS, do_words + t0 * kw_hs, kw_hs, vt_tile, kw_hs * TG_NR, dS, LD_TILE,
+                                       0);
+                        /* p and ds a pair of rows at a time, packed while the pair is in L1: P and dS
+                         * as panels along the queries (one word row per pair), dS as rows */
+                        int64_t tile_panel = tg16_words(rows) * TG_NR, kw_nq = tg16_words(nq);
+                        for (int r0 = 0; r0 < rows; r0 += 2) {
+                            int pair = rows - r0 < 2 ? 1 : 2;
+                            float *p_r = P + (size_t)r0 * LD_TILE, *ds_r = dS + (size_t)r0 * LD_TILE;
+                            for (int r = r0; r < r0 + pair; r++) {
+                                int j0, j1;
+                                att_tile_range(t0 + r, seg[t0 + r], k0, nq, &j0, &j1);
+                                att_backward_row(P + (size_t)r * LD_TILE, dS + (size_t)r * LD_TILE, nq, j0, j1,
+                                                 lse_h[t0 + r], D[t0 + r], scale, softcap);
+                            }
+                            tg16_pack_panels(p_panels + (r0 / 2) * TG_NR, tile_panel, p_r, LD_TILE, pair, nq);
+                            tg16_pack_panels(ds_panels + (r0 / 2) * TG_NR, tile_panel, ds_r, LD_TILE, pair, nq);
+                            tg16_pack_rows(ds_words + (int64_t)r0 * kw_nq, kw_nq, ds_r, LD_TILE, pair, nq);
                         }
                         /* dVᵀ_tile += dO_blkᵀ · P;  dKᵀ_tile += Q_blkᵀ · dS;  dQ_blk += dS · K_tile */
-                        int64_t tile_panel = tg16_words(rows) * TG_NR, kw_nq = tg16_words(nq);
-                        tg16_pack_panels(p_panels, tile_panel, P, nq, rows, nq);
-                        tg16_pack_panels(ds_panels, tile_panel, dS, nq, rows, nq);
-                        tg16_pack_rows(ds_words, kw_nq, dS, nq, rows, nq);
-                        tile_gemm_bf16(HS, nq, rows, dot_words + t0 / 2, kw_t, p_panels, tile_panel, dvt_h + k0, T, 1);
-                        tile_gemm_bf16(HS, nq, rows, qt_words + t0 / 2, kw_t, ds_panels, tile_panel, dkt_h + k0, T, 1);
+                        tile_gemm_bf16(HS, nq, rows, dot_words + t0 / 2, ldt, p_panels, tile_panel, dvt_h + k0, ldp, 1);
+                        tile_gemm_bf16(HS, nq, rows, qt_words + t0 / 2, ldt, ds_panels, tile_panel, dkt_h + k0, ldp, 1);
                         tile_gemm_bf16(rows, HS, nq, ds_words, kw_nq, kc + (int64_t)(k0 / 2) * TG_NR, kw_t * TG_NR,
                                        dq_rows + (size_t)t0 * HS, HS, 1);
                     }
@@ -219,9 +233,9 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
                     int t_begin = tb * 16, t_end = t_begin + 16 < T ? t_begin + 16 : T;
                     const float *first = parts + (2 * ((size_t)b * NH + (size_t)kvh * group)) * part_elems;
                     size_t off = (size_t)b * T * ldkv + (size_t)kvh * HS;
-                    sum_transposed_partials(dk + off, ldkv, first, 2 * part_elems, group, T, HS, t_begin, t_end);
-                    sum_transposed_partials(dv + off, ldkv, first + part_elems, 2 * part_elems, group, T, HS, t_begin,
-                                            t_end);
+                    sum_transposed_partials(dk + off, ldkv, first, 2 * part_elems, group, ldp, HS, t_begin, t_end);
+                    sum_transposed_partials(dv + off, ldkv, first + part_elems, 2 * part_elems, group, ldp, HS,
+                                            t_begin, t_end);
                 }
     }
     cpu_free(packs);

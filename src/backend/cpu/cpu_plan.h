@@ -19,10 +19,20 @@
  * rows — 64 however large V is (GEMMs of fewer rows spend their time packing the weight). */
 size_t fl_cpu_lm_head_chunk_rows(size_t N, int V);
 
-/* The attention backward's dK and dV partials, one (T, HS) pair per (batch row, query head), f32:
- * kept between steps (cpu_attention.c). */
+/* The row stride, in elements, of a buffer whose rows are T long and which a tile GEMM reads or
+ * writes many rows of at once: T rounded up to 16, plus 16 when that is a multiple of 256, so that
+ * rows do not start a power-of-two distance apart (rows 4 KiB or 8 KiB apart fall into the same
+ * L1 sets and the tile products run 10-15% slower: docs/CPU-GEMM.md, "bf16 attention tiles"). */
+static inline size_t fl_cpu_attention_row_ld(int T) {
+    size_t t16 = ((size_t)T + 15) / 16 * 16;
+    return t16 % 256 == 0 ? t16 + 16 : t16;
+}
+
+/* The attention backward's dK and dV partials, f32, kept between steps: one (T, HS) pair per
+ * (batch row, query head) (cpu_attention.c), or one transposed (HS, T) pair of row stride
+ * fl_cpu_attention_row_ld(T) (cpu_attention_bf16.c); the larger of the two. */
 static inline size_t fl_cpu_attention_partial_bytes(int B, int T, int NH, int HS) {
-    return 2 * (size_t)B * (size_t)NH * (size_t)T * (size_t)HS * sizeof(float);
+    return 2 * (size_t)B * (size_t)NH * fl_cpu_attention_row_ld(T) * (size_t)HS * sizeof(float);
 }
 
 /* The attention backward's other scratch (tile_gemm.h), freed when it returns (the forward's is
@@ -31,7 +41,9 @@ static inline size_t fl_cpu_attention_partial_bytes(int B, int T, int NH, int HS
 static inline size_t fl_cpu_attention_pack_bytes(int B, int T, int NKV, int HS, int threads) {
     size_t t16 = ((size_t)T + 15) / 16 * 16, hs16 = ((size_t)HS + 15) / 16 * 16;
     size_t shared = (size_t)B * (size_t)NKV * (2 * t16 * (size_t)HS + (size_t)T * hs16);
-    return (shared + (size_t)threads * 3 * (size_t)T * (size_t)HS) * sizeof(float);
+    /* (the bf16 attention's transposed Q and dO rows are fl_cpu_attention_row_ld(T) / 2 words long) */
+    size_t per_thread = (size_t)T * (2 * (size_t)HS + 1) + (size_t)HS * fl_cpu_attention_row_ld(T);
+    return (shared + (size_t)threads * per_thread) * sizeof(float);
 }
 
 #endif

@@ -45,14 +45,14 @@ static void pack_panels_portable(uint32_t *dst, int64_t panel_words, const float
     }
 }
 
-void tg16_pack_rows_transposed(uint32_t *dst, int64_t ldw, const float *x, int64_t ld, int rows, int cols) {
+static void pack_rows_transposed_portable(uint32_t *dst, int64_t ldw, const float *x, int64_t ld, int rows, int cols) {
     for (int r = 0; r < rows; r += 2) {
         const float *lo = x + (int64_t)r * ld, *hi = r + 1 < rows ? lo + ld : NULL;
         for (int c = 0; c < cols; c++) dst[(int64_t)c * ldw + r / 2] = pair_word(lo[c], hi ? hi[c] : 0.0f);
     }
 }
 
-void tg16_pack_panels_transposed(uint32_t *dst, const float *x, int64_t ld, int rows, int cols) {
+static void pack_panels_transposed_portable(uint32_t *dst, const float *x, int64_t ld, int rows, int cols) {
     int64_t padded = tg_round_up(rows), kw = tg16_words(cols);
     for (int64_t r0 = 0; r0 < padded; r0 += TG_NR) {
         uint32_t *panel = dst + r0 / TG_NR * kw * TG_NR;
@@ -121,6 +121,47 @@ TGT static void pack_panels_avx512(uint32_t *dst, int64_t panel_words, const flo
             __m512 vlo = _mm512_maskz_loadu_ps(m, lo);
             __m512 vhi = r + 1 < rows ? _mm512_maskz_loadu_ps(m, lo + ld) : _mm512_setzero_ps();
             _mm512_storeu_si512((void *)(panel + (int64_t)(r / 2) * TG_NR), interleave16(vlo, vhi));
+        }
+    }
+}
+
+/* Xᵀ as rows: two rows of X at a time become, 16 columns at a time, the words of 16 rows of dst
+ * (one word each, ldw apart); the words go through a vector store and out as scalars. */
+TGT static void pack_rows_transposed_avx512(uint32_t *dst, int64_t ldw, const float *x, int64_t ld, int rows,
+                                            int cols) {
+    uint32_t w[16];
+    for (int r = 0; r < rows; r += 2) {
+        const float *lo = x + (int64_t)r * ld, *hi = lo + ld;
+        for (int c0 = 0; c0 < cols; c0 += 16) {
+            int n = cols - c0 < 16 ? cols - c0 : 16;
+            __m512 vlo = _mm512_maskz_loadu_ps(mask16(n), lo + c0);
+            __m512 vhi = r + 1 < rows ? _mm512_maskz_loadu_ps(mask16(n), hi + c0) : _mm512_setzero_ps();
+            _mm512_storeu_si512((void *)w, interleave16(vlo, vhi));
+            uint32_t *d = dst + (int64_t)c0 * ldw + r / 2;
+            for (int j = 0; j < n; j++) d[(int64_t)j * ldw] = w[j];
+        }
+    }
+}
+
+/* Xᵀ as panels: each row of X is one column of a panel, its pair words (the row packing's) 16
+ * apart; rows past `rows` up to the panel's end are zero columns. */
+TGT static void pack_panels_transposed_avx512(uint32_t *dst, const float *x, int64_t ld, int rows, int cols) {
+    int64_t padded = tg_round_up(rows), kw = tg16_words(cols);
+    uint32_t w[16];
+    for (int64_t r = 0; r < padded; r++) {
+        uint32_t *col = dst + r / TG_NR * kw * TG_NR + r % TG_NR;
+        if (r >= rows) {
+            for (int64_t p = 0; p < kw; p++) col[p * TG_NR] = 0u;
+            continue;
+        }
+        const float *xr = x + r * ld;
+        for (int c = 0; c < cols; c += 32) { /* 32 floats: 16 words */
+            int left = cols - c;
+            __m512 lo = _mm512_maskz_loadu_ps(mask16(left), xr + c), hi = _mm512_maskz_loadu_ps(mask16(left - 16), xr + c + 16);
+            _mm512_storeu_si512((void *)w, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            int n = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
+            uint32_t *d = col + (int64_t)(c / 2) * TG_NR;
+            for (int j = 0; j < n; j++) d[j * TG_NR] = w[j];
         }
     }
 }
@@ -195,6 +236,26 @@ void tg16_pack_panels(uint32_t *dst, int64_t panel_words, const float *x, int64_
     }
 #endif
     pack_panels_portable(dst, panel_words, x, ld, rows, cols);
+}
+
+void tg16_pack_rows_transposed(uint32_t *dst, int64_t ldw, const float *x, int64_t ld, int rows, int cols) {
+#if defined(__x86_64__)
+    if (have_bf16_dot()) {
+        pack_rows_transposed_avx512(dst, ldw, x, ld, rows, cols);
+        return;
+    }
+#endif
+    pack_rows_transposed_portable(dst, ldw, x, ld, rows, cols);
+}
+
+void tg16_pack_panels_transposed(uint32_t *dst, const float *x, int64_t ld, int rows, int cols) {
+#if defined(__x86_64__)
+    if (have_bf16_dot()) {
+        pack_panels_transposed_avx512(dst, x, ld, rows, cols);
+        return;
+    }
+#endif
+    pack_panels_transposed_portable(dst, x, ld, rows, cols);
 }
 
 void tile_gemm_bf16(int m, int n, int k, const uint32_t *a, int64_t lda, const uint32_t *b, int64_t b_panel,
