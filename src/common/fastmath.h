@@ -3,8 +3,9 @@
  * 2k-key attention row spends most of its time there. This one is branch-free C that GCC turns into
  * AVX-512 code: exp(x) = 2^k · p(r), k = round(x·log2 e), r = x − k·ln 2 (two-part ln 2), p a
  * degree-6 polynomial, its steps written as fmaf (ISO C mode does not contract a·b + c, and a
- * multiply plus an add is twice the instructions of one FMA: the attention rows ran 19-23% faster). Relative error ≤ 2.3e-7 (≤ 2 ulp) over [-87, 88.5] (tests/test_fastmath.c);
- * the input is clamped to [-87.3, 88.7], so it returns 0 far below and ~3.3e38 far above; NaN is not
+ * multiply plus an add is twice the instructions of one FMA: the attention rows ran 19-23%
+ * faster). Relative error ≤ 2.3e-7 (≤ 2 ulp) over [-87, 88.5] (tests/test_fastmath.c); the input
+ * is clamped to [-87.3, 88.7], so it returns 0 far below and ~3.3e38 far above; NaN is not
  * propagated (callers never pass NaN). Not a libm. */
 #ifndef FL_FASTMATH_H
 #define FL_FASTMATH_H
