@@ -48,6 +48,34 @@ TEST(config_olmo3_7b_layers_and_ropes) {
     CHECK(!cfg.tie_word_embeddings && cfg.rms_norm_eps == 1e-6f);
 }
 
+/* The presets are the config.json files read: olmo-3-7b field for field against olmo3_7b (windows, both
+ * RoPEs, yarn's parameters), and the parameter counts (7B: 4·C² + 3·C·FF + whole-row q/k norms 2C + two post
+ * norms per layer, untied embedding and head, the final norm; 32B: GQA 40 / 8) */
+TEST(config_olmo3_presets_are_the_config_files) {
+    fl_model_config got, want;
+    char dir[64];
+    CHECK_MSG(config_test_load_json(&got, olmo3_7b, dir) == 0, "%s", fl_last_error());
+    config_test_remove_dir(dir);
+    CHECK(fl_config_preset(&want, "olmo-3-7b") == 0);
+    check_config_core_equal(&got, &want);
+    CHECK(want.arch == FL_ARCH_OLMO2 && want.olmo3 && want.qk_norm_full && want.no_pre_norms && want.sandwich_norms);
+    CHECK_EQ_INT(want.max_position_embeddings, got.max_position_embeddings);
+    CHECK_EQ_INT(want.rotary_dim, got.rotary_dim);
+    for (int l = 0; l < want.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&want, l), fl_config_layer_window(&got, l));
+    CHECK(want.rope_yarn == got.rope_yarn && want.rope_yarn_truncate == got.rope_yarn_truncate);
+    CHECK(want.rope_factor == got.rope_factor && want.rope_original_max_position == got.rope_original_max_position);
+    CHECK(want.rope_yarn_beta_fast == got.rope_yarn_beta_fast && want.rope_yarn_beta_slow == got.rope_yarn_beta_slow);
+    CHECK(want.rope_theta == got.rope_theta && want.rope_local_theta == got.rope_local_theta);
+    CHECK(fl_config_rope_attention_factor(&want) == fl_config_rope_attention_factor(&got));
+    CHECK(!strcmp(fl_config_preset_hf_name("olmo-3-7b"), "allenai/Olmo-3-1025-7B"));
+    CHECK_MSG(fl_config_total_params(&want) == 7298011136LL, "%lld", (long long)fl_config_total_params(&want));
+    fl_model_config big;
+    CHECK(fl_config_preset(&big, "olmo-3-32b") == 0);
+    CHECK(big.olmo3 && big.n_kv_heads == 8 && big.head_dim == 128 && fl_config_layer_window(&big, 63) == 0 &&
+          fl_config_layer_window(&big, 62) == 4096);
+    CHECK_MSG(fl_config_total_params(&big) == 32233522176LL, "%lld", (long long)fl_config_total_params(&big));
+}
+
 TEST(config_olmo3_layer_types_and_refusals) {
     fl_model_config cfg;
     CHECK_MSG(fl_config_load(&cfg, OLMO3_FIX "/config.json") == 0, "%s", fl_last_error());

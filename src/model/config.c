@@ -418,12 +418,14 @@ typedef struct {
     int tied;
     double llama3;         /* llama3 RoPE scaling factor (low 1, high 4, original 8192); 0: none */
     int bos, eos;
-    int rotary_dim, sliding_window, original_max;   /* Phi-3: 0 elsewhere */
+    int rotary_dim, sliding_window, original_max;   /* Phi-3, OLMo 3: 0 elsewhere */
     const float *short_factor, *long_factor;         /* longrope (rotary_dim/2 each), or NULL */
     double linear_factor;  /* Gemma 3: linear RoPE scaling of the global layers; 0: none */
     int multimodal;        /* the language model of a vision-language checkpoint (config.h) */
     int nope_every;        /* SmolLM3: RoPE skipped on every n-th layer; 0: none */
     const double *granite; /* Granite: embedding, attention, residual multipliers, logits_scaling; or NULL */
+    int olmo3;             /* OLMo 3: sliding_window on all but every 4th layer (default RoPE, theta 5e5 there),
+                            * yarn (factor 8 over 8192, attention factor 1.2079441541679836) on the full ones */
 } preset;
 
 /* Granite 3.x's scalars (config.json: embedding_multiplier, attention_multiplier, residual_multiplier,
@@ -466,45 +468,45 @@ static const float phi4_long[48] = {
     44.16f, 47.77f};
 
 static const preset presets[] = {
-    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen2.5-0.5b",   "Qwen/Qwen2.5-0.5B", FL_ARCH_QWEN2, 151936,  896,  4864, 24, 14,  2,  64, 32768,  1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"qwen2.5-1.5b",   "Qwen/Qwen2.5-1.5B", FL_ARCH_QWEN2, 151936, 1536,  8960, 28, 12,  2, 128, 131072, 1e6,    1e-6f, 1, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"qwen2.5-7b",     "Qwen/Qwen2.5-7B", FL_ARCH_QWEN2, 152064, 3584, 18944, 28, 28,  4, 128, 131072, 1e6,    1e-6f, 0, 0, 151643, 151643, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"smollm2-135m",   "HuggingFaceTB/SmolLM2-135M", FL_ARCH_LLAMA,  49152,  576,  1536, 30,  9,  3,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"smollm2-360m",   "HuggingFaceTB/SmolLM2-360M", FL_ARCH_LLAMA,  49152,  960,  2560, 32, 15,  5,  64, 8192,   1e5,    1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"smollm2-1.7b",   "HuggingFaceTB/SmolLM2-1.7B", FL_ARCH_LLAMA,  49152, 2048,  8192, 24, 32, 32,  64, 8192,   130000, 1e-5f, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", FL_ARCH_LLAMA,  32000, 2048,  5632, 22, 32,  4,  64, 2048,   1e4,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* HuggingFaceTB/SmolLM3-3B's config.json (as quoted in public copies, e.g. test fixtures of SmolLM3
      * ports): SmolLM3ForCausalLM, head_dim 128, max_position_embeddings 65536, rope_theta 5e6, tied,
      * eos 128012, no_rope_layer_interval 4 (layers 3, 7, ..., 35 without RoPE): 3,075,098,624 parameters */
     {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B", FL_ARCH_LLAMA, 128256, 2048, 11008, 36, 16,  4, 128, 65536,  5e6,    1e-6f, 1, 0, 128000, 128012,
-     0, 0, 0, NULL, NULL, 0, 0, 4, NULL},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+     0, 0, 0, NULL, NULL, 0, 0, 4, NULL, 0},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B", FL_ARCH_LLAMA, 128256, 2048,  8192, 16, 32,  8,  64, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/Qwen/Qwen3-0.6B/raw/main/config.json (as quoted in public copies): head_dim
      * 128 explicit (q dim 2048 != hidden 1024), q_norm/k_norm, attention_bias false, sliding_window null */
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B", FL_ARCH_QWEN3, 151936, 1024,  3072, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/{Qwen/Qwen3-1.7B,Qwen/Qwen3-4B,Qwen/Qwen3-8B}/raw/main/config.json (as quoted
      * in public copies): head_dim 128, max_window_layers = num_hidden_layers, use_sliding_window false,
      * sliding_window null, rope_scaling null; 1.7B and 4B tied, 8B untied */
-    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B", FL_ARCH_QWEN3, 151936, 2048,  6144, 28, 16,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"qwen3-4b",       "Qwen/Qwen3-4B", FL_ARCH_QWEN3, 151936, 2560,  9728, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 1, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"qwen3-8b",       "Qwen/Qwen3-8B", FL_ARCH_QWEN3, 151936, 4096, 12288, 36, 32,  8, 128, 40960,  1e6,    1e-6f, 0, 0, 151643, 151645, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/mistralai/Mistral-7B-v0.3/raw/main/config.json (as quoted in public copies):
      * MistralForCausalLM, vocab 32768, no head_dim (4096 / 32), sliding_window null, untied */
-    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", FL_ARCH_LLAMA, 32768, 4096, 14336, 32, 32,  8, 128, 32768,  1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/mistralai/Mistral-Nemo-Base-2407/raw/main/config.json (as quoted in public
      * copies): head_dim 128 explicit (q dim 4096 != hidden 5120), sliding_window null. The copies disagree
      * on max_position_embeddings: 1024000 (fine-tunes saved from the July 2024 files) and 128000
      * (github.com/kevinstephano/thunder_model_blocks hf_mistral/mistral_config.py; the card's 128k
      * context): 128000 taken */
-    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", FL_ARCH_LLAMA, 131072, 5120, 14336, 40, 32,  8, 128, 128000, 1e6,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/mistralai/Mistral-Small-24B-Base-2501/raw/main/config.json (as quoted in
      * public copies): head_dim 128 explicit, rope_theta 1e8, sliding_window null */
-    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/meta-llama/{Llama-3.1-8B,Llama-3.2-3B}/raw/main/config.json (as quoted in
      * public copies): rope_scaling llama3 with factor 8 (3.1) / 32 (3.2), low_freq_factor 1,
      * high_freq_factor 4, original_max_position_embeddings 8192; 3.1-8B untied, 3.2-3B tied, head_dim 128 */
-    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"llama-3.1-8b",   "meta-llama/Llama-3.1-8B", FL_ARCH_LLAMA, 128256, 4096, 14336, 32, 32,  8, 128, 131072, 5e5,    1e-5f, 0, 8, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B", FL_ARCH_LLAMA, 128256, 3072,  8192, 28, 24,  8, 128, 131072, 5e5,    1e-5f, 1, 32, 128000, 128001, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* https://huggingface.co/microsoft/Phi-3.5-mini-instruct/raw/main/config.json (as quoted in public
      * copies): fused qkv_proj / gate_up_proj, MHA 32 heads of 96, untied, sliding_window 262144,
      * original_max_position_embeddings 4096, rope_scaling longrope with the 48-entry short/long lists
@@ -513,39 +515,48 @@ static const preset presets[] = {
      * sliding_window 262144, longrope (short_factor all 1). Both: attention factor
      * sqrt(1 + ln 32 / ln 4096) from max_position_embeddings 131072 / 4096. */
     {"phi-3.5-mini",   "microsoft/Phi-3.5-mini-instruct", FL_ARCH_PHI3, 32064, 3072, 8192, 32, 32, 32,  96, 131072, 1e4,   1e-5f, 0, 0, 1, 32000,
-     96, 262144, 4096, phi35_short, phi35_long, 0, 0, 0, NULL},
+     96, 262144, 4096, phi35_short, phi35_long, 0, 0, 0, NULL, 0},
     {"phi-4-mini",     "microsoft/Phi-4-mini-instruct", FL_ARCH_PHI3, 200064, 3072, 8192, 32, 24,  8, 128, 131072, 1e4,   1e-5f, 1, 0, 199999, 199999,
-     96, 262144, 4096, phi4_short, phi4_long, 0, 0, 0, NULL},
+     96, 262144, 4096, phi4_short, phi4_long, 0, 0, 0, NULL, 0},
     /* google/gemma-3-1b-it's config.json (as quoted in public copies, e.g. github.com/Liwink/gemma-jax
      * models/README.md, transformers 4.52.4): gemma3_text, head_dim 256, query_pre_attn_scalar 256,
      * rope_theta 1e6, rope_local_base_freq 1e4, rope_scaling null, sliding_window 512 with
      * sliding_window_pattern 6, eos [1, 106]: 999,885,952 parameters (the card's 1B) */
-    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"gemma-3-1b",     "google/gemma-3-1b-it", FL_ARCH_GEMMA3, 262144, 1152, 6912, 26, 4, 1, 256, 32768, 1e6, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* google/gemma-3-4b-it's language model (Gemma3ForConditionalGeneration; its config.json's
      * text_config gives hidden 2560, intermediate 10240, 34 layers, rope_scaling linear factor 8,
      * sliding_window 1024, the rest Gemma3TextConfig's defaults: test config_gemma3_vision_language_
      * text_config reads that file's spelling): 3,880,263,168 parameters (the card's 4B counts the
      * vision tower too) */
     {"gemma-3-4b",     "google/gemma-3-4b-it", FL_ARCH_GEMMA3, 262208, 2560, 10240, 34, 8, 4, 256, 131072, 1e6, 1e-6f, 1, 0, 2, 1, 0, 1024, 0, NULL, NULL,
-     8.0, 1, 0, NULL},
+     8.0, 1, 0, NULL, 0},
     /* google/gemma-2-2b: transformers' Gemma2Config defaults (those of the 2B: e.g.
      * github.com/AI-Hypercomputer/maxtext hf_model_configs.py gemma2_2b_config sets only L, heads, C,
      * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
      * final_logit_softcapping 30, attn_logit_softcapping 50, rope_theta 1e4: 2,614,341,888 parameters */
-    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* ibm-granite/granite-3.3-2b-base's and granite-3.3-8b-base's config.json (as recalled from the model
      * cards' files, not fetched here): GraniteForCausalLM, tied, rope_theta 1e7, max_position_embeddings
      * 131072, rms_norm_eps 1e-5, bos = eos = 0, no head_dim (C / NH = 64, 128); multipliers as
      * granite_2b / granite_8b above: 2,533,539,840 and 8,170,864,640 parameters (the cards' 2.53B, 8.17B) */
     {"granite-3.3-2b", "ibm-granite/granite-3.3-2b-base", FL_ARCH_LLAMA, 49159, 2048,  8192, 40, 32,  8,  64, 131072, 1e7, 1e-5f, 1, 0, 0, 0,
-     0, 0, 0, NULL, NULL, 0, 0, 0, granite_2b},
+     0, 0, 0, NULL, NULL, 0, 0, 0, granite_2b, 0},
     {"granite-3.3-8b", "ibm-granite/granite-3.3-8b-base", FL_ARCH_LLAMA, 49159, 4096, 12800, 40, 32,  8, 128, 131072, 1e7, 1e-5f, 1, 0, 0, 0,
-     0, 0, 0, NULL, NULL, 0, 0, 0, granite_8b},
+     0, 0, 0, NULL, NULL, 0, 0, 0, granite_8b, 0},
     /* allenai/OLMo-2-0425-1B and OLMo-2-1124-7B: dimensions, rope_theta 5e5, rms_norm_eps 1e-6, untied as their
      * model cards give them (totals 1.48B / 7.30B); head_dim = C / NH; max_position_embeddings 4096, bos null,
      * eos 100257 recalled, not checked against the config.json files */
-    {"olmo-2-1b",      "allenai/OLMo-2-0425-1B", FL_ARCH_OLMO2, 100352, 2048,  8192, 16, 16, 16, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
-    {"olmo-2-7b",      "allenai/OLMo-2-1124-7B", FL_ARCH_OLMO2, 100352, 4096, 11008, 32, 32, 32, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL},
+    {"olmo-2-1b",      "allenai/OLMo-2-0425-1B", FL_ARCH_OLMO2, 100352, 2048,  8192, 16, 16, 16, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"olmo-2-7b",      "allenai/OLMo-2-1124-7B", FL_ARCH_OLMO2, 100352, 4096, 11008, 32, 32, 32, 128, 4096, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    /* allenai/Olmo-3-1025-7B's config.json as public copies quote it (test_olmo3.c's olmo3_7b: MHA 32 heads,
+     * FF 11008, max_position_embeddings 65536, rope_theta 5e5, sliding_window 4096 with Olmo3Config's every-4th
+     * full layer, rope_scaling yarn factor 8 over 8192, beta 32 / 1, attention_factor 1.2079441541679836,
+     * untied), vocab 100278: 7,298,011,136 parameters, as the fine-tunes of it declare. Olmo-3-1125-32B: C 5120,
+     * FF 27648, 64 layers, 40 heads over 8 kv heads (github.com/marin-community/marin experiments/qwen3.py:
+     * "same as olmo 32b"), the 7B's vocabulary, RoPE and windows: 32,233,522,176 parameters. eos 100257, bos null
+     * as OLMo 2's (recalled, not checked against the files) */
+    {"olmo-3-7b",      "allenai/Olmo-3-1025-7B", FL_ARCH_OLMO2, 100278, 4096, 11008, 32, 32, 32, 128, 65536, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 4096, 8192, NULL, NULL, 0, 0, 0, NULL, 1},
+    {"olmo-3-32b",     "allenai/Olmo-3-1125-32B", FL_ARCH_OLMO2, 100278, 5120, 27648, 64, 40,  8, 128, 65536, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 4096, 8192, NULL, NULL, 0, 0, 0, NULL, 1},
 };
 
 /* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
@@ -585,7 +596,7 @@ const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
            "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
-           "granite-3.3-8b, olmo-2-1b, olmo-2-7b";
+           "granite-3.3-8b, olmo-2-1b, olmo-2-7b, olmo-3-7b, olmo-3-32b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -631,6 +642,17 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         }
         if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
         if (p->arch == FL_ARCH_OLMO2) olmo2_layout(cfg);
+        if (p->olmo3) {   /* what parse_window_layers and fl_config_parse_olmo3_rope read from its config.json */
+            cfg->olmo3 = 1;
+            cfg->window_global_every = 4;
+            cfg->rotary_dim = p->HS;
+            cfg->rope_local_theta = 5e5;
+            cfg->rope_yarn = cfg->rope_yarn_truncate = 1;
+            cfg->rope_factor = 8.0;
+            cfg->rope_yarn_beta_fast = 32.0;
+            cfg->rope_yarn_beta_slow = 1.0;
+            cfg->rope_attention_factor = 1.2079441541679836;
+        }
         cfg->rope_linear_factor = p->linear_factor;
         cfg->multimodal = p->multimodal;
         cfg->nope_every = p->nope_every;
