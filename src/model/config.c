@@ -424,8 +424,7 @@ typedef struct {
     int multimodal;        /* the language model of a vision-language checkpoint (config.h) */
     int nope_every;        /* SmolLM3: RoPE skipped on every n-th layer; 0: none */
     const double *granite; /* Granite: embedding, attention, residual multipliers, logits_scaling; or NULL */
-    int olmo3;             /* OLMo 3: sliding_window on all but every 4th layer (default RoPE, theta 5e5 there),
-                            * yarn (factor 8 over 8192, attention factor 1.2079441541679836) on the full ones */
+    int olmo3;             /* OLMo 3: its windows and two RoPEs (preset_olmo3) */
 } preset;
 
 /* Granite 3.x's scalars (config.json: embedding_multiplier, attention_multiplier, residual_multiplier,
@@ -571,6 +570,22 @@ static void preset_gemma(fl_model_config *cfg) {
     cfg->window_global_every = gemma3 ? 6 : 2;   /* every 6th / every 2nd layer global, the others slide */
 }
 
+/* The OLMo 3 fields of a preset (config.h), as parse_window_layers and fl_config_parse_olmo3_rope read
+ * them from the models' config.json: every 4th layer full, the sliding ones on the default RoPE of base
+ * 5e5, the full ones on yarn (factor 8, beta 32 / 1; the config's attention_factor 1.2079441541679836 is
+ * yarn's default for factor 8, 0.1 ln 8 + 1). */
+static void preset_olmo3(fl_model_config *cfg) {
+    cfg->olmo3 = 1;
+    cfg->window_global_every = 4;
+    cfg->rotary_dim = cfg->head_dim;
+    cfg->rope_local_theta = 5e5;
+    cfg->rope_yarn = cfg->rope_yarn_truncate = 1;
+    cfg->rope_factor = 8.0;
+    cfg->rope_yarn_beta_fast = 32.0;
+    cfg->rope_yarn_beta_slow = 1.0;
+    cfg->rope_attention_factor = fl_config_yarn_default_attention(cfg->rope_factor);
+}
+
 const char *fl_config_preset_hf_name(const char *name) {
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcasecmp(name, presets[i].name)) return presets[i].hf_name;
@@ -642,17 +657,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         }
         if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
         if (p->arch == FL_ARCH_OLMO2) olmo2_layout(cfg);
-        if (p->olmo3) {   /* what parse_window_layers and fl_config_parse_olmo3_rope read from its config.json */
-            cfg->olmo3 = 1;
-            cfg->window_global_every = 4;
-            cfg->rotary_dim = p->HS;
-            cfg->rope_local_theta = 5e5;
-            cfg->rope_yarn = cfg->rope_yarn_truncate = 1;
-            cfg->rope_factor = 8.0;
-            cfg->rope_yarn_beta_fast = 32.0;
-            cfg->rope_yarn_beta_slow = 1.0;
-            cfg->rope_attention_factor = 1.2079441541679836;
-        }
+        if (p->olmo3) preset_olmo3(cfg);
         cfg->rope_linear_factor = p->linear_factor;
         cfg->multimodal = p->multimodal;
         cfg->nope_every = p->nope_every;
