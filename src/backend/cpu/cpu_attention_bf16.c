@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/attention_rows_bf16.h"
 #include "backend/cpu/cpu_attention_rows.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_ops.h"
@@ -40,7 +41,7 @@ void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const 
                                   float softcap) {
     float *out = out_;
     const float *q = q_, *k = k_, *v = v_;
-    int group = NH / NKV, n_blocks = (T + QB - 1) / QB;
+    int group = NH / NKV, n_blocks = (T + QB - 1) / QB, fused = softcap == 0.0f && att_rows_bf16_fused();
     float scale = 1.0f / sqrtf((float)HS);
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     int64_t kw_hs = tg16_words(HS), kw_t = tg16_words(T);
@@ -84,9 +85,15 @@ void attention_forward_bf16_tiles(void *out_, float *lse, const void *q_, const 
                             float *s = S + (size_t)r * LD_FWD_TILE;
                             int j0, j1;
                             att_tile_range(t0 + r, seg[r], k0, nk, &j0, &j1);
-                            float corr = att_forward_row(s, nk, j0, j1, scale, softcap, &run_max[r], &run_sum[r]);
+                            float corr;
+                            if (fused) { /* attention_rows_bf16.h: the step and its packing in registers */
+                                corr = att_forward_row_bf16(s, nk, j0, j1, scale, &run_max[r], &run_sum[r],
+                                                            p_words + r * kw_nk);
+                            } else {
+                                corr = att_forward_row(s, nk, j0, j1, scale, softcap, &run_max[r], &run_sum[r]);
+                                tg16_pack_rows(p_words + r * kw_nk, kw_nk, s, LD_FWD_TILE, 1, nk);
+                            }
                             att_rescale_row(O + (size_t)r * HS, corr, HS);
-                            tg16_pack_rows(p_words + r * kw_nk, kw_nk, s, LD_FWD_TILE, 1, nk);
                         }
                         /* O (rows, HS) += P · V_tile */
                         tile_gemm_bf16(rows, HS, nk, p_words, kw_nk, vp + (int64_t)(k0 / 2) * TG_NR, kw_t * TG_NR, O,
@@ -124,7 +131,7 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
                                    float softcap) {
     float *dq = dq_, *dk = dk_, *dv = dv_;
     const float *dout = dout_, *out = out_, *q = q_, *k = k_, *v = v_;
-    int group = NH / NKV;
+    int group = NH / NKV, fused = softcap == 0.0f && att_rows_bf16_fused(); /* attention_rows_bf16.h */
     float scale = 1.0f / sqrtf((float)HS);
     int ldq = ld_qkv, ldkv = ld_qkv, ldo = NH * HS;
     int64_t kw_hs = tg16_words(HS), kw_t = tg16_words(T);
@@ -197,6 +204,16 @@ void attention_backward_bf16_tiles(void *dq_, void *dk_, void *dv_, const void *
                         for (int r0 = 0; r0 < rows; r0 += 2) {
                             int pair = rows - r0 < 2 ? 1 : 2;
                             float *p_r = P + (size_t)r0 * LD_TILE, *ds_r = dS + (size_t)r0 * LD_TILE;
+                            if (fused) { /* the same values, computed and packed in registers */
+                                int j0[2], j1[2];
+                                for (int i = 0; i < pair; i++)
+                                    att_tile_range(t0 + r0 + i, seg[t0 + r0 + i], k0, nq, &j0[i], &j1[i]);
+                                att_backward_pair_bf16(p_r, ds_r, LD_TILE, pair, nq, j0, j1, lse_h + t0 + r0,
+                                                       D + t0 + r0, scale, p_panels + (r0 / 2) * TG_NR,
+                                                       ds_panels + (r0 / 2) * TG_NR, tile_panel,
+                                                       ds_words + (int64_t)r0 * kw_nq, kw_nq);
+                                continue;
+                            }
                             for (int r = r0; r < r0 + pair; r++) {
                                 int j0, j1;
                                 att_tile_range(t0 + r, seg[t0 + r], k0, nq, &j0, &j1);
