@@ -281,6 +281,13 @@ TEST(hf_granite_multipliers_three_clipped_steps_recompute) { recompute = 1; chec
 TEST(hf_gemma3_vlm_logits) { check_logits("gemma3_vlm"); }
 TEST(hf_gemma3_vlm_loss_and_grads) { check_loss_and_grads("gemma3_vlm"); }
 TEST(hf_gemma3_vlm_three_clipped_steps) { check_three_steps("gemma3_vlm"); }
+/* Mistral3ForConditionalGeneration (Mistral Small 3.1 / 3.2): a Mistral language model as text_config,
+ * its tensors as language_model.model.* and an untied language_model.lm_head beside a Pixtral vision
+ * tower and projector; the adapter under base_model.model.model.language_model.layers.* (PEFT's regex
+ * target_modules over the language model) */
+TEST(hf_mistral3_vlm_logits) { check_logits("mistral3_vlm"); }
+TEST(hf_mistral3_vlm_loss_and_grads) { check_loss_and_grads("mistral3_vlm"); }
+TEST(hf_mistral3_vlm_three_clipped_steps) { check_three_steps("mistral3_vlm"); }
 /* Gemma2ForCausalLM: Gemma 3's layers without q_norm/k_norm, one RoPE for every layer, and
  * final_logit_softcapping 3.0 (|logits| ~ 3-4: on tanh's curve) in the loss, its gradient and the
  * logits; attn_logit_softcapping null */

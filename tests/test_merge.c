@@ -178,6 +178,8 @@ TEST(merge_f32_olmo2_logits_equal_base_plus_adapter) { merge_f32_case("olmo2_pos
 /* Gemma3ForConditionalGeneration: the language model's projections (language_model.model.layers.*)
  * merged, the vision tower and projector copied byte for byte (the untouched-tensor check below) */
 TEST(merge_f32_gemma3_vision_language_keeps_the_vision_tower) { merge_f32_case("gemma3_vlm", 90); }
+/* Mistral3ForConditionalGeneration: the same, with the untied head copied too */
+TEST(merge_f32_mistral3_vision_language_keeps_the_vision_tower) { merge_f32_case("mistral3_vlm", 90); }
 
 /* A BF16 copy of a fixture model, in two shards with an index. */
 static int write_bf16_sharded(const char *src, const char *dst) {

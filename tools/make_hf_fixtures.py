@@ -62,11 +62,16 @@ from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralF
                           Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
                           Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM,
                           GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM,
-                          Olmo3Config, Olmo3ForCausalLM)
+                          Olmo3Config, Olmo3ForCausalLM, Mistral3Config, Mistral3ForConditionalGeneration)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
 ALL_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# a vision-language model's LoRA: PEFT's full-match regex over the language model's layers (a list of
+# names would adapt the vision tower's q/k/v_proj too)
+VLM_LORA = dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS,
+                peft_target_modules=r"model\.language_model\.layers\.\d+\.(self_attn|mlp)\.("
+                                    + "|".join(ALL_TARGETS) + ")")
 PHI3_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]   # Phi-3's modules: q/k/v and gate/up fused
 
 # --------------------------------------------------------------------------------------------------
@@ -319,9 +324,33 @@ SPECS = [
             tie_word_embeddings=True,
         ),
         B=2, T=12,
-        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS,
-                  peft_target_modules=r"model\.language_model\.layers\.\d+\.(self_attn|mlp)\.("
-                                      + "|".join(ALL_TARGETS) + ")"),
+        lora=VLM_LORA,
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        # Mistral Small 3.1 / 3.2: the language model inside Mistral3ForConditionalGeneration (a Mistral
+        # text_config; the checkpoint's language_model.model.* tensors and an untied
+        # language_model.lm_head beside a Pixtral vision tower and projector that text-only input never
+        # runs), its LoRA restricted to the language model by PEFT's regex target_modules
+        name="mistral3_vlm",
+        arch="mistral3",
+        seed=272829,
+        config=dict(
+            text_config=dict(
+                model_type="mistral", vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=12, max_position_embeddings=256,
+                rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 1000000000.0},
+                sliding_window=None,
+                bos_token_id=1, eos_token_id=2, attention_dropout=0.0),
+            vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                               num_attention_heads=2, head_dim=8, image_size=28, patch_size=14),
+            image_token_index=95, spatial_merge_size=2, projector_hidden_act="gelu",
+            multimodal_projector_bias=False, vision_feature_layer=-1,
+            tie_word_embeddings=False,
+        ),
+        B=2, T=12,
+        lora=VLM_LORA,
         opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
         expect_clip=None,
     ),
@@ -419,12 +448,13 @@ def build_base(spec):
                           "gemma2": (Gemma2Config, Gemma2ForCausalLM),
                           "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
                           "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration),
+                          "mistral3": (Mistral3Config, Mistral3ForConditionalGeneration),
                           "smollm3": (SmolLM3Config, SmolLM3ForCausalLM),
                           "granite": (GraniteConfig, GraniteForCausalLM),
                           "olmo2": (Olmo2Config, Olmo2ForCausalLM),
                           "olmo3": (Olmo3Config, Olmo3ForCausalLM)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
-    if spec["arch"] == "gemma3":   # the text model's settings are inside text_config
+    if spec["arch"] in ("gemma3", "mistral3"):   # the text model's settings are inside text_config
         cfg = cfg_cls(**spec["config"])
     else:
         cfg = cfg_cls(**spec["config"], bos_token_id=1, eos_token_id=2, attention_dropout=0.0)
@@ -496,6 +526,7 @@ def build_loaded_base(model_dir):
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
            "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
+           "mistral3": Mistral3ForConditionalGeneration,
            "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM,
            "olmo2": Olmo2ForCausalLM, "olmo3": Olmo3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
@@ -713,6 +744,15 @@ def write_fixture(spec, out_root):
         apart = (uncapped_logits - mem_logits).abs().max().item()
         print(f"    attn_logit_softcapping {acap}: without it the logits move by {apart:.3g}")
         assert apart > 1e-2, apart
+
+    if spec["arch"] == "mistral3":   # the checkpoint's layout: untied head stored, vision tower beside it
+        with safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
+            stored = set(f.keys())
+            head, embed = f.get_tensor("language_model.lm_head.weight"), f.get_tensor("language_model.model.embed_tokens.weight")
+        assert not torch.equal(head, embed)
+        vision = sorted(k for k in stored if not k.startswith("language_model."))
+        assert any(k.startswith("vision_tower.") for k in vision) and any(k.startswith("multi_modal_projector.") for k in vision), vision
+        print(f"    mistral3: {len(stored)} tensors, {len(vision)} outside the language model, untied head stored")
 
     # ---- everything below from the files on disk: proves the saved folders are the reference ----
     pm = load_trainable(model_dir, adapter_dir)

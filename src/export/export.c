@@ -11,6 +11,7 @@
 #include "export/export_internal.h"
 #include "io/file_util.h"
 #include "io/run_lock.h"
+#include "model/weights.h"
 
 int fl_export_parse_type(const char *s, fl_export_type *out) {
     static const struct { const char *name; fl_export_type t; } types[] = {
@@ -32,6 +33,7 @@ int fl_export_gguf(const fl_export_options *o, int *n_tensors) {
     char *config_path = fl_path_join(o->model_dir, "config.json");
     int status = fl_config_load(&cfg, config_path);
     if (!status) status = fl_gguf_check_config(&cfg, config_path);
+    if (!status && !o->lora_only) status = fl_weights_resolve_head(&cfg, o->model_dir);
     if (!status && !o->lora_only) status = fl_gguf_check_model_export(&cfg, config_path);
     free(config_path);
     FL_TRY(status);

@@ -233,34 +233,76 @@ static int parse_granite(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-/* Gemma3ForConditionalGeneration (Gemma 3 4B, 12B, 27B): its language model is text_config, read as a
- * Gemma3ForCausalLM config (tie_word_embeddings from the top level when text_config leaves it out);
- * errors name the field as text_config.<field>. */
-static int parse_vision_language(const char *path, json_t *root, fl_model_config *cfg) {
-    json_t *text = json_object_get(root, "text_config");
-    if (!json_is_object(text))
-        return fl_input_error("%s: field 'text_config' must be an object (the language model of Gemma3ForConditionalGeneration)", path);
-    json_t *copy = json_deep_copy(text);
-    /* google's configs give only what differs from Gemma3TextConfig's defaults (gemma-3-4b-it: hidden
-     * and intermediate size, layers, rope_scaling, sliding_window) */
-    static const struct { const char *key; long long value; } defaults[] = {
-        {"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
-        {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"max_position_embeddings", 131072},
-        {"bos_token_id", 2}, {"eos_token_id", 1}};
-    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (!json_object_get(copy, defaults[i].key)) json_object_set_new(copy, defaults[i].key, json_integer(defaults[i].value));
-    json_t *archs = json_array();
-    json_array_append_new(archs, json_string("Gemma3ForCausalLM"));
+/* Sets each key of `defaults` that obj lacks (a JSON null counts as given). */
+typedef struct { const char *key; long long value; } int_default;
+static void fill_defaults(json_t *obj, const int_default *defaults, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!json_object_get(obj, defaults[i].key)) json_object_set_new(obj, defaults[i].key, json_integer(defaults[i].value));
+}
+
+/* The language model of a vision-language checkpoint, read as the text-only architecture's config;
+ * errors name the field as text_config.<field>.
+ * - Gemma3ForConditionalGeneration (Gemma 3 4B, 12B, 27B): text_config as a Gemma3ForCausalLM config
+ *   (google's configs give only what differs from Gemma3TextConfig's defaults: gemma-3-4b-it's
+ *   hidden and intermediate size, layers, rope_scaling, sliding_window), tie_word_embeddings from the
+ *   top level when text_config leaves it out; the head is tied.
+ * - Mistral3ForConditionalGeneration (Mistral Small 3.1 / 3.2, Magistral Small): text_config as a
+ *   MistralForCausalLM config, MistralConfig's defaults for what it leaves out (sliding_window 4096
+ *   when the key is absent, not when null) — or, without a text_config, Mistral3Config's own default,
+ *   Mistral Small 3.1's language model. The head: transformers 5 ties it on the top-level
+ *   tie_word_embeddings (true by default) unless the checkpoint stores one, as every published one
+ *   does; so untied, and tied when true and the folder has no head (tie_if_head_missing). */
+static int parse_vision_language(const char *path, json_t *root, fl_model_config *cfg, int mistral3) {
+    const char *family = mistral3 ? "Mistral3ForConditionalGeneration" : "Gemma3ForConditionalGeneration";
+    json_t *text = json_object_get(root, "text_config"), *copy;
+    if (mistral3 && (!text || json_is_null(text))) {
+        copy = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:n}", "head_dim", 128, "hidden_size", 5120,
+                         "intermediate_size", 32768, "max_position_embeddings", 131072, "num_attention_heads", 32,
+                         "num_hidden_layers", 40, "num_key_value_heads", 8, "vocab_size", 131072, "rms_norm_eps", 1e-5,
+                         "rope_theta", 1e9, "sliding_window");
+    } else if (!json_is_object(text)) {
+        return fl_input_error("%s: field 'text_config' must be an object (the language model of %s)", path, family);
+    } else {
+        copy = json_deep_copy(text);
+    }
+    if (!copy) return fl_input_error("%s: out of memory reading text_config", path);
+    json_t *archs = json_array(), *top_tie = json_object_get(root, "tie_word_embeddings");
+    if (mistral3) {
+        json_t *mt = json_object_get(copy, "model_type");
+        if (mt && !json_is_null(mt) && !(json_is_string(mt) && !strcmp(json_string_value(mt), "mistral"))) {
+            json_decref(copy);
+            json_decref(archs);
+            return fl_input_error("%s: field 'text_config.model_type' is %s%s%s; supported: \"mistral\" (Mistral Small "
+                                  "3.1 / 3.2's language model)", path, json_is_string(mt) ? "'" : "",
+                                  json_is_string(mt) ? json_string_value(mt) : "not a string", json_is_string(mt) ? "'" : "");
+        }
+        static const int_default mistral[] = {
+            {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
+            {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"max_position_embeddings", 131072},
+            {"sliding_window", 4096}, {"bos_token_id", 1}, {"eos_token_id", 2}};
+        fill_defaults(copy, mistral, sizeof mistral / sizeof *mistral);
+        json_array_append_new(archs, json_string("MistralForCausalLM"));
+        json_object_set_new(copy, "model_type", json_string("mistral"));
+        json_object_set_new(copy, "tie_word_embeddings", json_false());
+    } else {
+        static const int_default gemma[] = {
+            {"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+            {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"max_position_embeddings", 131072},
+            {"bos_token_id", 2}, {"eos_token_id", 1}};
+        fill_defaults(copy, gemma, sizeof gemma / sizeof *gemma);
+        json_array_append_new(archs, json_string("Gemma3ForCausalLM"));
+        json_object_set_new(copy, "model_type", json_string("gemma3_text"));
+        if (!json_object_get(copy, "tie_word_embeddings") && top_tie)
+            json_object_set(copy, "tie_word_embeddings", top_tie);
+    }
     json_object_set_new(copy, "architectures", archs);
-    json_object_set_new(copy, "model_type", json_string("gemma3_text"));
-    if (!json_object_get(copy, "tie_word_embeddings") && json_object_get(root, "tie_word_embeddings"))
-        json_object_set(copy, "tie_word_embeddings", json_object_get(root, "tie_word_embeddings"));
     char where[600];
     snprintf(where, sizeof where, "%s: text_config", path);
     int status = parse_config(where, copy, cfg);
     json_decref(copy);
     cfg->multimodal = 1;
-    if (!status && !cfg->tie_word_embeddings)
+    if (!status && mistral3) status = get_bool(path, root, "tie_word_embeddings", 1, &cfg->tie_if_head_missing);
+    if (!status && !mistral3 && !cfg->tie_word_embeddings)
         status = fl_input_error("%s: text_config.tie_word_embeddings false: Gemma 3's vision-language checkpoints tie "
                                 "the head (supported: tied)", path);
     return status;
@@ -275,9 +317,11 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         arch = json_string_value(json_array_get(archs, 0));
     else if (archs && !json_is_null(archs))
         return fl_input_error("%s: field 'architectures' must be a list of strings", path);
-    if ((arch && !strcmp(arch, "Gemma3ForConditionalGeneration")) ||
-        (!arch && json_is_string(model_type) && !strcmp(json_string_value(model_type), "gemma3")))
-        return parse_vision_language(path, root, cfg);
+    const char *mt0 = json_is_string(model_type) ? json_string_value(model_type) : "";
+    if ((arch && !strcmp(arch, "Gemma3ForConditionalGeneration")) || (!arch && !strcmp(mt0, "gemma3")))
+        return parse_vision_language(path, root, cfg, 0);
+    if ((arch && !strcmp(arch, "Mistral3ForConditionalGeneration")) || (!arch && !strcmp(mt0, "mistral3")))
+        return parse_vision_language(path, root, cfg, 1);
     if (!arch && json_is_string(model_type)) {
         const char *mt = json_string_value(model_type);
         arch = !strcmp(mt, "llama")   ? "LlamaForCausalLM"
@@ -305,7 +349,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
     else if (!strcmp(arch, "Olmo2ForCausalLM")) cfg->arch = FL_ARCH_OLMO2;
     else if (!strcmp(arch, "Olmo3ForCausalLM")) cfg->arch = FL_ARCH_OLMO2, cfg->olmo3 = 1;   /* OLMo 2's layers */
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
@@ -501,6 +545,14 @@ static const preset presets[] = {
     /* https://huggingface.co/mistralai/Mistral-Small-24B-Base-2501/raw/main/config.json (as quoted in
      * public copies): head_dim 128 explicit, rope_theta 1e8, sliding_window null */
     {"mistral-small-24b", "mistralai/Mistral-Small-24B-Base-2501", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 32768,  1e8,    1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    /* mistralai/Mistral-Small-3.1-24B-Instruct-2503's language model (Mistral3ForConditionalGeneration):
+     * transformers' Mistral3Config default text_config is that checkpoint's ("the mistral3.1
+     * configuration", configuration_mistral3.py: head_dim 128, hidden 5120, FF 32768, 40 layers, 32 / 8
+     * heads, max_position_embeddings 131072, rope_theta 1e9, rms_norm_eps 1e-5, sliding_window null,
+     * vocab 131072); its checkpoint stores language_model.lm_head.weight (untied). Mistral Small 3.2
+     * (2506) has the same language model. 23,572,403,200 parameters (the vision tower not counted) */
+    {"mistral-small-3.1-24b", "mistralai/Mistral-Small-3.1-24B-Instruct-2503", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 131072, 1e9, 1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL,
+     0, 1, 0, NULL, 0},
     /* https://huggingface.co/meta-llama/{Llama-3.1-8B,Llama-3.2-3B}/raw/main/config.json (as quoted in
      * public copies): rope_scaling llama3 with factor 8 (3.1) / 32 (3.2), low_freq_factor 1,
      * high_freq_factor 4, original_max_position_embeddings 8192; 3.1-8B untied, 3.2-3B tied, head_dim 128 */
@@ -610,7 +662,7 @@ const char *fl_arch_name(fl_arch arch) {
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
-           "llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
+           "mistral-small-3.1-24b, llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
            "granite-3.3-8b, olmo-2-1b, olmo-2-7b, olmo-3-7b, olmo-3-32b";
 }
 

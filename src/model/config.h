@@ -97,9 +97,13 @@ typedef struct {
     double attention_multiplier; /* the attention score scale itself, replacing HS^-0.5 (> 0: Granite) */
     double residual_multiplier;  /* o's and down's outputs times it before each residual add */
     double logits_scaling;       /* logits divided by it */
-    /* ---- a language model inside a vision-language checkpoint (Gemma3ForConditionalGeneration) ---- */
+    /* ---- a language model inside a vision-language checkpoint (Gemma3ForConditionalGeneration,
+     *      Mistral3ForConditionalGeneration) ---- */
     int multimodal;          /* 1: the config is its text_config; the folder's vision tower and projector
                                 tensors are kept (merge) and never run — text-only training is exact */
+    int tie_if_head_missing; /* 1: untied as read, but tied when the folder holds no LM head tensor
+                                (Mistral3: transformers 5 ties on its top-level tie_word_embeddings, true by
+                                default, unless the checkpoint stores a head; resolved by fl_weights_load) */
 } fl_model_config;
 
 /* Whether layer l rotates q and k (all but SmolLM3's NoPE layers). */
@@ -115,8 +119,9 @@ static inline int fl_config_residual_scaled(const fl_model_config *c) {
 }
 
 /* The checkpoint's names of the language model's tensors: "model." + "layers.3.mlp.up_proj.weight",
- * "embed_tokens.weight", "norm.weight" — "language_model.model." in a Gemma3ForConditionalGeneration
- * folder (as google's checkpoints and transformers' save_pretrained write it) — and of the LM head. */
+ * "embed_tokens.weight", "norm.weight" — "language_model.model." in a Gemma3ForConditionalGeneration or
+ * Mistral3ForConditionalGeneration folder (as the published checkpoints and transformers' save_pretrained
+ * write it) — and of the LM head. */
 static inline const char *fl_config_tensor_prefix(const fl_model_config *c) {
     return c->multimodal ? "language_model.model." : "model.";
 }

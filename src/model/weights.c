@@ -476,6 +476,14 @@ static int n_tensors_in(const shard_set *s) {
     return n;
 }
 
+/* A config whose head is tied only when the folder stores none (config.h, tie_if_head_missing)
+ * becomes tied or untied here, from the files. */
+static void resolve_head(const shard_set *s, fl_model_config *cfg) {
+    const char *file;
+    if (cfg->tie_if_head_missing && !cfg->tie_word_embeddings && !find_tensor(s, fl_config_lm_head_name(cfg), &file))
+        cfg->tie_word_embeddings = 1;
+}
+
 /* As many tensors in the files as config.json implies (else the first missing one is named): checked
  * before anything is sized from the config. */
 static int check_count(const shard_set *s, const fl_model_config *cfg, const char *dir) {
@@ -530,6 +538,7 @@ int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *
     snprintf(cfg->name, sizeof cfg->name, "%s", dir);
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));
+    resolve_head(&shards, cfg);
     /* Everything config.json implies is checked against the files before any allocation, so a
      * config with absurd sizes is an input error, not an out-of-memory abort. */
     status = check_count(&shards, cfg, dir);
@@ -605,9 +614,20 @@ int fl_weights_digest(const char *dir, uint64_t *out) {
     return status;
 }
 
-int fl_weights_check_dir(const fl_model_config *cfg, const char *dir) {
+int fl_weights_resolve_head(fl_model_config *cfg, const char *dir) {
+    if (!cfg->tie_if_head_missing || cfg->tie_word_embeddings) return 0;
     shard_set shards;
     FL_TRY(open_shards(&shards, dir));
+    resolve_head(&shards, cfg);
+    shards_close(&shards);
+    return 0;
+}
+
+int fl_weights_check_dir(const fl_model_config *cfg_in, const char *dir) {
+    shard_set shards;
+    FL_TRY(open_shards(&shards, dir));
+    fl_model_config resolved = *cfg_in, *cfg = &resolved;
+    resolve_head(&shards, cfg);
     int status = check_count(&shards, cfg, dir);
     if (!status) { /* the slots carry the HF shapes as stored; where they would land does not matter here */
         int n;

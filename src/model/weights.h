@@ -75,6 +75,10 @@ int fl_weights_load(fl_base_weights *w, fl_model_config *cfg, const char *dir, c
  * projections must then be stored in NF4, unless `quant` is FL_QUANT_NF4). */
 int fl_weights_load_quant(fl_base_weights *w, fl_model_config *cfg, const char *dir, const fl_backend *be,
                           fl_weights_reserve reserve, fl_quant quant);
+/* For a config whose head is tied only when the folder stores none (config.h, tie_if_head_missing):
+ * ties it when the folder's safetensors files hold no LM head, as fl_weights_load does (for commands
+ * that read the files themselves: export). 0, or the error of opening the files. */
+int fl_weights_resolve_head(fl_model_config *cfg, const char *dir);
 /* The checks of fl_weights_load without loading: every tensor config.json implies is in the folder's
  * safetensors files with its HF shape (as stored: q, k, v, gate and up separate) and dtype BF16, F16
  * or F32 (for commands that read the files themselves, e.g. merge). Errors are fl_weights_load's. */
