@@ -106,11 +106,61 @@ TEST(config_mistral3_defaults_and_tying) {
 }
 
 TEST(config_mistral3_refuses_other_text_models) {
-    config_test_refused_edit(small31, "\"model_type\": \"mistral\",", "\"model_type\": \"ministral3\",",
+    config_test_refused_edit(small31, "\"model_type\": \"mistral\",", "\"model_type\": \"mistral4\",",
                              "text_config.model_type");
     config_test_refused_edit(small31, "\"model_type\": \"mistral\",", "\"model_type\": 3,", "text_config.model_type");
     config_test_refused_edit(small31, "\"text_config\": {", "\"text_config\": [], \"x\": {", "text_config");
     config_test_refused_edit(small31, "\"spatial_merge_size\": 2,", "\"tie_word_embeddings\": 1,", "tie_word_embeddings");
     /* the text model's own fields keep their checks, named under text_config */
     config_test_refused_edit(small31, "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": -1", "text_config");
+}
+
+/* Ministral 3 (Ministral3ForCausalLM, ministral3; the language model of Ministral 3 and Devstral 2's
+ * Mistral3ForConditionalGeneration): Mistral's layers, Ministral3Config's defaults (head_dim 128, the
+ * default RoPE: yarn factor 16 over 16384 with attention factor 1, llama_4_scaling_beta 0.1), the
+ * q factor's beta and period read from rope_parameters (both required: transformers reads them), the
+ * preset ministral-3-8b equal to the defaults. */
+static const char *ministral3 =
+    "{\"architectures\": [\"Ministral3ForCausalLM\"], \"hidden_size\": 4096, \"intermediate_size\": 14336,"
+    " \"model_type\": \"ministral3\", \"num_attention_heads\": 32, \"num_hidden_layers\": 34,"
+    " \"num_key_value_heads\": 8, \"vocab_size\": 131072,"
+    " \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 16.0,"
+    " \"original_max_position_embeddings\": 16384, \"max_position_embeddings\": 262144, \"beta_fast\": 32.0,"
+    " \"beta_slow\": 1.0, \"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}}";
+
+TEST(config_ministral3_defaults_and_attention_scaling) {
+    fl_model_config c, want;
+    CHECK_MSG(load(&c, ministral3) == 0, "%s", fl_last_error());
+    CHECK(fl_config_preset(&want, "ministral-3-8b") == 0);
+    check_config_core_equal(&c, &want);
+    CHECK(c.arch == FL_ARCH_LLAMA && c.head_dim == 128 && c.max_position_embeddings == 262144 && !c.multimodal);
+    CHECK(c.rms_norm_eps == 1e-5f && c.tie_word_embeddings == 0);
+    CHECK(c.rope_yarn == 1 && c.rope_factor == 16.0 && c.rope_original_max_position == 16384);
+    CHECK(c.rope_yarn_beta_fast == 32.0 && c.rope_yarn_beta_slow == 1.0 && fl_config_rope_attention_factor(&c) == 1.0f);
+    CHECK(c.rope_llama4_beta == 0.1 && c.rope_llama4_original == 16384);
+    CHECK(want.rope_yarn == 1 && want.rope_factor == 16.0 && want.rope_original_max_position == 16384);
+    CHECK(want.rope_yarn_beta_fast == 32.0 && fl_config_rope_attention_factor(&want) == 1.0f);
+    CHECK(want.rope_llama4_beta == 0.1 && want.rope_llama4_original == 16384);
+    for (int l = 0; l < c.n_layers; l++) CHECK_EQ_INT(fl_config_layer_window(&c, l), 0);
+    /* no RoPE fields at all: Ministral3Config's default rope_parameters, the same */
+    char *bare = edit(ministral3, "\"rope_parameters\": {", "\"x\": {");
+    fl_model_config d;
+    CHECK_MSG(bare && load(&d, bare) == 0, "%s", fl_last_error());
+    CHECK(d.rope_yarn == 1 && d.rope_factor == 16.0 && d.rope_original_max_position == 16384 && d.rope_theta == 1e6);
+    CHECK(d.rope_llama4_beta == 0.1 && d.rope_llama4_original == 16384 && fl_config_rope_attention_factor(&d) == 1.0f);
+    free(bare);
+    /* inside Mistral3ForConditionalGeneration (Ministral 3, Devstral 2): the same language model */
+    char vlm[2048];
+    snprintf(vlm, sizeof vlm, "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"model_type\": \"mistral3\","
+                              " \"text_config\": %s}", ministral3);
+    CHECK_MSG(load(&d, vlm) == 0, "%s", fl_last_error());
+    check_config_core_equal(&d, &want);
+    CHECK(d.multimodal == 1 && d.rope_llama4_beta == 0.1 && d.rope_factor == 16.0);
+    CHECK(d.bos_token_id == 1 && d.eos_token_id == 2);
+    /* what transformers needs to run it, and a beta it would not */
+    config_test_refused_edit(ministral3, ", \"llama_4_scaling_beta\": 0.1", "", "llama_4_scaling_beta");
+    config_test_refused_edit(ministral3, "\"llama_4_scaling_beta\": 0.1", "\"llama_4_scaling_beta\": -1",
+                             "llama_4_scaling_beta");
+    config_test_refused_edit(ministral3, "\"original_max_position_embeddings\": 16384, ", "",
+                             "original_max_position_embeddings");
 }

@@ -83,6 +83,7 @@ TEST(cuda_model_phi3_longrope) { fixture_vs_cpu("phi3_longrope"); }
 TEST(cuda_model_gemma3_sandwich) { fixture_vs_cpu("gemma3_sandwich"); }
 TEST(cuda_model_gemma3_vlm) { fixture_vs_cpu("gemma3_vlm"); }
 TEST(cuda_model_mistral3_vlm) { fixture_vs_cpu("mistral3_vlm"); }
+TEST(cuda_model_ministral3_llama4) { fixture_vs_cpu("ministral3_llama4"); }
 TEST(cuda_model_smollm3_nope) { fixture_vs_cpu("smollm3_nope"); }
 TEST(cuda_model_granite_multipliers) { fixture_vs_cpu("granite_multipliers"); }
 TEST(cuda_model_gemma2_softcap) { fixture_vs_cpu("gemma2_softcap"); }

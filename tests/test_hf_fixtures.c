@@ -288,6 +288,13 @@ TEST(hf_gemma3_vlm_three_clipped_steps) { check_three_steps("gemma3_vlm"); }
 TEST(hf_mistral3_vlm_logits) { check_logits("mistral3_vlm"); }
 TEST(hf_mistral3_vlm_loss_and_grads) { check_loss_and_grads("mistral3_vlm"); }
 TEST(hf_mistral3_vlm_three_clipped_steps) { check_three_steps("mistral3_vlm"); }
+/* Ministral3ForCausalLM: YaRN with attention factor 1 and q times 1 + 0.5·ln 2 at positions 32-39 of 40
+ * (llama_4_scaling_beta, period 32); packed, the factor follows each document's own positions */
+TEST(hf_ministral3_llama4_logits) { check_logits("ministral3_llama4"); }
+TEST(hf_ministral3_llama4_loss_and_grads) { check_loss_and_grads("ministral3_llama4"); }
+TEST(hf_ministral3_llama4_packed_loss_and_grads) { check_packed_loss_and_grads("ministral3_llama4"); }
+TEST(hf_ministral3_llama4_three_clipped_steps) { check_three_steps("ministral3_llama4"); }
+TEST(hf_ministral3_llama4_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("ministral3_llama4"); recompute = 0; }
 /* Gemma2ForCausalLM: Gemma 3's layers without q_norm/k_norm, one RoPE for every layer, and
  * final_logit_softcapping 3.0 (|logits| ~ 3-4: on tanh's curve) in the loss, its gradient and the
  * logits; attn_logit_softcapping null */

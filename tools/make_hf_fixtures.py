@@ -62,7 +62,8 @@ from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralF
                           Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
                           Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM,
                           GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM,
-                          Olmo3Config, Olmo3ForCausalLM, Mistral3Config, Mistral3ForConditionalGeneration)
+                          Olmo3Config, Olmo3ForCausalLM, Mistral3Config, Mistral3ForConditionalGeneration,
+                          Ministral3Config, Ministral3ForCausalLM)
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from peft.utils import get_peft_model_state_dict  # noqa: E402
 
@@ -199,6 +200,29 @@ SPECS = [
             use_sliding_window=False, sliding_window=None, max_window_layers=2,
         ),
         B=2, T=16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
+        # Ministral 3 / Devstral 2's language model: Mistral's layers, YaRN (theta 100, factor 4 over 32
+        # positions, beta_fast 4: pair 0 extrapolates, 1-2 blend, 3-7 interpolate; mscale = mscale_all_dim
+        # = 1, so cos/sin keep factor 1, as the released configs) and the per-position q factor
+        # 1 + beta·ln(1 + floor(p / 32)) after RoPE (llama_4_scaling_beta 0.5): positions 32-39 of T 40
+        # get 1 + 0.5 ln 2; the script checks that beta 0 moves exactly those positions' logits
+        name="ministral3_llama4",
+        arch="ministral3",
+        seed=303132,
+        config=dict(
+            vocab_size=64, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=256, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "beta_fast": 4.0,
+                             "beta_slow": 1.0, "original_max_position_embeddings": 32, "mscale": 1.0,
+                             "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.5},
+            tie_word_embeddings=False, sliding_window=None,
+        ),
+        B=2, T=40,
         lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
         opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=1.0),
         expect_clip=None,
@@ -452,7 +476,8 @@ def build_base(spec):
                           "smollm3": (SmolLM3Config, SmolLM3ForCausalLM),
                           "granite": (GraniteConfig, GraniteForCausalLM),
                           "olmo2": (Olmo2Config, Olmo2ForCausalLM),
-                          "olmo3": (Olmo3Config, Olmo3ForCausalLM)}[spec["arch"]]
+                          "olmo3": (Olmo3Config, Olmo3ForCausalLM),
+                          "ministral3": (Ministral3Config, Ministral3ForCausalLM)}[spec["arch"]]
     gemma = spec["arch"].startswith("gemma")
     if spec["arch"] in ("gemma3", "mistral3"):   # the text model's settings are inside text_config
         cfg = cfg_cls(**spec["config"])
@@ -526,7 +551,7 @@ def build_loaded_base(model_dir):
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
            "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
            "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
-           "mistral3": Mistral3ForConditionalGeneration,
+           "mistral3": Mistral3ForConditionalGeneration, "ministral3": Ministral3ForCausalLM,
            "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM,
            "olmo2": Olmo2ForCausalLM, "olmo3": Olmo3ForCausalLM}.get(cfg.model_type, Qwen2ForCausalLM)
     m = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
@@ -626,7 +651,13 @@ def check_yarn_regions(spec, model):
              for r in ratio]
     print(f"    yarn pairs: {kinds}, attention_scaling {rot.attention_scaling:.6f}")
     assert {"extrapolated", "blended", "interpolated"} <= set(kinds), kinds
-    assert abs(rot.attention_scaling - (0.1 * math.log(rp["factor"]) + 1)) < 1e-12, rot.attention_scaling
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+    if rp.get("mscale") and rp.get("mscale_all_dim"):   # transformers' get_mscale ratio (Ministral 3: 1)
+        want = mscale(rp["factor"], rp["mscale"]) / mscale(rp["factor"], rp["mscale_all_dim"])
+    else:
+        want = mscale(rp["factor"])
+    assert abs(rot.attention_scaling - want) < 1e-12, (rot.attention_scaling, want)
     return kinds
 
 
@@ -707,6 +738,18 @@ def write_fixture(spec, out_root):
             mod.use_rope = 0
         apart = (roped_logits - mem_logits).abs().max().item()
         print(f"    {len(nope)} NoPE layer(s) of {len(attns)}: with RoPE there the logits move by {apart:.3g}")
+        assert apart > 1e-2, apart
+
+    if spec["arch"] == "ministral3":   # the q factor binds from original_max_position_embeddings on, not before
+        rp, n = cfg.rope_parameters, cfg.rope_parameters["original_max_position_embeddings"]
+        beta = rp["llama_4_scaling_beta"]
+        rp["llama_4_scaling_beta"] = 0.0
+        with torch.no_grad():
+            flat_logits = pm(input_ids=ids).logits.clone()
+        rp["llama_4_scaling_beta"] = beta
+        assert torch.equal(flat_logits[:, :n], mem_logits[:, :n])
+        apart = (flat_logits[:, n:] - mem_logits[:, n:]).abs().max().item()
+        print(f"    llama_4_scaling_beta {beta}: at 0 the logits from position {n} on move by {apart:.3g}")
         assert apart > 1e-2, apart
 
     if spec["arch"] == "granite":   # each scalar binds: setting any one to 1 moves the logits

@@ -182,11 +182,26 @@ float fl_model_q_scale(const fl_model_config *c) {
     return (float)(sqrt((double)c->head_dim) / sqrt((double)c->query_pre_attn_scalar));
 }
 
-void fl_model_scale_q(fl_model *m, void *qkv, size_t N) {
+/* Ministral 3's factor at position p, as transformers' get_llama_4_attn_scale computes it in f32:
+ * 1 + beta·ln(1 + floor(p / n)); exactly 1 below n. */
+static float llama4_factor(const fl_model_config *c, int32_t p) {
+    float k = floorf((float)p / (float)c->rope_llama4_original);
+    return k > 0.0f ? 1.0f + (float)c->rope_llama4_beta * logf(1.0f + k) : 1.0f;
+}
+
+void fl_model_scale_q(fl_model *m, void *qkv, const int32_t *pos, size_t N) {
     const fl_model_config *c = &m->cfg;
     float s = fl_model_q_scale(c);
-    if (s != 1.0f)
-        m->be->scale_2d(qkv, s, N, fl_config_q_dim(c), fl_config_q_dim(c) + 2 * fl_config_kv_dim(c));
+    int QD = fl_config_q_dim(c), ld = QD + 2 * fl_config_kv_dim(c);
+    if (!(c->rope_llama4_beta > 0) || !pos) {
+        if (s != 1.0f) m->be->scale_2d(qkv, s, N, QD, ld);
+        return;
+    }
+    for (size_t t0 = 0, t1; t0 < N; t0 = t1) { /* runs of rows with one factor (positions rise within a document) */
+        float f = llama4_factor(c, pos[t0]);
+        for (t1 = t0 + 1; t1 < N && llama4_factor(c, pos[t1]) == f; t1++) {}
+        if (s * f != 1.0f) m->be->scale_2d(act_at(m, qkv, t0 * (size_t)ld), s * f, t1 - t0, QD, ld);
+    }
 }
 
 void fl_model_lm_head_loss(fl_model *m, void *dinp, float *logits_out, float *token_loss, fl_step_scalars *sc,
@@ -280,7 +295,7 @@ static void layer_forward(fl_model *m, int l, int B, int T, int recompute) {
     group_forward(m, l, &qkv, v.qkv, QKV, 0.0f, v.x_attn, ld_xa, NULL, N);
     fl_model_qk_norm_forward(m, l, v.qkv, v.q_raw, v.k_raw, v.rstd_qk, a->wide, N);   /* Qwen3; wide: scratch */
     fl_model_rope_forward(m, l, v.qkv, a->pos, N, m->rope_seq);   /* q and k; layer l's table for the batch (staging.c) */
-    fl_model_scale_q(m, v.qkv, N);   /* Gemma's query_pre_attn_scalar */
+    fl_model_scale_q(m, v.qkv, m->runner ? m->runner->pos : NULL, N);   /* Gemma's query_pre_attn_scalar; Ministral 3 */
     be->attention_forward(v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                           layer_key_start(m, l), B, T, NH, NKV, HS, QKV, c->attn_logit_softcapping);
     be->copy(v.h_mid, v.h, N * C * be->act_size);
@@ -426,7 +441,7 @@ void fl_model_backward(fl_model *m) {
         be->attention_backward(a->dqkv, act_at(m, a->dqkv, (size_t)QD), act_at(m, a->dqkv, (size_t)(QD + KVD)), a->dwide,
                                v.att, v.lse, v.qkv, act_at(m, v.qkv, (size_t)QD), act_at(m, v.qkv, (size_t)(QD + KVD)),
                                layer_key_start(m, l), B, T, NH, NKV, HS, QKV, c->attn_logit_softcapping);
-        fl_model_scale_q(m, a->dqkv, N);   /* Gemma: d q before the scale */
+        fl_model_scale_q(m, a->dqkv, m->runner ? m->runner->pos : NULL, N);   /* Gemma, Ministral 3: d q before the scale */
         if (fl_config_layer_rope(c, l))   /* SmolLM3's NoPE layers pass q and k through */
             be->rope_backward(a->dqkv, a->pos, fl_model_rope_freq(m, l, m->rope_seq), fl_model_rope_factor(m, l),
                               N, NH + NKV, HS, fl_config_rotary_dim(c), QKV);

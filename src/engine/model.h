@@ -185,7 +185,8 @@ void fl_model_qk_norm_forward(fl_model *m, int l, void *qkv, void *q_raw, void *
  *   fl_model_glu_forward     out (N, FF) = act(gate) · up of gate_up (N, 2FF), act = cfg.act
  *   fl_model_scale_q         the q columns of qkv (N, QD + 2·KVD) times HS^0.5 · query_pre_attn_scalar^-0.5,
  *                            so the attention op's HS^-0.5 makes the score scale query_pre_attn_scalar^-0.5
- *                            (Granite: times HS^0.5 · attention_multiplier)
+ *                            (Granite: times HS^0.5 · attention_multiplier); row t also times Ministral 3's
+ *                            1 + beta·ln(1 + floor(pos[t] / n)), pos the rows' positions on the host (NULL: none)
  *   fl_model_residual_add    h (N, C) += branch (N, C), the branch first times residual_multiplier (Granite;
  *                            branch is overwritten)
  *   fl_model_final_norm      out (N, C) = the final RMSNorm of inp (N, C), divided by logits_scaling (Granite:
@@ -199,7 +200,7 @@ void fl_model_embed(fl_model *m, void *out, const int32_t *ids, size_t N);
 void fl_model_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
 void fl_model_pre_norm(fl_model *m, void *out, float *rstd, const void *inp, const void *weight, size_t N, int ld_out);
 void fl_model_glu_forward(fl_model *m, void *out, const void *gate_up, size_t N);
-void fl_model_scale_q(fl_model *m, void *qkv, size_t N);
+void fl_model_scale_q(fl_model *m, void *qkv, const int32_t *pos, size_t N);
 void fl_model_residual_add(fl_model *m, void *h, void *branch, size_t N);
 void fl_model_final_norm(fl_model *m, void *out, float *rstd, const void *inp, size_t N);
 /* The factor fl_model_scale_q applies (1 when query_pre_attn_scalar is unset or equals HS; Granite:

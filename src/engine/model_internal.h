@@ -75,6 +75,8 @@ struct fl_step_runner {
     int slots;
     unsigned char *active;    /* (slots) 1: micro-batch i of the staged step runs here */
     int *seq;                 /* (slots) largest position + 1 of micro-batch i: its RoPE table (longrope) */
+    const int32_t *pos;       /* host: the positions of the micro-batch uploaded last (upload_slot), for the
+                                 q factors computed on the host (Ministral 3: fl_model_scale_q) */
     int pending;              /* uploads from the block may not have run yet: wait before writing it */
     step_key keys[MAX_RECORDINGS];
     void *recordings[MAX_RECORDINGS];

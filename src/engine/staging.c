@@ -146,6 +146,7 @@ void upload_slot(fl_model *m, int i) {
     if (m->lora_cfg.dropout > 0.0f)
         be->upload(m->dropout_streams, staged_streams(m, i), sizeof(uint64_t) * (size_t)m->cfg.n_layers * FL_N_PROJ);
     m->rope_seq = m->runner->seq[i];
+    m->runner->pos = src + 2 * N;
     m->runner->pending = 1;
 }
 

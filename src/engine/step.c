@@ -101,9 +101,14 @@ static step_key stage_step(fl_model *m, const fl_batch *micro, int n_micro, int 
         r->active[i] = i % ranks == rank && counted_tokens(&micro[i]) > 0;
         if (!r->active[i]) continue;
         stage_batch(m, i, &micro[i], m->micro_step + (uint64_t)i + 1);
-        if (i < 64) key.active |= 1ull << i;
-        if (i < 64 && fl_model_rope_long(m, r->seq[i])) key.long_rope |= 1ull << i;
-        else key.n_micro = -1; /* too many to name: never recorded */
+        if (i < 64) {
+            key.active |= 1ull << i;
+            if (fl_model_rope_long(m, r->seq[i])) key.long_rope |= 1ull << i;
+        } else {
+            key.n_micro = -1; /* too many to name: never recorded */
+        }
+        /* Ministral 3 past its scaling period: q's factors follow this batch's positions, op by op */
+        if (m->cfg.rope_llama4_beta > 0 && r->seq[i] > m->cfg.rope_llama4_original) key.n_micro = -1;
     }
     return key;
 }

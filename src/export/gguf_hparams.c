@@ -75,6 +75,10 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     if (cfg->arch != FL_ARCH_LLAMA && cfg->rope_llama3)   /* qwen3's graph has its own head size (key_length) */
         return fl_input_error("%s: rope_scaling llama3 on a %s model has no llama.cpp counterpart", path,
                               fl_gguf_arch_name(cfg));
+    /* Ministral 3's per-position q factor (llama_4_scaling_beta): fastlora writes no mistral3 graph's keys */
+    if (cfg->rope_llama4_beta > 0)
+        return fl_input_error("%s: rope_parameters.llama_4_scaling_beta (Ministral 3's attention scaling) is not "
+                              "exported to GGUF (supported: the llama graph without it)", path);
     /* llama.cpp's converter writes OLMo 3's full layers' base only */
     if (cfg->olmo3 && cfg->sliding_window > 0 && cfg->rope_local_theta != cfg->rope_theta)
         return fl_input_error("%s: OLMo 3 with a sliding layers' rope_theta (%g) other than the full layers' (%g) has no "

@@ -87,7 +87,7 @@ static void feed_chunk(fl_decoder *d, const int32_t *ids, int Tn, float *logits_
             fl_model_qk_norm_forward(m, l, d->qkv, d->qk_raw, at(d, d->qk_raw, (size_t)Tn * QD), d->qk_rstd, d->att,
                                      (size_t)Tn);
         fl_model_rope_forward(m, l, d->qkv, d->pos, (size_t)Tn, d->n + Tn);   /* positions up to d->n + Tn - 1 */
-        fl_model_scale_q(m, d->qkv, (size_t)Tn);
+        fl_model_scale_q(m, d->qkv, pos, (size_t)Tn);
         for (int i = 0; i < Tn; i++) { /* k and v rows into the cache */
             be->copy(at(d, kc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD), row);
             be->copy(at(d, vc, (size_t)(d->n + i) * KVD), at(d, d->qkv, (size_t)i * QKV + QD + KVD), row);

@@ -11,6 +11,7 @@
 #include "io/file_util.h"
 #include "model/config_read.h"
 #include "model/config_rope.h"
+#include "model/config_vlm.h"
 
 /* A validated layer_types list (some "sliding_attention") as config.h's rule, cfg->sliding_window set:
  * layers from first_sliding on slide, except every window_global_every-th; else one line. */
@@ -174,7 +175,6 @@ static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
     return fl_config_parse_rope(path, root, cfg);
 }
 
-static int parse_config(const char *path, json_t *root, fl_model_config *cfg);
 
 /* SmolLM3's NoPE layers: no_rope_layers (1 rotates, 0 does not; at least one entry per layer) or,
  * absent, one every no_rope_layer_interval layers (default 4), counting from 1 — the rule config.h
@@ -233,82 +233,7 @@ static int parse_granite(const char *path, json_t *root, fl_model_config *cfg) {
     return 0;
 }
 
-/* Sets each key of `defaults` that obj lacks (a JSON null counts as given). */
-typedef struct { const char *key; long long value; } int_default;
-static void fill_defaults(json_t *obj, const int_default *defaults, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!json_object_get(obj, defaults[i].key)) json_object_set_new(obj, defaults[i].key, json_integer(defaults[i].value));
-}
-
-/* The language model of a vision-language checkpoint, read as the text-only architecture's config;
- * errors name the field as text_config.<field>.
- * - Gemma3ForConditionalGeneration (Gemma 3 4B, 12B, 27B): text_config as a Gemma3ForCausalLM config
- *   (google's configs give only what differs from Gemma3TextConfig's defaults: gemma-3-4b-it's
- *   hidden and intermediate size, layers, rope_scaling, sliding_window), tie_word_embeddings from the
- *   top level when text_config leaves it out; the head is tied.
- * - Mistral3ForConditionalGeneration (Mistral Small 3.1 / 3.2, Magistral Small): text_config as a
- *   MistralForCausalLM config, MistralConfig's defaults for what it leaves out (sliding_window 4096
- *   when the key is absent, not when null) — or, without a text_config, Mistral3Config's own default,
- *   Mistral Small 3.1's language model. The head: transformers 5 ties it on the top-level
- *   tie_word_embeddings (true by default) unless the checkpoint stores one, as every published one
- *   does; so untied, and tied when true and the folder has no head (tie_if_head_missing). */
-static int parse_vision_language(const char *path, json_t *root, fl_model_config *cfg, int mistral3) {
-    const char *family = mistral3 ? "Mistral3ForConditionalGeneration" : "Gemma3ForConditionalGeneration";
-    json_t *text = json_object_get(root, "text_config"), *copy;
-    if (mistral3 && (!text || json_is_null(text))) {
-        copy = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:n}", "head_dim", 128, "hidden_size", 5120,
-                         "intermediate_size", 32768, "max_position_embeddings", 131072, "num_attention_heads", 32,
-                         "num_hidden_layers", 40, "num_key_value_heads", 8, "vocab_size", 131072, "rms_norm_eps", 1e-5,
-                         "rope_theta", 1e9, "sliding_window");
-    } else if (!json_is_object(text)) {
-        return fl_input_error("%s: field 'text_config' must be an object (the language model of %s)", path, family);
-    } else {
-        copy = json_deep_copy(text);
-    }
-    if (!copy) return fl_input_error("%s: out of memory reading text_config", path);
-    json_t *archs = json_array(), *top_tie = json_object_get(root, "tie_word_embeddings");
-    if (mistral3) {
-        json_t *mt = json_object_get(copy, "model_type");
-        if (mt && !json_is_null(mt) && !(json_is_string(mt) && !strcmp(json_string_value(mt), "mistral"))) {
-            json_decref(copy);
-            json_decref(archs);
-            return fl_input_error("%s: field 'text_config.model_type' is %s%s%s; supported: \"mistral\" (Mistral Small "
-                                  "3.1 / 3.2's language model)", path, json_is_string(mt) ? "'" : "",
-                                  json_is_string(mt) ? json_string_value(mt) : "not a string", json_is_string(mt) ? "'" : "");
-        }
-        static const int_default mistral[] = {
-            {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
-            {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"max_position_embeddings", 131072},
-            {"sliding_window", 4096}, {"bos_token_id", 1}, {"eos_token_id", 2}};
-        fill_defaults(copy, mistral, sizeof mistral / sizeof *mistral);
-        json_array_append_new(archs, json_string("MistralForCausalLM"));
-        json_object_set_new(copy, "model_type", json_string("mistral"));
-        json_object_set_new(copy, "tie_word_embeddings", json_false());
-    } else {
-        static const int_default gemma[] = {
-            {"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
-            {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"max_position_embeddings", 131072},
-            {"bos_token_id", 2}, {"eos_token_id", 1}};
-        fill_defaults(copy, gemma, sizeof gemma / sizeof *gemma);
-        json_array_append_new(archs, json_string("Gemma3ForCausalLM"));
-        json_object_set_new(copy, "model_type", json_string("gemma3_text"));
-        if (!json_object_get(copy, "tie_word_embeddings") && top_tie)
-            json_object_set(copy, "tie_word_embeddings", top_tie);
-    }
-    json_object_set_new(copy, "architectures", archs);
-    char where[600];
-    snprintf(where, sizeof where, "%s: text_config", path);
-    int status = parse_config(where, copy, cfg);
-    json_decref(copy);
-    cfg->multimodal = 1;
-    if (!status && mistral3) status = get_bool(path, root, "tie_word_embeddings", 1, &cfg->tie_if_head_missing);
-    if (!status && !mistral3 && !cfg->tie_word_embeddings)
-        status = fl_input_error("%s: text_config.tie_word_embeddings false: Gemma 3's vision-language checkpoints tie "
-                                "the head (supported: tied)", path);
-    return status;
-}
-
-static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
+int fl_config_parse_json(const char *path, json_t *root, fl_model_config *cfg) {
     if (!json_is_object(root)) return fl_input_error("%s: top level must be a JSON object", path);
     json_t *archs = json_object_get(root, "architectures");
     json_t *model_type = json_object_get(root, "model_type");
@@ -319,14 +244,15 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: field 'architectures' must be a list of strings", path);
     const char *mt0 = json_is_string(model_type) ? json_string_value(model_type) : "";
     if ((arch && !strcmp(arch, "Gemma3ForConditionalGeneration")) || (!arch && !strcmp(mt0, "gemma3")))
-        return parse_vision_language(path, root, cfg, 0);
+        return fl_config_parse_vision_language(path, root, cfg, 0);
     if ((arch && !strcmp(arch, "Mistral3ForConditionalGeneration")) || (!arch && !strcmp(mt0, "mistral3")))
-        return parse_vision_language(path, root, cfg, 1);
+        return fl_config_parse_vision_language(path, root, cfg, 1);
     if (!arch && json_is_string(model_type)) {
         const char *mt = json_string_value(model_type);
         arch = !strcmp(mt, "llama")   ? "LlamaForCausalLM"
                : !strcmp(mt, "qwen2") ? "Qwen2ForCausalLM"
                : !strcmp(mt, "mistral") ? "MistralForCausalLM"
+               : !strcmp(mt, "ministral3") ? "Ministral3ForCausalLM"
                : !strcmp(mt, "qwen3") ? "Qwen3ForCausalLM"
                : !strcmp(mt, "phi3") ? "Phi3ForCausalLM"
                : !strcmp(mt, "gemma3_text") ? "Gemma3ForCausalLM"
@@ -339,9 +265,9 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     }
     if (!arch) return fl_input_error("%s: field 'architectures' is missing (expected e.g. [\"LlamaForCausalLM\"])", path);
     int mistral = !strcmp(arch, "MistralForCausalLM"), smollm3 = !strcmp(arch, "SmolLM3ForCausalLM");
-    int granite = !strcmp(arch, "GraniteForCausalLM");
-    /* Mistral's, SmolLM3's, Granite's layers are Llama's */
-    if (!strcmp(arch, "LlamaForCausalLM") || mistral || smollm3 || granite) cfg->arch = FL_ARCH_LLAMA;
+    int granite = !strcmp(arch, "GraniteForCausalLM"), ministral3 = !strcmp(arch, "Ministral3ForCausalLM");
+    /* Mistral's, Ministral 3's, SmolLM3's, Granite's layers are Llama's */
+    if (!strcmp(arch, "LlamaForCausalLM") || mistral || ministral3 || smollm3 || granite) cfg->arch = FL_ARCH_LLAMA;
     else if (!strcmp(arch, "Qwen2ForCausalLM")) cfg->arch = FL_ARCH_QWEN2;
     else if (!strcmp(arch, "Qwen3ForCausalLM")) cfg->arch = FL_ARCH_QWEN3;
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
@@ -349,7 +275,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
     else if (!strcmp(arch, "Olmo2ForCausalLM")) cfg->arch = FL_ARCH_OLMO2;
     else if (!strcmp(arch, "Olmo3ForCausalLM")) cfg->arch = FL_ARCH_OLMO2, cfg->olmo3 = 1;   /* OLMo 2's layers */
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration, Ministral3ForCausalLM, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
     int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
@@ -359,7 +285,7 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
     /* Mistral: null (Mistral 7B v0.2+, Nemo, Small) or a window (v0.1: 4096). Phi-3: transformers' Phi3
      * masks every layer with config.sliding_window as it stands (2047 is a window of 2047; 3.5-mini:
      * 262144) */
-    if (mistral || cfg->fused_modules) {
+    if (mistral || ministral3 || cfg->fused_modules) {
         json_t *sw = json_object_get(root, "sliding_window");
         if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) <= 0 || json_integer_value(sw) > INT32_MAX))
             return fl_input_error("%s: field 'sliding_window' must be null or a positive integer", path);
@@ -378,9 +304,10 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
         return fl_input_error("%s: field 'num_key_value_heads' (%d) must divide num_attention_heads (%d)", path, cfg->n_kv_heads, cfg->n_heads);
     if (smollm3) FL_TRY(parse_nope_layers(path, root, cfg));
     if (granite) FL_TRY(parse_granite(path, root, cfg));
-    /* Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
+    /* Qwen3Config's and Ministral3Config's head_dim defaults to 128, not hidden_size / num_attention_heads */
     /* Gemma2Config's and Gemma3TextConfig's: 256 */
-    FL_TRY(get_int(path, root, "head_dim", 0, gemma ? 256 : cfg->arch == FL_ARCH_QWEN3 ? 128 : cfg->hidden_size / cfg->n_heads,
+    FL_TRY(get_int(path, root, "head_dim", 0,
+                   gemma ? 256 : cfg->arch == FL_ARCH_QWEN3 || ministral3 ? 128 : cfg->hidden_size / cfg->n_heads,
                    &cfg->head_dim));
     if (cfg->head_dim <= 0 || cfg->head_dim % 2 || cfg->head_dim > FL_MAX_HEAD_DIM)
         return fl_input_error("%s: field 'head_dim' (%d) must be a positive even number <= %d", path, cfg->head_dim,
@@ -396,26 +323,31 @@ static int parse_config(const char *path, json_t *root, fl_model_config *cfg) {
                               "than 10^15 parameters", path, cfg->hidden_size, cfg->intermediate_size, cfg->n_layers,
                               cfg->vocab_size);
     if (cfg->arch == FL_ARCH_QWEN3) FL_TRY(parse_qwen3_window(path, root, cfg));
-    FL_TRY(get_int(path, root, "max_position_embeddings", 0, cfg->fused_modules ? 4096 : 2048,
+    FL_TRY(get_int(path, root, "max_position_embeddings", 0, ministral3 ? 262144 : cfg->fused_modules ? 4096 : 2048,
                    &cfg->max_position_embeddings));
     if (cfg->max_position_embeddings <= 0)
         return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,
                               cfg->max_position_embeddings);
     double eps = 0;
-    FL_TRY(get_number(path, root, "rms_norm_eps", 0, cfg->fused_modules || olmo2 ? 1e-5 : 1e-6, &eps));
+    FL_TRY(get_number(path, root, "rms_norm_eps", 0, cfg->fused_modules || olmo2 || ministral3 ? 1e-5 : 1e-6, &eps));
     cfg->rms_norm_eps = (float)eps;
     /* RMSNorm divides by sqrt(mean(x^2) + eps): eps <= 0 (or one that is 0 or Inf in f32) gives Inf/NaN */
     if (!(cfg->rms_norm_eps > 0) || isinf(cfg->rms_norm_eps))
         return fl_input_error("%s: field 'rms_norm_eps' must be a positive number representable in f32, got %g", path, eps);
-    /* Phi3Config's and Olmo2Config's tie_word_embeddings default to false */
-    FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules && !olmo2, &cfg->tie_word_embeddings));
+    /* Phi3Config's, Olmo2Config's and Ministral3Config's tie_word_embeddings default to false */
+    FL_TRY(get_bool(path, root, "tie_word_embeddings", !cfg->fused_modules && !olmo2 && !ministral3,
+                    &cfg->tie_word_embeddings));
     if (cfg->fused_modules)   /* Phi3Config's pretraining length (4096 by default), longrope or not */
         FL_TRY(get_int(path, root, "original_max_position_embeddings", 0, 4096, &cfg->rope_original_max_position));
     if (gemma) FL_TRY(parse_gemma(path, root, cfg));
     else if (cfg->olmo3) {
         FL_TRY(parse_window_layers(path, root, cfg, 4, NULL));
         FL_TRY(fl_config_parse_olmo3_rope(path, root, cfg));
-    } else FL_TRY(fl_config_parse_rope(path, root, cfg));
+    } else {
+        if (ministral3) FL_TRY(fl_config_ministral3_default_rope(path, root));
+        FL_TRY(fl_config_parse_rope(path, root, cfg));
+        if (ministral3) FL_TRY(fl_config_parse_llama4_scaling(path, root, cfg));
+    }
 
     int flag;
     FL_TRY(get_bool(path, root, "attention_bias", 0, &flag));
@@ -444,7 +376,7 @@ int fl_config_load(fl_model_config *cfg, const char *path) {
     memset(cfg, 0, sizeof *cfg);
     json_t *root;
     FL_TRY(fl_file_load_json(path, FL_FILE_CONFIG, 0, &root));
-    int status = parse_config(path, root, cfg);
+    int status = fl_config_parse_json(path, root, cfg);
     json_decref(root);
     snprintf(cfg->name, sizeof cfg->name, "%s", path);
     return status;
@@ -468,8 +400,12 @@ typedef struct {
     int multimodal;        /* the language model of a vision-language checkpoint (config.h) */
     int nope_every;        /* SmolLM3: RoPE skipped on every n-th layer; 0: none */
     const double *granite; /* Granite: embedding, attention, residual multipliers, logits_scaling; or NULL */
-    int olmo3;             /* OLMo 3: its windows and two RoPEs (preset_olmo3) */
+    void (*finish)(fl_model_config *cfg); /* the fields beyond the table's (OLMo 3's windows and two RoPEs,
+                                             Ministral 3's RoPE and attention scaling), or NULL */
 } preset;
+
+static void preset_olmo3(fl_model_config *cfg);
+static void preset_ministral3(fl_model_config *cfg);
 
 /* Granite 3.x's scalars (config.json: embedding_multiplier, attention_multiplier, residual_multiplier,
  * logits_scaling) */
@@ -551,6 +487,12 @@ static const preset presets[] = {
      * heads, max_position_embeddings 131072, rope_theta 1e9, rms_norm_eps 1e-5, sliding_window null,
      * vocab 131072); its checkpoint stores language_model.lm_head.weight (untied). Mistral Small 3.2
      * (2506) has the same language model. 23,572,403,200 parameters (the vision tower not counted) */
+    /* mistralai/Ministral-3-8B-Base-2512's language model: transformers' Ministral3Config defaults, which its
+     * docstring names that checkpoint's (configuration_ministral3.py: vocab 131072, hidden 4096, FF 14336,
+     * 34 layers, 32 / 8 heads, head_dim 128, max_position_embeddings 262144, rms_norm_eps 1e-5, untied,
+     * rope_parameters yarn theta 1e6 factor 16 over 16384, llama_4_scaling_beta 0.1: preset_ministral3) */
+    {"ministral-3-8b", "mistralai/Ministral-3-8B-Base-2512", FL_ARCH_LLAMA, 131072, 4096, 14336, 34, 32,  8, 128, 262144, 1e6, 1e-5f, 0, 0, 1, 2, 0, 0, 16384, NULL, NULL,
+     0, 0, 0, NULL, preset_ministral3},
     {"mistral-small-3.1-24b", "mistralai/Mistral-Small-3.1-24B-Instruct-2503", FL_ARCH_LLAMA, 131072, 5120, 32768, 40, 32,  8, 128, 131072, 1e9, 1e-5f, 0, 0, 1, 2, 0, 0, 0, NULL, NULL,
      0, 1, 0, NULL, 0},
     /* https://huggingface.co/meta-llama/{Llama-3.1-8B,Llama-3.2-3B}/raw/main/config.json (as quoted in
@@ -606,8 +548,8 @@ static const preset presets[] = {
      * FF 27648, 64 layers, 40 heads over 8 kv heads (github.com/marin-community/marin experiments/qwen3.py:
      * "same as olmo 32b"), the 7B's vocabulary, RoPE and windows: 32,233,522,176 parameters. eos 100257, bos null
      * as OLMo 2's (recalled, not checked against the files) */
-    {"olmo-3-7b",      "allenai/Olmo-3-1025-7B", FL_ARCH_OLMO2, 100278, 4096, 11008, 32, 32, 32, 128, 65536, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 4096, 8192, NULL, NULL, 0, 0, 0, NULL, 1},
-    {"olmo-3-32b",     "allenai/Olmo-3-1125-32B", FL_ARCH_OLMO2, 100278, 5120, 27648, 64, 40,  8, 128, 65536, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 4096, 8192, NULL, NULL, 0, 0, 0, NULL, 1},
+    {"olmo-3-7b",      "allenai/Olmo-3-1025-7B", FL_ARCH_OLMO2, 100278, 4096, 11008, 32, 32, 32, 128, 65536, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 4096, 8192, NULL, NULL, 0, 0, 0, NULL, preset_olmo3},
+    {"olmo-3-32b",     "allenai/Olmo-3-1125-32B", FL_ARCH_OLMO2, 100278, 5120, 27648, 64, 40,  8, 128, 65536, 5e5, 1e-6f, 0, 0, -1, 100257, 0, 4096, 8192, NULL, NULL, 0, 0, 0, NULL, preset_olmo3},
 };
 
 /* The Gemma fields of a preset (config.h), as parse_gemma reads them from the models' config.json. */
@@ -638,6 +580,20 @@ static void preset_olmo3(fl_model_config *cfg) {
     cfg->rope_attention_factor = fl_config_yarn_default_attention(cfg->rope_factor);
 }
 
+/* Ministral 3's RoPE (Ministral3Config's default rope_parameters, as fl_config_ministral3_default_rope
+ * sets them): yarn factor 16 over 16384, beta 32 / 1, mscale = mscale_all_dim = 1 (cos/sin factor 1),
+ * q times 1 + 0.1·ln(1 + floor(p / 16384)). */
+static void preset_ministral3(fl_model_config *cfg) {
+    cfg->rope_yarn = cfg->rope_yarn_truncate = 1;
+    cfg->rope_factor = 16.0;
+    cfg->rope_original_max_position = 16384;
+    cfg->rope_yarn_beta_fast = 32.0;
+    cfg->rope_yarn_beta_slow = 1.0;
+    cfg->rope_attention_factor = 1.0;
+    cfg->rope_llama4_beta = 0.1;
+    cfg->rope_llama4_original = 16384;
+}
+
 const char *fl_config_preset_hf_name(const char *name) {
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcasecmp(name, presets[i].name)) return presets[i].hf_name;
@@ -662,7 +618,7 @@ const char *fl_arch_name(fl_arch arch) {
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
-           "mistral-small-3.1-24b, llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
+           "mistral-small-3.1-24b, ministral-3-8b, llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
            "granite-3.3-8b, olmo-2-1b, olmo-2-7b, olmo-3-7b, olmo-3-32b";
 }
 
@@ -709,7 +665,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
         }
         if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
         if (p->arch == FL_ARCH_OLMO2) olmo2_layout(cfg);
-        if (p->olmo3) preset_olmo3(cfg);
+        if (p->finish) p->finish(cfg);
         cfg->rope_linear_factor = p->linear_factor;
         cfg->multimodal = p->multimodal;
         cfg->nope_every = p->nope_every;

@@ -46,6 +46,9 @@ typedef struct {
     double rope_yarn_beta_fast, rope_yarn_beta_slow;
     int rope_yarn_truncate;          /* the correction dims floored / ceiled to whole dims (transformers' default) */
     double rope_attention_factor;    /* cos and sin scaled by it (longrope, yarn); 0 reads as 1 */
+    double rope_llama4_beta;         /* Ministral 3: q at position p times 1 + beta·ln(1 + floor(p / n)) after RoPE,
+                                        n = rope_llama4_original (transformers' get_llama_4_attn_scale); 0: none */
+    int rope_llama4_original;
     int rotary_dim;                  /* the first dims of each head RoPE rotates: int(HS·partial_rotary_factor)
                                         (Phi-4-mini: 96 of 128), the rest pass through; 0 reads as HS */
     float rms_norm_eps;

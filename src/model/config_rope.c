@@ -1,11 +1,12 @@
 /* config_rope.c — the RoPE fields of config.json: rope_theta, partial_rotary_factor and the scaling
  * (rope_scaling in transformers 4.x, rope_parameters in 5.x: default, linear, llama3, longrope, yarn),
- * and Gemma 3's two RoPEs keyed by layer type. Not the frequencies themselves (engine/model_init.c
+ * Gemma 3's two RoPEs keyed by layer type, and Ministral 3's default RoPE and attention scaling. Not the frequencies themselves (engine/model_init.c
  * builds inv_freq from what is parsed here) and not the rest of the config (model/config.c). */
 #include "model/config_rope.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -299,5 +300,41 @@ int fl_config_parse_olmo3_rope(const char *path, json_t *root, fl_model_config *
     }
     if (!(local > 0)) return fl_input_error("%s: field 'rope_parameters.sliding_attention.rope_theta' must be positive", path);
     cfg->rope_local_theta = local;
+    return 0;
+}
+
+/* Ministral3Config's RoPE when the config gives none (no rope_parameters, rope_scaling or rope_theta):
+ * yarn, factor 16 over 16384 positions, theta 1e6, beta 32 / 1, mscale and mscale_all_dim 1 (so an
+ * attention factor of 1), llama_4_scaling_beta 0.1. */
+int fl_config_ministral3_default_rope(const char *path, json_t *root) {
+    json_t *p = json_object_get(root, "rope_parameters"), *s = json_object_get(root, "rope_scaling");
+    if ((p && !json_is_null(p)) || (s && !json_is_null(s)) || json_object_get(root, "rope_theta")) return 0;
+    json_t *d = json_pack("{s:s, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f}", "rope_type", "yarn", "rope_theta", 1e6,
+                          "factor", 16.0, "original_max_position_embeddings", 16384, "beta_fast", 32.0, "beta_slow", 1.0,
+                          "mscale", 1.0, "mscale_all_dim", 1.0, "llama_4_scaling_beta", 0.1);
+    if (!d || json_object_set_new(root, "rope_parameters", d))
+        return fl_input_error("%s: out of memory setting Ministral 3's default rope_parameters", path);
+    return 0;
+}
+
+/* Ministral 3's attention scaling (transformers' Ministral3Attention): q times 1 + beta·ln(1 + floor(p / n))
+ * at position p, beta = rope_parameters.llama_4_scaling_beta and n its original_max_position_embeddings,
+ * both of which transformers reads unconditionally (a config without them does not run there). */
+int fl_config_parse_llama4_scaling(const char *path, json_t *root, fl_model_config *cfg) {
+    const char *field = "rope_parameters";
+    json_t *rp = json_object_get(root, field);
+    if (!rp || json_is_null(rp)) rp = json_object_get(root, field = "rope_scaling");
+    if (!json_is_object(rp))
+        return fl_input_error("%s: field 'rope_parameters' is missing (Ministral 3 reads llama_4_scaling_beta and "
+                              "original_max_position_embeddings from it)", path);
+    json_t *beta = json_object_get(rp, "llama_4_scaling_beta"), *n = json_object_get(rp, "original_max_position_embeddings");
+    if (!json_is_number(beta) || !(json_number_value(beta) >= 0) || isinf(json_number_value(beta)))
+        return fl_input_error("%s: field '%s.llama_4_scaling_beta' must be a number >= 0 (Ministral 3's attention scaling)",
+                              path, field);
+    if (!json_is_integer(n) || json_integer_value(n) <= 0 || json_integer_value(n) > INT32_MAX)
+        return fl_input_error("%s: field '%s.original_max_position_embeddings' must be a positive integer (the period "
+                              "of Ministral 3's attention scaling)", path, field);
+    cfg->rope_llama4_beta = json_number_value(beta);
+    cfg->rope_llama4_original = (int)json_integer_value(n);
     return 0;
 }
