@@ -86,7 +86,7 @@ isa-test: all
 # hostile chat templates (the Jinja engine's tests); and
 # the CPU kernels' tests (attention tiles, GEMMs, finite differences, whole steps), at every kernel
 # level this CPU runs: an out-of-bounds write that leaves the results right is seen only here.
-ASAN_TESTS = bad_input,cpu_attention,attention_rows,tile_gemm,gradcheck,long_seq,fused,cpu_bf16,gemm_bf16,nf4_gemm,recompute,step,determinism,cpu_isa,jinja,chat_templates,chat_generation,preference,token_losses,token_weights,pref_train_dpo_standard,pref_train_orpo,pref_train_ipo,pref_train_bad_rows,pref_train_packed,io_json
+ASAN_TESTS = bad_input,config_mistral3,config_ministral3,mistral3_vlm,cpu_attention,attention_rows,tile_gemm,gradcheck,long_seq,fused,cpu_bf16,gemm_bf16,nf4_gemm,recompute,step,determinism,cpu_isa,jinja,chat_templates,chat_generation,preference,token_losses,token_weights,pref_train_dpo_standard,pref_train_orpo,pref_train_ipo,pref_train_bad_rows,pref_train_packed,io_json
 # The kernel tests again at each CPU kernel level below this CPU's (~20 s a level): the AVX2 and
 # portable kernels' memory accesses are checked on an AVX-512 machine too.
 ASAN_KERNEL_TESTS = cpu_attention,tile_gemm,gradcheck,fused,cpu_bf16,gemm_bf16,nf4_gemm,cpu_isa

@@ -49,13 +49,14 @@ int fl_config_parse_vision_language(const char *path, json_t *root, fl_model_con
         json_t *mt = json_object_get(copy, "model_type");
         const char *kind = json_is_string(mt) ? json_string_value(mt) : mt && !json_is_null(mt) ? "" : "mistral";
         int mini = !strcmp(kind, "ministral3");
-        if (strcmp(kind, "mistral") && !mini) {
+        if (strcmp(kind, "mistral") && !mini) { /* the message first: kind lives in copy */
+            int status = fl_input_error("%s: field 'text_config.model_type' is %s%s%s; supported: \"mistral\" (Mistral "
+                                        "Small 3.1 / 3.2's language model), \"ministral3\" (Ministral 3, Devstral 2)",
+                                        path, json_is_string(mt) ? "'" : "", json_is_string(mt) ? kind : "not a string",
+                                        json_is_string(mt) ? "'" : "");
             json_decref(copy);
             json_decref(archs);
-            return fl_input_error("%s: field 'text_config.model_type' is %s%s%s; supported: \"mistral\" (Mistral Small "
-                                  "3.1 / 3.2's language model), \"ministral3\" (Ministral 3, Devstral 2)", path,
-                                  json_is_string(mt) ? "'" : "", json_is_string(mt) ? kind : "not a string",
-                                  json_is_string(mt) ? "'" : "");
+            return status;
         }
         static const int_default mistral[] = {
             {"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
