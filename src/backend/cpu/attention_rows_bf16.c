@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/tile_gemm_bf16.h" /* tg16_lane_mask */
 #include "common/fastmath.h"
 
 #if defined(__x86_64__)
@@ -82,7 +83,7 @@ TGT static void backward_pair_avx512(const float *p_raw, const float *dp_raw, in
             _mm512_storeu_si512((void *)(ds_panel + at), interleave_words(ds[0][h], ds[1][h]));
         }
         int64_t w = c / 2, left = kw_nq - w; /* dS's rows: words w .. w + 15 */
-        __mmask16 wm = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+        __mmask16 wm = tg16_lane_mask(left);
         for (int i = 0; i < pair; i++)
             _mm512_mask_storeu_epi32(ds_rows + i * kw_nq + w, wm, (__m512i)_mm512_cvtne2ps_pbh(ds[i][1], ds[i][0]));
     }
@@ -110,7 +111,7 @@ TGT static float forward_row_avx512(const float *s, int nk, int j0, int j1, floa
             vsum = _mm512_add_ps(vsum, p[h]);
         }
         int64_t left = kw - c / 2;
-        __mmask16 wm = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+        __mmask16 wm = tg16_lane_mask(left);
         _mm512_mask_storeu_epi32(words + c / 2, wm, (__m512i)_mm512_cvtne2ps_pbh(p[1], p[0]));
     }
     *run_sum = *run_sum * corr + _mm512_reduce_add_ps(vsum);

@@ -39,12 +39,12 @@ int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const flo
 #include "common/dtype.h"
 #include "common/error.h"
 
-#if DNNL_VERSION_MAJOR >= 3
+/* oneDNN 3 hands out memory descriptors by handle (created and destroyed); 2.x by value. */
 #define MD_T dnnl_memory_desc_t
+#if DNNL_VERSION_MAJOR >= 3
 #define MD_ARG(md) (md)
 #define MD_FREE(md) dnnl_memory_desc_destroy(md)
 #else
-#define MD_T dnnl_memory_desc_t
 #define MD_ARG(md) (&(md))
 #define MD_FREE(md) ((void)0)
 #endif

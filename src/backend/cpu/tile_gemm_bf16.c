@@ -90,8 +90,6 @@ void tile_gemm_bf16_portable(int m, int n, int k, const uint32_t *a, int64_t lda
 #include <immintrin.h>
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-static inline __mmask16 mask16(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
-
 /* 16 words from two rows of 16 floats: word j = (lo[j], hi[j]). */
 TGT static inline __m512i interleave16(__m512 lo, __m512 hi) {
     __m512i l = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(lo));
@@ -105,9 +103,10 @@ TGT static void pack_rows_avx512(uint32_t *dst, int64_t ldw, const float *x, int
         uint32_t *d = dst + (int64_t)r * ldw;
         for (int c = 0; c < cols; c += 32) { /* 32 floats: one cvtne2ps, 16 words in order */
             int left = cols - c;
-            __m512 lo = _mm512_maskz_loadu_ps(mask16(left), xr + c), hi = _mm512_maskz_loadu_ps(mask16(left - 16), xr + c + 16);
+            __m512 lo = _mm512_maskz_loadu_ps(tg16_lane_mask(left), xr + c);
+            __m512 hi = _mm512_maskz_loadu_ps(tg16_lane_mask(left - 16), xr + c + 16);
             __m512i w = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-            _mm512_mask_storeu_epi32(d + c / 2, mask16((left + 1) / 2), w);
+            _mm512_mask_storeu_epi32(d + c / 2, tg16_lane_mask((left + 1) / 2), w);
         }
     }
 }
@@ -115,7 +114,7 @@ TGT static void pack_rows_avx512(uint32_t *dst, int64_t ldw, const float *x, int
 TGT static void pack_panels_avx512(uint32_t *dst, int64_t panel_words, const float *x, int64_t ld, int rows, int cols) {
     for (int c0 = 0; c0 < cols; c0 += TG_NR) {
         uint32_t *panel = dst + (int64_t)(c0 / TG_NR) * panel_words;
-        __mmask16 m = mask16(cols - c0);
+        __mmask16 m = tg16_lane_mask(cols - c0);
         for (int r = 0; r < rows; r += 2) {
             const float *lo = x + (int64_t)r * ld + c0;
             __m512 vlo = _mm512_maskz_loadu_ps(m, lo);
@@ -134,8 +133,8 @@ TGT static void pack_rows_transposed_avx512(uint32_t *dst, int64_t ldw, const fl
         const float *lo = x + (int64_t)r * ld, *hi = lo + ld;
         for (int c0 = 0; c0 < cols; c0 += 16) {
             int n = cols - c0 < 16 ? cols - c0 : 16;
-            __m512 vlo = _mm512_maskz_loadu_ps(mask16(n), lo + c0);
-            __m512 vhi = r + 1 < rows ? _mm512_maskz_loadu_ps(mask16(n), hi + c0) : _mm512_setzero_ps();
+            __m512 vlo = _mm512_maskz_loadu_ps(tg16_lane_mask(n), lo + c0);
+            __m512 vhi = r + 1 < rows ? _mm512_maskz_loadu_ps(tg16_lane_mask(n), hi + c0) : _mm512_setzero_ps();
             _mm512_storeu_si512((void *)w, interleave16(vlo, vhi));
             uint32_t *d = dst + (int64_t)c0 * ldw + r / 2;
             for (int j = 0; j < n; j++) d[(int64_t)j * ldw] = w[j];
@@ -157,7 +156,8 @@ TGT static void pack_panels_transposed_avx512(uint32_t *dst, const float *x, int
         const float *xr = x + r * ld;
         for (int c = 0; c < cols; c += 32) { /* 32 floats: 16 words */
             int left = cols - c;
-            __m512 lo = _mm512_maskz_loadu_ps(mask16(left), xr + c), hi = _mm512_maskz_loadu_ps(mask16(left - 16), xr + c + 16);
+            __m512 lo = _mm512_maskz_loadu_ps(tg16_lane_mask(left), xr + c);
+            __m512 hi = _mm512_maskz_loadu_ps(tg16_lane_mask(left - 16), xr + c + 16);
             _mm512_storeu_si512((void *)w, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
             int n = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
             uint32_t *d = col + (int64_t)(c / 2) * TG_NR;
@@ -188,7 +188,7 @@ TGT static void pack_panels_transposed_avx512(uint32_t *dst, const float *x, int
         for (int i = 0; i < mr; i++)                                                                              \
             for (int v = 0; v < NV; v++) {                                                                        \
                 float *ci = c + i * ldc + 16 * v;                                                                 \
-                __mmask16 m = v == NV - 1 ? mask16(cols) : (__mmask16)0xffff;                                     \
+                __mmask16 m = v == NV - 1 ? tg16_lane_mask(cols) : (__mmask16)0xffff;                                     \
                 __m512 s = acc[i][v];                                                                             \
                 if (accumulate) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, ci), s);                               \
                 _mm512_mask_storeu_ps(ci, m, s);                                                                  \

@@ -22,6 +22,9 @@
 
 #include "backend/cpu/tile_gemm.h" /* TG_NR, tg_round_up */
 
+/* The lane mask of the first n of 16 lanes (0 for n ≤ 0, all for n ≥ 16): an AVX-512 __mmask16. */
+static inline uint16_t tg16_lane_mask(int n) { return n >= 16 ? (uint16_t)0xffff : n <= 0 ? 0 : (uint16_t)((1u << n) - 1); }
+
 /* Words per row of a k-long operand. */
 static inline int64_t tg16_words(int64_t k) { return (k + 1) / 2; }
 
