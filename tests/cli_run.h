@@ -1,6 +1,7 @@
 /* cli_run.h — helpers for the tests that drive `fastlora` as real processes against real folders
- * (test_run_lock.c, test_links.c, test_resume_inputs.c, test_leftovers.c, test_nonfinite.c): a
- * scratch folder, a small tokens file for the llama_gqa fixture model, the CLI run in the
+ * (test_run_lock.c, test_links.c, test_resume_inputs.c, test_leftovers.c, test_nonfinite.c,
+ * test_rope_parity.c): a scratch folder, a small tokens file (ids below 64, for the llama_gqa fixture
+ * model and any with a larger vocabulary), the CLI run in the
  * foreground (status + output) or in the background (a pid to wait for), file comparisons.
  * Static functions in a header: each test file gets its own copy; not a harness of its own. */
 #ifndef FL_TESTS_CLI_RUN_H

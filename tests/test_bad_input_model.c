@@ -238,7 +238,7 @@ TEST(bad_input_config_json) {
         {"\"num_attention_heads\": 4", "\"num_attention_heads\": 3", "num_key_value_heads"},
         {",\n  \"vocab_size\": 200", "", "vocab_size"},
         {"{", "{{", "invalid JSON"},
-        {"\"rope_type\": \"default\"", "\"rope_type\": \"dynamic\", \"factor\": 4", "rope_parameters.rope_type' is 'dynamic'"},
+        {"\"rope_type\": \"default\"", "\"rope_type\": \"proportional\", \"factor\": 4", "rope_parameters.rope_type' is 'proportional'"},
         {"\"rope_type\": \"default\"", "\"rope_type\": \"llama3\", \"factor\": 4", "low_freq_factor' is missing"},
         {"\"tie_word_embeddings\": false", "\"tie_word_embeddings\": \"no\"", "tie_word_embeddings"},
     };

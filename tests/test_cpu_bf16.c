@@ -66,6 +66,7 @@ TEST(cpu_bf16_matches_f32_smollm3_nope) { compare_backends("smollm3_nope"); }
 TEST(cpu_bf16_matches_f32_granite_multipliers) { compare_backends("granite_multipliers"); }
 TEST(cpu_bf16_matches_f32_qwen2_bias_tied) { compare_backends("qwen2_bias_tied"); }
 TEST(cpu_bf16_matches_f32_llama3_rope) { compare_backends("llama3_rope"); }
+TEST(cpu_bf16_matches_f32_llama_dynamic_ntk) { compare_backends("llama_dynamic_ntk"); }
 TEST(cpu_bf16_matches_f32_qwen3_qk_norm) { compare_backends("qwen3_qk_norm"); }
 TEST(cpu_bf16_matches_f32_phi3_longrope) { compare_backends("phi3_longrope"); }
 TEST(cpu_bf16_matches_f32_gemma3_sandwich) { compare_backends("gemma3_sandwich"); }

@@ -78,6 +78,7 @@ static void fixture_vs_cpu(const char *name) {
 TEST(cuda_model_llama_gqa) { fixture_vs_cpu("llama_gqa"); }
 TEST(cuda_model_qwen2_bias_tied) { fixture_vs_cpu("qwen2_bias_tied"); }
 TEST(cuda_model_llama3_rope) { fixture_vs_cpu("llama3_rope"); }
+TEST(cuda_model_llama_dynamic_ntk) { fixture_vs_cpu("llama_dynamic_ntk"); }
 TEST(cuda_model_qwen3_qk_norm) { fixture_vs_cpu("qwen3_qk_norm"); }
 TEST(cuda_model_phi3_longrope) { fixture_vs_cpu("phi3_longrope"); }
 TEST(cuda_model_gemma3_sandwich) { fixture_vs_cpu("gemma3_sandwich"); }

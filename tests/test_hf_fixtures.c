@@ -176,6 +176,9 @@ TEST(hf_qwen2_bias_tied_three_clipped_steps) { check_three_steps("qwen2_bias_tie
 TEST(hf_llama3_rope_logits) { check_logits("llama3_rope"); }
 TEST(hf_llama3_rope_loss_and_grads) { check_loss_and_grads("llama3_rope"); }
 TEST(hf_llama3_rope_three_clipped_steps) { check_three_steps("llama3_rope"); }
+TEST(hf_llama_dynamic_ntk_logits) { check_logits("llama_dynamic_ntk"); }
+TEST(hf_llama_dynamic_ntk_loss_and_grads) { check_loss_and_grads("llama_dynamic_ntk"); }
+TEST(hf_llama_dynamic_ntk_three_clipped_steps) { check_three_steps("llama_dynamic_ntk"); }
 /* MistralForCausalLM: Llama's layers (MQA, explicit head_dim, theta 1e6) with a sliding_window longer
  * than the sequence, so the window does not bind */
 TEST(hf_mistral_window_logits) { check_logits("mistral_window"); }

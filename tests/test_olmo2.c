@@ -95,7 +95,7 @@ TEST(config_olmo2_defaults) {
 TEST(config_olmo2_unsupported_fields_refused) {
     refused("\"attention_bias\": false", "\"attention_bias\": true", "attention_bias");   /* o_proj's bias too */
     refused("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "hidden_act");
-    refused("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}", "rope_type");
+    refused("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"proportional\", \"factor\": 2.0}", "rope_type");
 }
 
 /* The fixture as llama.cpp's olmo2: no attn_norm / ffn_norm, the two post norms and the whole-row q/k

@@ -91,7 +91,7 @@ TEST(config_olmo3_layer_types_and_refusals) {
                              "rope_parameters.full_attention");
     config_test_refused_edit(b, "\"rope_theta\": 500000,", "\"partial_rotary_factor\": 0.5,", "partial_rotary_factor");
     config_test_refused_edit(b, "\"factor\": 8.0", "\"factor\": -8.0", "factor");
-    config_test_refused_edit(b, "\"rope_type\": \"yarn\"", "\"rope_type\": \"dynamic\"", "rope_type");
+    config_test_refused_edit(b, "\"rope_type\": \"yarn\"", "\"rope_type\": \"proportional\"", "rope_type");
     config_test_refused_edit(b, "\"sliding_window\": 4096", "\"sliding_window\": null", "sliding_window");
     config_test_refused_edit(b, "\"rope_theta\": 500000", "\"rope_theta\": -1", "rope_theta");
     /* every layer full: no window needed */

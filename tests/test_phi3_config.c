@@ -116,6 +116,7 @@ TEST(phi3_sliding_window_every_layer) {
 TEST(phi3_bad_config_one_line_each) {
     const char *cases[][3] = {
         {"\"rope_type\": \"longrope\"", "\"rope_type\": \"dynamic\"", "field 'rope_parameters.rope_type' is 'dynamic'"},
+        {"\"rope_type\": \"longrope\"", "\"rope_type\": \"linear\"", "Phi3ForCausalLM supports: default, longrope"},
         {"\"short_factor\": [", "\"short_factor\": [0.5, ", "field 'rope_parameters.short_factor' must be a list of 3 numbers"},
         {"\"long_factor\": [", "\"long_factor\": [0, 1, 2], \"x\": [", "field 'rope_parameters.long_factor[0]' must be a positive number"},
         {"\"partial_rotary_factor\": 0.75", "\"partial_rotary_factor\": 0.625", "field 'partial_rotary_factor' (0.625)"},

@@ -2,7 +2,9 @@
  * tests/fixtures/rope/cases.json (tools/make_rope_fixtures.py: yarn in both spellings with its betas,
  * truncate, mscale pairs, attention_factor, a null factor, a missing pretraining length, a factor below
  * one, clamped correction dims and partial rotary; default, linear, llama3, Phi-3's longrope with
- * its short and long rows, OLMo 3's full and sliding layers' RoPEs) loaded with fl_config_load; the yarn fields' bad input, each one line; and
+ * its short and long rows, dynamic NTK at init in both spellings, OLMo 3's full and sliding layers' RoPEs)
+ * loaded with fl_config_load; the yarn and dynamic fields' bad input, each one line; the length past which a
+ * dynamic model is refused; and
  * the yarn GGUF keys, or the one-line refusal where llama.cpp cannot say it. The whole-model numerics
  * are test_hf_fixtures.c's (qwen3_yarn). */
 #include <jansson.h>
@@ -19,6 +21,7 @@
 #include "model/config.h"
 #include "test.h"
 
+#include "cli_run.h"
 #include "config_test_util.h"
 #include "export_test_util.h"
 
@@ -65,6 +68,7 @@ TEST(rope_inv_freq_and_attention_factor_match_transformers) {
         float got[FL_MAX_HEAD_DIM / 2];
         fl_rope_inv_freq_set(&cfg, 0, got);
         check_freqs(name, "short", json_object_get(c, "inv_freq"), got, half);
+        CHECK_EQ_INT(cfg.rope_dynamic, strstr(name, "dynamic") != NULL);
         json_t *lng = json_object_get(c, "inv_freq_long");
         CHECK_EQ_INT(cfg.rope_longrope, lng != NULL);
         if (lng) {
@@ -113,7 +117,71 @@ TEST(rope_yarn_bad_fields_are_one_line) {
     config_test_refused_edit(yarn_config, "\"beta_fast\": 4", "\"mscale\": 1, \"mscale_all_dim\": -7.3", "mscale");
     config_test_refused_edit(yarn_config, "\"original_max_position_embeddings\": 64",
                              "\"original_max_position_embeddings\": 0", "original_max_position_embeddings");
-    config_test_refused_edit(yarn_config, "\"yarn\"", "\"dynamic\"", "rope_type");
+    config_test_refused_edit(yarn_config, "\"yarn\"", "\"ntk\"", "rope_type");
+}
+
+/* The yarn config as dynamic NTK: the fields it reads and their bad input, one line each. */
+TEST(rope_dynamic_bad_fields_are_one_line) {
+    char dynamic_config[1024];
+    const char *t = strstr(yarn_config, "\"yarn\"");   /* "yarn" -> "dynamic"; the betas are not read */
+    snprintf(dynamic_config, sizeof dynamic_config, "%.*s\"dynamic\"%s", (int)(t - yarn_config), yarn_config, t + 6);
+    fl_model_config cfg;
+    char dir[64];
+    CHECK_EQ_INT(config_test_load_json(&cfg, dynamic_config, dir), 0);
+    config_test_remove_dir(dir);
+    CHECK(cfg.rope_dynamic && !cfg.rope_yarn && cfg.rope_factor == 4.0);
+    CHECK(fl_config_rope_base(&cfg) == 100.0);   /* 4·256/256 − 3 is exactly 1 */
+    config_test_refused_edit(dynamic_config, "\"factor\": 4.0, ", "", "factor");   /* required */
+    config_test_refused_edit(dynamic_config, "\"factor\": 4.0", "\"factor\": 0.5", "factor");
+    config_test_refused_edit(dynamic_config, "\"factor\": 4.0", "\"factor\": null", "factor");
+    config_test_refused_edit(dynamic_config, "\"factor\": 4.0", "\"factor\": \"4\"", "factor");
+    /* 1e17·256/256 − (1e17 − 1) cancels to 0 in double (as in Python): no base */
+    config_test_refused_edit(dynamic_config, "\"factor\": 4.0", "\"factor\": 1e17", "factor");
+    config_test_refused_edit(dynamic_config, "\"head_dim\": 16", "\"head_dim\": 2", "rotary dimension");
+}
+
+/* Within max_position_embeddings transformers keeps its init frequencies; past it they depend on the
+ * longest forward its module has seen, so fastlora refuses a length past it, naming what asked. */
+TEST(rope_dynamic_refuses_length_past_max_position) {
+    fl_model m;
+    memset(&m, 0, sizeof m);
+    m.cfg.max_position_embeddings = 256;
+    CHECK_EQ_INT(fl_model_check_length(&m, 4096, "--seq"), 0);   /* not dynamic: no limit here */
+    m.cfg.rope_dynamic = 1;
+    CHECK_EQ_INT(fl_model_check_length(&m, 256, "--seq"), 0);
+    CHECK_EQ_INT(fl_model_check_length(&m, 257, "--seq"), FL_ERR_INPUT);
+    CHECK_STR_CONTAINS(fl_last_error(), "--seq");
+    CHECK_STR_CONTAINS(fl_last_error(), "max_position_embeddings (256)");
+    CHECK(strchr(fl_last_error(), '\n') == NULL);
+}
+
+/* The same refusal from each command that runs a forward, before any work or output: the dynamic
+ * fixture's max_position_embeddings is 12. Within it each runs; GGUF export refuses dynamic NTK. */
+TEST(rope_dynamic_length_refused_by_each_command) {
+    if (!fl_test_bin()) SKIP("FASTLORA_BIN not set");
+    const char *m = FIX "llama_dynamic_ntk/model";
+    char out[8192], run[300], gguf[300], *dir = cr_temp_dir(), *data = cr_token_data(dir, "d.tokens", 8, 0);
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(gguf, sizeof gguf, "%s/m.gguf", dir);
+    int rc = fl_test_run_cli(out, sizeof out, "bench --model %s --seq 13 --batch 1 --steps 1 --device cpu", m);
+    CHECK_MSG(rc != 0 && strstr(out, "max_position_embeddings (12)"), "bench --seq 13: %s", out);
+    rc = fl_test_run_cli(out, sizeof out, "bench --model %s --seq 12 --batch 1 --steps 1 --device cpu", m);
+    CHECK_MSG(rc == 0, "bench --seq 12: %s", out);
+    rc = fl_test_run_cli(out, sizeof out, "generate --model %s --prompt-ids 1,2,3 --max-tokens 10 --temperature 0 --device cpu", m);
+    CHECK_MSG(rc != 0 && strstr(out, "13 positions"), "generate 3 + 10: %s", out);
+    rc = fl_test_run_cli(out, sizeof out, "generate --model %s --prompt-ids 1,2,3 --max-tokens 9 --temperature 0 --ids --device cpu", m);
+    CHECK_MSG(rc == 0, "generate 3 + 9: %s", out);
+    rc = fl_test_run_cli(out, sizeof out, "train --model %s --data %s --out %s --seq 16 --max-steps 1 --device cpu", m, data, run);
+    CHECK_MSG(rc != 0 && strstr(out, "--seq: 16 positions"), "train --seq 16: %s", out);
+    CHECK(access(run, F_OK) != 0);   /* refused before the run folder */
+    rc = fl_test_run_cli(out, sizeof out, "train --model %s --data %s --out %s --seq 12 --max-steps 1 --device cpu", m, data, run);
+    CHECK_MSG(rc == 0, "train --seq 12: %s", out);
+    rc = fl_test_run_cli(out, sizeof out, "export --model %s --gguf %s --no-tokenizer", m, gguf);
+    CHECK_MSG(rc != 0 && strstr(out, "dynamic"), "export gguf: %s", out);
+    CHECK(access(gguf, F_OK) != 0);
+    cr_remove_tree(dir);
+    free(data);
+    free(dir);
 }
 
 /* A copy of the qwen3_yarn fixture folder with `extra` ("key": value) added to rope_parameters. */

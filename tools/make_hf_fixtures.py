@@ -133,6 +133,25 @@ SPECS = [
         expect_clip=None,   # don't care
     ),
     dict(
+        # dynamic NTK over sequences of max_position_embeddings: transformers keeps the init
+        # frequencies, base theta * (factor * M / M - (factor - 1)) ** (RD / (RD - 2)); a factor of 1e15 + 0.2
+        # over M = 12 leaves 1.125 in double, so the base is 114.4, not 100
+        name="llama_dynamic_ntk",
+        arch="llama",
+        seed=313233,
+        config=dict(
+            vocab_size=128, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=12, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "dynamic", "rope_theta": 100.0, "factor": 1000000000000000.2},
+            tie_word_embeddings=False,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=16, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=2e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.01, max_grad_norm=1.0),
+        expect_clip=None,
+    ),
+    dict(
         name="mistral_window",
         arch="mistral",
         seed=121314,
@@ -832,6 +851,13 @@ def write_fixture(spec, out_root):
         branches = check_llama3_branches(spec, pm.base_model.model)
     if text_config(spec)["rope_parameters"].get("rope_type") == "yarn":
         branches = check_yarn_regions(spec, pm.base_model.model)
+    if text_config(spec)["rope_parameters"].get("rope_type") == "dynamic":   # the forwards kept the init table
+        rot = pm.base_model.model.model.rotary_emb
+        assert torch.equal(rot.inv_freq, rot.original_inv_freq)
+        theta = text_config(spec)["rope_parameters"]["rope_theta"]
+        default = 1.0 / theta ** (torch.arange(0, rot.inv_freq.numel() * 2, 2).float() / (rot.inv_freq.numel() * 2))
+        assert not torch.allclose(rot.inv_freq, default), "the fixture's factor should move the base"
+        print(f"    dynamic inv_freq {[float('%.4g' % x) for x in rot.inv_freq.tolist()]}")
     if spec["arch"] == "olmo3":   # YaRN's factor on the full layers only; the sliding layers' own base
         rot = pm.base_model.model.model.rotary_emb
         assert abs(rot.full_attention_attention_scaling - (0.1 * math.log(4) + 1)) < 1e-12

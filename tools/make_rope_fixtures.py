@@ -109,6 +109,16 @@ CASES = [
                                      partial_rotary_factor=0.75, rope_scaling={
         "type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0, 2.5, 3.0],
         "long_factor": [1.5, 2.0, 3.0, 5.0, 7.0, 9.0]})),
+    # dynamic NTK: the frequencies the module builds at init (seq_len = max_position_embeddings), which it keeps
+    # for every forward within max_position_embeddings. 4.x key "type", then 5.x rope_parameters
+    ("llama_dynamic_type_key", base("llama", rope_scaling={"type": "dynamic", "factor": 2.0})),
+    ("qwen2_dynamic_rope_parameters", base("qwen2", max_position_embeddings=32768, rope_parameters={
+        "rope_type": "dynamic", "rope_theta": 1000000.0, "factor": 4.0})),
+    # factors where factor * M / M - (factor - 1) is not 1 in double: the base moves (a few ulps, then by 1.125)
+    ("mistral_dynamic_base_off_by_ulps", base("mistral", head_dim=16, max_position_embeddings=3, rope_parameters={
+        "rope_type": "dynamic", "rope_theta": 10000.0, "factor": 1000000000.3})),
+    ("qwen3_dynamic_partial_base_moved", base("qwen3", head_dim=32, max_position_embeddings=3, rope_parameters={
+        "rope_type": "dynamic", "rope_theta": 10000.0, "factor": 1000000000000000.2, "partial_rotary_factor": 0.5})),
     # OLMo 3: the full layers' RoPE and the sliding layers' ("inv_freq_local", "attention_factor_local").
     # Olmo-3-1025-7B's fields, 4.x spelling: yarn over rope_scaling on the full layers, both at 500000
     ("olmo3_7b_card", base("olmo3", hidden_size=4096, num_attention_heads=32, num_key_value_heads=32,

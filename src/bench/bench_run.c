@@ -228,6 +228,12 @@ int fl_bench_run(fl_bench_options *o) {
         fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
         return status;
     }
+    for (int si = 0; si < o->n_sweep_seq && !status; si++) status = fl_model_check_length(&m, o->sweep_seq[si], "--seq");
+    if (status) {
+        fprintf(stderr, "fastlora: bench: %s\n", fl_last_error());
+        fl_model_free(&m);
+        return status;
+    }
     t_load = fl_bench_seconds() - t_load;
     c.m = &m;
     if (fl_dist_setup_done(0)) { /* another rank failed to start */

@@ -194,6 +194,7 @@ int cmd_generate(int argc, char **argv) {
     }
     if (!rc && logits_path) {
         if (chat) rc = fl_input_error("--logits: give --prompt or --prompt-ids, not --chat");
+        if (!rc) rc = fl_model_check_length(&m, n_ids, "--logits (the prompt)");
         for (int i = 0; i < n_ids && !rc; i++)
             if (ids[i] >= m.cfg.vocab_size) rc = fl_input_error("--prompt-ids: id %d is outside the vocabulary (%d)", ids[i], m.cfg.vocab_size);
         float *logits = rc ? NULL : fl_malloc(sizeof(float) * (size_t)n_ids * (size_t)m.cfg.vocab_size);

@@ -229,6 +229,10 @@ void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq /* (RD/2
  * original_max_position_embeddings, as transformers 5.x decides per forward
  * (torch.max(position_ids) + 1 > original_max_position_embeddings). */
 int fl_model_rope_long(const fl_model *m, int seq);
+/* 0, or one line naming `what` when a forward over positions 0 .. n-1 is outside what fastlora
+ * computes as transformers does: dynamic NTK past max_position_embeddings (its frequencies there
+ * depend on the longest sequence transformers' module has seen). */
+int fl_model_check_length(const fl_model *m, int64_t n, const char *what);
 /* Layer l's table (backend memory, RD/2) for a forward over positions 0 .. seq-1: row 1 of m->inv_freq
  * for longrope's long factors (fl_model_rope_long) or a Gemma 3 / OLMo 3 sliding layer, row 0 otherwise. */
 const float *fl_model_rope_freq(const fl_model *m, int l, int seq);

@@ -40,13 +40,14 @@ static float yarn_extrapolation(const fl_model_config *cfg, int RD, int j) {
 
 void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *inv_freq) {
     int RD = fl_config_rotary_dim(cfg);
+    const float theta = (float)fl_config_rope_base(cfg);
     for (int j = 0; j < RD / 2; j++) {
         /* transformers: 1 / theta ** (arange(0, RD, 2).float() / RD), in f32 (RD = HS unless partial) */
         float exponent = (float)(2 * j) / (float)RD;
-        float f = 1.0f / powf((float)cfg->rope_theta, exponent);
+        float f = 1.0f / powf(theta, exponent);
         if (cfg->rope_longrope) {   /* 1 / (ext_factors * base ** shape), in f32 */
             float ext = long_factors ? cfg->rope_long_factor[j] : cfg->rope_short_factor[j];
-            f = 1.0f / (ext * powf((float)cfg->rope_theta, exponent));
+            f = 1.0f / (ext * powf(theta, exponent));
         }
         if (cfg->rope_llama3) {
             double factor = cfg->rope_factor, lo = cfg->rope_low_freq_factor, hi = cfg->rope_high_freq_factor;
@@ -61,7 +62,7 @@ void fl_rope_inv_freq_set(const fl_model_config *cfg, int long_factors, float *i
             }
         }
         if (cfg->rope_yarn) {   /* interpolation * (1 - e) + extrapolation * e, in f32 */
-            float pos = powf((float)cfg->rope_theta, exponent);
+            float pos = powf(theta, exponent);
             float e = yarn_extrapolation(cfg, RD, j);
             f = 1.0f / ((float)cfg->rope_factor * pos) * (1.0f - e) + 1.0f / pos * e;
         }
@@ -81,6 +82,15 @@ void fl_rope_inv_freq_local(const fl_model_config *cfg, float *inv_freq) {
     int RD = fl_config_rotary_dim(cfg);
     for (int j = 0; j < RD / 2; j++)
         inv_freq[j] = 1.0f / powf((float)cfg->rope_local_theta, (float)(2 * j) / (float)RD);
+}
+
+int fl_model_check_length(const fl_model *m, int64_t n, const char *what) {
+    if (m->cfg.rope_dynamic && n > m->cfg.max_position_embeddings)
+        return fl_input_error("%s: %lld positions pass the model's max_position_embeddings (%d) with rope_type "
+                              "dynamic: transformers' frequencies there depend on the longest sequence its module "
+                              "has seen; use at most %d", what, (long long)n, m->cfg.max_position_embeddings,
+                              m->cfg.max_position_embeddings);
+    return 0;
 }
 
 int fl_model_rope_long(const fl_model *m, int seq) {

@@ -118,6 +118,7 @@ void stage_batch(fl_model *m, int i, const fl_batch *batch, uint64_t micro_step)
         top = pos[t] > top ? pos[t] : top;
     }
     m->runner->seq[i] = top + 1;
+    if (fl_model_check_length(m, top + 1, "a batch")) fl_die("%s", fl_last_error()); /* callers check first */
     fl_window_key_start(win, seg, (size_t)batch->B, batch->T, m->cfg.sliding_window);
     if (m->lora_cfg.dropout > 0.0f) {
         uint64_t *streams = staged_streams(m, i);

@@ -79,6 +79,9 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
     if (cfg->rope_llama4_beta > 0)
         return fl_input_error("%s: rope_parameters.llama_4_scaling_beta (Ministral 3's attention scaling) is not "
                               "exported to GGUF (supported: the llama graph without it)", path);
+    /* llama.cpp has no dynamic NTK: its default RoPE would agree only up to max_position_embeddings */
+    if (cfg->rope_dynamic)
+        return fl_input_error("%s: rope_type dynamic (NTK scaling) has no llama.cpp counterpart", path);
     /* llama.cpp's converter writes OLMo 3's full layers' base only */
     if (cfg->olmo3 && cfg->sliding_window > 0 && cfg->rope_local_theta != cfg->rope_theta)
         return fl_input_error("%s: OLMo 3 with a sliding layers' rope_theta (%g) other than the full layers' (%g) has no "

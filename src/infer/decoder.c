@@ -16,6 +16,7 @@ int fl_decoder_init(fl_decoder *d, fl_model *m, int capacity, int use_lora) {
     if (!be->attention_decode)
         return fl_input_error("the %s backend has no attention_decode op (KV-cache generation); use --device cpu", be->name);
     if (capacity < 1) return fl_input_error("generation capacity must be >= 1 (got %d)", capacity);
+    FL_TRY(fl_model_check_length(m, capacity, "generate (the prompt and --max-tokens)"));
     const fl_model_config *c = &m->cfg;
     d->m = m;
     d->use_lora = use_lora;

@@ -46,6 +46,11 @@ typedef struct {
     double rope_yarn_beta_fast, rope_yarn_beta_slow;
     int rope_yarn_truncate;          /* the correction dims floored / ceiled to whole dims (transformers' default) */
     double rope_attention_factor;    /* cos and sin scaled by it (longrope, yarn); 0 reads as 1 */
+    int rope_dynamic;                /* dynamic NTK (rope_factor): transformers' frequencies at init, theta ×
+                                        (factor·M/M − (factor − 1))^(RD/(RD − 2)) with M = max_position_embeddings,
+                                        which it keeps while no forward passes M (fl_config_rope_base); a sequence past
+                                        M is refused (fl_model_check_length): its frequencies then depend on the
+                                        longest sequence transformers' module has seen */
     double rope_llama4_beta;         /* Ministral 3: q at position p times 1 + beta·ln(1 + floor(p / n)) after RoPE,
                                         n = rope_llama4_original (transformers' get_llama_4_attn_scale); 0: none */
     int rope_llama4_original;
@@ -187,6 +192,8 @@ static inline int fl_config_rotary_dim(const fl_model_config *c) { return c->rot
 static inline float fl_config_rope_attention_factor(const fl_model_config *c) {
     return c->rope_attention_factor > 0 ? (float)c->rope_attention_factor : 1.0f;
 }
+/* The base the global layers' frequencies are built from: rope_theta, or dynamic NTK's at init. */
+double fl_config_rope_base(const fl_model_config *c);
 /* YaRN's cos/sin factor when the config gives none: 0.1·ln(factor) + 1 (1 for factor <= 1). */
 double fl_config_yarn_default_attention(double factor);
 /* Parameter counts: every weight a token passes through (embedding excluded, LM head included)

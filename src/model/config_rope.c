@@ -1,5 +1,6 @@
 /* config_rope.c — the RoPE fields of config.json: rope_theta, partial_rotary_factor and the scaling
- * (rope_scaling in transformers 4.x, rope_parameters in 5.x: default, linear, llama3, longrope, yarn),
+ * (rope_scaling in transformers 4.x, rope_parameters in 5.x: default, linear, dynamic, llama3, longrope,
+ * yarn),
  * Gemma 3's two RoPEs keyed by layer type, and Ministral 3's default RoPE and attention scaling. Not the frequencies themselves (engine/model_init.c
  * builds inv_freq from what is parsed here) and not the rest of the config (model/config.c). */
 #include "model/config_rope.h"
@@ -122,6 +123,15 @@ static int parse_yarn(const char *path, json_t *root, json_t *scaling, const cha
 
 static int parse_scaling(const char *path, json_t *root, json_t *scaling, const char *field, fl_model_config *cfg);
 
+/* Dynamic NTK's base at init: transformers' _compute_dynamic_ntk_parameters with seq_len =
+ * max_position_embeddings (M), in double as Python computes it: theta wherever factor·M/M − (factor − 1)
+ * rounds to 1 (every factor seen in real configs), a few ulps off elsewhere. */
+double fl_config_rope_base(const fl_model_config *cfg) {
+    if (!cfg->rope_dynamic) return cfg->rope_theta;
+    double factor = cfg->rope_factor, M = cfg->max_position_embeddings, RD = fl_config_rotary_dim(cfg);
+    return cfg->rope_theta * pow(factor * M / M - (factor - 1.0), RD / (RD - 2.0));
+}
+
 /* RoPE: `rope_theta` + `rope_scaling` (transformers 4.x) or `rope_parameters` (5.x); the rotated
  * share of a head, partial_rotary_factor, at the top level (4.x) or in rope_parameters (5.x). */
 int fl_config_parse_rope(const char *path, json_t *root, fl_model_config *cfg) {
@@ -164,7 +174,23 @@ static int parse_scaling(const char *path, json_t *root, json_t *scaling, const 
     /* Phi3Config reads the older names "su" and "yarn" as longrope */
     if (!strcmp(kind, "longrope") || (cfg->arch == FL_ARCH_PHI3 && (!strcmp(kind, "su") || !strcmp(kind, "yarn"))))
         return parse_longrope(path, root, scaling, field, cfg);
+    if (cfg->arch == FL_ARCH_PHI3)   /* Phi3Config's validate_rope: default or longrope only */
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; Phi3ForCausalLM supports: default, longrope (su, yarn)",
+                              path, field, kind);
     if (!strcmp(kind, "yarn")) return parse_yarn(path, root, scaling, field, cfg);
+    if (!strcmp(kind, "dynamic")) {   /* dynamic NTK: transformers' _compute_dynamic_ntk_parameters */
+        FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_factor));
+        if (!(cfg->rope_factor >= 1) || isinf(cfg->rope_factor))
+            return fl_input_error("%s: field '%s.factor' must be a number >= 1 for rope_type dynamic", path, field);
+        if (cfg->rotary_dim <= 2)   /* its exponent RD / (RD - 2) */
+            return fl_input_error("%s: rope_type dynamic needs a rotary dimension above 2, got %d", path, cfg->rotary_dim);
+        cfg->rope_dynamic = 1;
+        double base = fl_config_rope_base(cfg);   /* a huge factor cancels to 0 in double, as in Python */
+        if (!(base > 0) || isinf(base))
+            return fl_input_error("%s: field '%s.factor' (%g) gives dynamic NTK a base of %g; expected a factor whose "
+                                  "base is positive and finite", path, field, cfg->rope_factor, base);
+        return 0;
+    }
     if (!strcmp(kind, "linear")) {   /* transformers' linear type: inv_freq / factor */
         FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_linear_factor));
         if (!(cfg->rope_linear_factor > 0) || isinf(cfg->rope_linear_factor))
@@ -172,7 +198,7 @@ static int parse_scaling(const char *path, json_t *root, json_t *scaling, const 
         return 0;
     }
     if (strcmp(kind, "llama3") != 0)
-        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, linear, llama3, longrope, yarn", path, field,
+        return fl_input_error("%s: field '%s.rope_type' is '%s'; supported: default, linear, dynamic, llama3, longrope, yarn", path, field,
                               kind);
     cfg->rope_llama3 = 1;
     FL_TRY(get_number(path, scaling, "factor", 1, 0, &cfg->rope_factor));

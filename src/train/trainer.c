@@ -343,6 +343,7 @@ int fl_train_run(const fl_train_options *opt, fl_model *m, fl_tokenizer *tok, fl
     memset(res, 0, sizeof *res);
     res->first_eval_loss = res->last_eval_loss = NAN;
     FL_TRY(fl_train_options_validate(opt));
+    FL_TRY(fl_model_check_length(m, opt->seq, "--seq"));
     if (fl_pref_run_wanted(opt) && fl_dist_world()->active)
         return fl_input_error("--objective %s: preference tuning runs in one process (this job has %d ranks)",
                               opt->objective, fl_dist_world()->size);
