@@ -1,10 +1,11 @@
-/* test_config_gemma.c — Gemma 2 / Gemma 3 config.json parsing (model/config.c: parse_gemma): the
+/* test_config_gemma.c — Gemma (1) / Gemma 2 / Gemma 3 config.json parsing (model/config.c: parse_gemma): the
  * real gemma-3-1b-it config (transformers 4.52 spelling: rope_theta, rope_local_base_freq,
  * sliding_window_pattern) and its 5.x spelling (layer_types, rope_parameters per layer type) give the
  * preset; Gemma 2's defaults; every unsupported field refused in one line naming the file and the
- * field; which layers slide (config.h's window rule, as transformers builds layer_types); the presets'
+ * field; Gemma 1's google/gemma-7b config and the fields of the later Gemmas refused on it; which layers slide (config.h's window rule, as transformers builds layer_types); the presets'
  * parameter counts; the activation
  * table's sandwich-norm entries. Not the numerics (test_hf_fixtures.c, test_gradcheck.c). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,6 +111,16 @@ static void refused(const char *json, const char *field) {
     CHECK(strchr(fl_last_error(), '\n') == NULL);
 }
 
+/* Each case {from, to, field}: `base` edited from -> to is refused naming the field. */
+static void refuse_each(const char *base, const char *const cases[][3], size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char *j = edit(base, cases[i][0], cases[i][1]);
+        CHECK_MSG(j != NULL, "case %zu", i);
+        if (j) refused(j, cases[i][2]);
+        free(j);
+    }
+}
+
 TEST(config_gemma_unsupported_fields_refused) {
     const char *cases[][3] = {
         {"\"attn_logit_softcapping\": null", "\"attn_logit_softcapping\": 0", "attn_logit_softcapping"},
@@ -123,12 +134,7 @@ TEST(config_gemma_unsupported_fields_refused) {
         {"\"query_pre_attn_scalar\": 256", "\"query_pre_attn_scalar\": 0", "query_pre_attn_scalar"},
         {"\"attention_bias\": false", "\"attention_bias\": true", "attention_bias"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *j = edit(gemma3_1b_4x, cases[i][0], cases[i][1]);
-        CHECK_MSG(j != NULL, "case %zu", i);
-        if (j) refused(j, cases[i][2]);
-        free(j);
-    }
+    refuse_each(gemma3_1b_4x, cases, sizeof cases / sizeof cases[0]);
     /* the 5.x rope_parameters: an unknown layer type, and a linear RoPE on the sliding layers */
     char *p = edit(gemma3_1b_4x, "\"rope_scaling\": null,", "\"rope_parameters\": {\"chunked_attention\": {}},");
     refused(p, "rope_parameters.chunked_attention");
@@ -137,6 +143,46 @@ TEST(config_gemma_unsupported_fields_refused) {
              "\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2.0}},");
     refused(p, "rope_parameters.sliding_attention.rope_type");
     free(p);
+}
+
+/* google/gemma-7b's config.json (transformers 4.38, as recalled from the public file): the legacy
+ * hidden_act "gelu" that GemmaConfig reads as the tanh GELU; the same as the preset. */
+static const char *gemma_7b =
+    "{\"architectures\": [\"GemmaForCausalLM\"], \"attention_bias\": false, \"attention_dropout\": 0.0,"
+    " \"bos_token_id\": 2, \"eos_token_id\": 1, \"head_dim\": 256, \"hidden_act\": \"gelu\", \"hidden_size\": 3072,"
+    " \"initializer_range\": 0.02, \"intermediate_size\": 24576, \"max_position_embeddings\": 8192,"
+    " \"model_type\": \"gemma\", \"num_attention_heads\": 16, \"num_hidden_layers\": 28, \"num_key_value_heads\": 16,"
+    " \"pad_token_id\": 0, \"rms_norm_eps\": 1e-06, \"rope_scaling\": null, \"rope_theta\": 10000.0,"
+    " \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.38.0.dev0\", \"use_cache\": true, \"vocab_size\": 256000}";
+
+TEST(config_gemma1_7b_is_the_preset_and_later_fields_refused) {
+    fl_model_config got, want;
+    CHECK_MSG(load_json(&got, gemma_7b) == 0, "%s", fl_last_error());
+    CHECK(fl_config_preset(&want, "gemma-7b") == 0);
+    check_gemma_fields_equal(&got, &want);
+    CHECK(got.arch == FL_ARCH_GEMMA && got.act == FL_ACT_GELU_TANH && !got.sandwich_norms && !got.qk_norm);
+    CHECK(got.norm_weight_offset == 1.0f && got.embed_scale == sqrt(3072.0) && got.query_pre_attn_scalar == 0);
+    CHECK(got.sliding_window == 0 && got.attn_logit_softcapping == 0 && got.final_logit_softcapping == 0);
+    /* the 5.x spelling, no architectures: model_type alone; hidden_act absent is GemmaConfig's tanh GELU */
+    char *five = edit(gemma_7b, "\"architectures\": [\"GemmaForCausalLM\"], ", "");
+    char *five2 = edit(five, "\"hidden_act\": \"gelu\", ", "");
+    char *five3 = edit(five2, "\"rope_scaling\": null, \"rope_theta\": 10000.0,",
+                       "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0},");
+    CHECK_MSG(five3 && load_json(&got, five3) == 0, "%s", fl_last_error());
+    check_gemma_fields_equal(&got, &want);
+    free(five); free(five2); free(five3);
+    const char *cases[][3] = {
+        {"\"hidden_act\": \"gelu\"", "\"hidden_act\": \"silu\"", "hidden_act"},
+        {"\"use_cache\": true", "\"use_cache\": true, \"query_pre_attn_scalar\": 256", "query_pre_attn_scalar"},
+        {"\"use_cache\": true", "\"use_cache\": true, \"attn_logit_softcapping\": 50.0", "attn_logit_softcapping"},
+        {"\"use_cache\": true", "\"use_cache\": true, \"final_logit_softcapping\": 30.0", "final_logit_softcapping"},
+        {"\"use_cache\": true", "\"use_cache\": true, \"sliding_window\": 4096", "sliding_window"},
+        {"\"use_cache\": true", "\"use_cache\": true, \"layer_types\": [\"full_attention\"]", "layer_types"},
+        {"\"use_cache\": true", "\"use_cache\": true, \"use_bidirectional_attention\": true", "use_bidirectional_attention"},
+        {"\"attention_bias\": false", "\"attention_bias\": true", "attention_bias"},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"proportional\"}", "rope_scaling.rope_type"},
+    };
+    refuse_each(gemma_7b, cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Gemma 2: attn_logit_softcapping defaults to 50.0 (Gemma2Config), so a config without it caps at
@@ -235,6 +281,11 @@ TEST(presets_gemma_parameter_counts) {
     CHECK_EQ_INT(fl_config_total_params(&cfg), 999885952LL);
     CHECK(fl_config_preset(&cfg, "gemma-2-2b") == 0);
     CHECK_EQ_INT(fl_config_total_params(&cfg), 2614341888LL);
+    /* Gemma 1 2B and 7B: 2,506,172,416 and 8,537,680,896 (the cards' 2B and 7B, 2.51B and 8.54B) */
+    CHECK(fl_config_preset(&cfg, "gemma-2b") == 0 && cfg.n_kv_heads == 1 && !cfg.sandwich_norms);
+    CHECK_EQ_INT(fl_config_total_params(&cfg), 2506172416LL);
+    CHECK(fl_config_preset(&cfg, "gemma-7b") == 0);
+    CHECK_EQ_INT(fl_config_total_params(&cfg), 8537680896LL);
     CHECK_STR_CONTAINS(fl_config_preset_hf_name("gemma-3-1b"), "google/gemma-3-1b");
 }
 

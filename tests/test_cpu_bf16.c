@@ -70,6 +70,7 @@ TEST(cpu_bf16_matches_f32_llama_dynamic_ntk) { compare_backends("llama_dynamic_n
 TEST(cpu_bf16_matches_f32_qwen3_qk_norm) { compare_backends("qwen3_qk_norm"); }
 TEST(cpu_bf16_matches_f32_phi3_longrope) { compare_backends("phi3_longrope"); }
 TEST(cpu_bf16_matches_f32_gemma3_sandwich) { compare_backends("gemma3_sandwich"); }
+TEST(cpu_bf16_matches_f32_gemma_geglu) { compare_backends("gemma_geglu"); }
 TEST(cpu_bf16_matches_f32_gemma2_softcap) { compare_backends("gemma2_softcap"); }
 TEST(cpu_bf16_matches_f32_olmo2_post_norms) { compare_backends("olmo2_post_norms"); }
 TEST(cpu_bf16_matches_f32_gemma2_attn_softcap) { compare_backends("gemma2_attn_softcap"); }

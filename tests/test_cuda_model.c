@@ -87,6 +87,7 @@ TEST(cuda_model_mistral3_vlm) { fixture_vs_cpu("mistral3_vlm"); }
 TEST(cuda_model_ministral3_llama4) { fixture_vs_cpu("ministral3_llama4"); }
 TEST(cuda_model_smollm3_nope) { fixture_vs_cpu("smollm3_nope"); }
 TEST(cuda_model_granite_multipliers) { fixture_vs_cpu("granite_multipliers"); }
+TEST(cuda_model_gemma_geglu) { fixture_vs_cpu("gemma_geglu"); }
 TEST(cuda_model_gemma2_softcap) { fixture_vs_cpu("gemma2_softcap"); }
 TEST(cuda_model_olmo2_post_norms) { fixture_vs_cpu("olmo2_post_norms"); } /* post norms only, whole-row q/k norms */
 TEST(cuda_model_gemma2_attn_softcap) { fixture_vs_cpu("gemma2_attn_softcap"); } /* attention soft-cap 0.2, window 5 */

@@ -1,8 +1,9 @@
-/* test_export_gemma.c — the whole-model GGUF export of Gemma 3 and Gemma 2 as llama.cpp's gemma3 /
- * gemma2 (convert_hf_to_gguf.py's Gemma3Model / Gemma2Model), read back with the GGUF reader: the
+/* test_export_gemma.c — the whole-model GGUF export of Gemma 3, Gemma 2 and Gemma (1) as llama.cpp's
+ * gemma3 / gemma2 / gemma (convert_hf_to_gguf.py's Gemma3Model / Gemma2Model / GemmaModel), read back
+ * with the GGUF reader: the
  * keys llama.cpp's loaders read (head size, soft-caps, the window, its layer pattern when it is not
  * llama.cpp's default, the sliding layers' RoPE base, linear RoPE scaling), the four norms per layer
- * under their names with the +1 Gemma's stored weights lack, the projections unpermuted; Gemma's
+ * (Gemma 1: two) under their names with the +1 Gemma's stored weights lack, the projections unpermuted; Gemma's
  * SentencePiece vocabulary without a dummy prefix; and the configs llama.cpp's graphs cannot run,
  * refused in one line. That llama.cpp computes fastlora's logits from these files is
  * test_export_llama_cpp.c (tests/fixtures/gguf/models: the HF fixtures with llama.cpp's score scale). */
@@ -56,20 +57,27 @@ static void check_norm_plus_one(const fl_gguf_file *g, const fl_safetensors *st,
     CHECK_MSG(bad == 0, "%s: %d values differ from %s + 1", name, bad, hf);
 }
 
-/* Every norm of a 2-layer fixture, and the projections copied as they are (HF row order). */
-static void check_layers(const fl_gguf_file *g, const fl_safetensors *st, int qk_norm) {
-    static const char *const norms[4][2] = {{"attn_norm", "input_layernorm"}, {"post_attention_norm", "post_attention_layernorm"},
-                                            {"ffn_norm", "pre_feedforward_layernorm"}, {"post_ffw_norm", "post_feedforward_layernorm"}};
+/* Every norm of a 2-layer fixture (the sandwich's four, or Gemma 1's two: its post_attention_layernorm is
+ * the MLP's pre-norm, llama.cpp's ffn_norm), and the projections copied as they are (HF row order). */
+static void check_layers(const fl_gguf_file *g, const fl_safetensors *st, int qk_norm, int sandwich) {
+    static const char *const sandwich_norms[4][2] = {{"attn_norm", "input_layernorm"},
+                                                     {"post_attention_norm", "post_attention_layernorm"},
+                                                     {"ffn_norm", "pre_feedforward_layernorm"},
+                                                     {"post_ffw_norm", "post_feedforward_layernorm"}};
+    static const char *const llama_norms[4][2] = {{"attn_norm", "input_layernorm"}, {"ffn_norm", "post_attention_layernorm"}};
+    const char *const(*norms)[2] = sandwich ? sandwich_norms : llama_norms;
     static const char *const projs[7][2] = {{"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"},
                                             {"attn_v", "self_attn.v_proj"}, {"attn_output", "self_attn.o_proj"},
                                             {"ffn_gate", "mlp.gate_proj"}, {"ffn_up", "mlp.up_proj"}, {"ffn_down", "mlp.down_proj"}};
     char name[64], hf[96];
     for (int l = 0; l < 2; l++) {
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < (sandwich ? 4 : 2); k++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, norms[k][0]);
             snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, norms[k][1]);
             check_norm_plus_one(g, st, name, hf);
         }
+        snprintf(name, sizeof name, "blk.%d.post_ffw_norm.weight", l);
+        if (!sandwich) CHECK_MSG(fl_gguf_find_tensor(g, name) == NULL, "%s written for Gemma 1", name);
         for (int k = 0; k < 2; k++) {
             snprintf(name, sizeof name, "blk.%d.attn_%s_norm.weight", l, k ? "k" : "q");
             snprintf(hf, sizeof hf, "model.layers.%d.self_attn.%s_norm.weight", l, k ? "k" : "q");
@@ -107,7 +115,7 @@ TEST(export_gemma3_whole_model_as_llama_cpp_gemma3) {
     check_str_kv(&g, "gemma3.rope.scaling.type", "linear");
     CHECK(f32_of(&g, "gemma3.rope.scaling.factor") == 4.0f);
     CHECK(fl_gguf_find_kv(&g, "gemma3.final_logit_softcapping") == NULL && fl_gguf_find_kv(&g, "gemma3.attn_logit_softcapping") == NULL);
-    check_layers(&g, &st, 1);
+    check_layers(&g, &st, 1, 1);
     fl_gguf_close(&g);
     fl_safetensors_close(&st);
     rm_rf(dir);
@@ -129,7 +137,30 @@ TEST(export_gemma2_whole_model_as_llama_cpp_gemma2) {
     CHECK_EQ_INT(get_u32(&g, "gemma2.attention.key_length"), 12);
     CHECK(fl_gguf_find_kv(&g, "gemma2.attention.sliding_window_pattern") == NULL);
     CHECK(fl_gguf_find_kv(&g, "gemma2.rope.freq_base_swa") == NULL);
-    check_layers(&g, &st, 0);
+    check_layers(&g, &st, 0, 1);
+    fl_gguf_close(&g);
+    fl_safetensors_close(&st);
+    rm_rf(dir);
+}
+
+/* Gemma (1): llama.cpp's gemma graph, told the head size; no soft-caps, window or second RoPE base; two
+ * norms per layer with the +1; multi-query as the fixture is. */
+TEST(export_gemma1_whole_model_as_llama_cpp_gemma) {
+    char *dir = temp_dir(), out[128];
+    snprintf(out, sizeof out, "%s/g1.gguf", dir);
+    CHECK(export_to(out, FIX "gemma_geglu/model", NULL, FL_EXPORT_F32, 0, 1) == 0);
+    fl_gguf_file g;
+    fl_safetensors st;
+    CHECK(fl_gguf_open(&g, out) == 0);
+    CHECK(fl_safetensors_open(&st, FIX "gemma_geglu/model/model.safetensors") == 0);
+    check_str_kv(&g, "general.architecture", "gemma");
+    CHECK_EQ_INT(get_u32(&g, "gemma.attention.key_length"), 12);
+    CHECK_EQ_INT(get_u32(&g, "gemma.attention.value_length"), 12);
+    CHECK_EQ_INT(get_u32(&g, "gemma.attention.head_count_kv"), 1);
+    CHECK_EQ_INT(get_u32(&g, "gemma.feed_forward_length"), 40);
+    CHECK(f32_of(&g, "gemma.rope.freq_base") == 1e4f && f32_of(&g, "gemma.attention.layer_norm_rms_epsilon") == 1e-6f);
+    CHECK(fl_gguf_find_kv(&g, "gemma.final_logit_softcapping") == NULL && fl_gguf_find_kv(&g, "gemma.attention.sliding_window") == NULL);
+    check_layers(&g, &st, 0, 0);
     fl_gguf_close(&g);
     fl_safetensors_close(&st);
     rm_rf(dir);
@@ -144,6 +175,7 @@ TEST(export_gemma_configs_llama_cpp_cannot_run_refused_in_one_line) {
         {GGUF_MODELS "gemma2_llama_cpp", "final_logit_softcapping", "null", "final_logit_softcapping"},
         {GGUF_MODELS "gemma2_llama_cpp", "tie_word_embeddings", "false", "tie_word_embeddings"},
         {GGUF_MODELS "gemma3_llama_cpp", "attn_logit_softcapping", "30.0", "attn_logit_softcapping"},
+        {FIX "gemma_geglu/model", "tie_word_embeddings", "false", "tie_word_embeddings"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *dir = temp_dir(), out[128], model[128];

@@ -43,11 +43,12 @@ TEST(generate_kv_cache_logits_match_full_forward) {
      * no pre-norms and whole-row q/k norms in the decoder; qwen3_yarn: the YaRN frequencies and cos/sin
      * factor in the decoder; olmo3_sliding_yarn: each layer type's RoPE and factor, the window, in the cache;
      * mistral3_vlm: a vision-language folder's untied head; ministral3_llama4: Ministral 3's q factor from
-     * position 32 on, across the prefill chunks and in each decode step */
+     * position 32 on, across the prefill chunks and in each decode step; gemma_geglu: Gemma 1's norms and
+     * scaled embeddings in the decoder */
     const char *names[] = {"llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "mistral_window", "qwen3_swa",
                            "phi3_longrope", "gemma3_sandwich", "gemma2_softcap", "gemma2_attn_softcap", "smollm3_nope",
                            "gemma3_vlm", "granite_multipliers", "olmo2_post_norms", "qwen3_yarn",
-                           "olmo3_sliding_yarn", "mistral3_vlm", "ministral3_llama4"};
+                           "olmo3_sliding_yarn", "mistral3_vlm", "ministral3_llama4", "gemma_geglu"};
     for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
         fl_model m;
         if (load_fixture(&m, names[k])) { CHECK(0); continue; }

@@ -298,6 +298,13 @@ TEST(hf_ministral3_llama4_loss_and_grads) { check_loss_and_grads("ministral3_lla
 TEST(hf_ministral3_llama4_packed_loss_and_grads) { check_packed_loss_and_grads("ministral3_llama4"); }
 TEST(hf_ministral3_llama4_three_clipped_steps) { check_three_steps("ministral3_llama4"); }
 TEST(hf_ministral3_llama4_loss_and_grads_recompute) { recompute = 1; check_loss_and_grads("ministral3_llama4"); recompute = 0; }
+/* GemmaForCausalLM (Gemma 1): Llama's layer with Gemma's (1 + w) norms, GeGLU, embeddings × √hidden and a
+ * tied, unscaled head; multi-query */
+TEST(hf_gemma_geglu_logits) { check_logits("gemma_geglu"); }
+TEST(hf_gemma_geglu_loss_and_grads) { check_loss_and_grads("gemma_geglu"); }
+TEST(hf_gemma_geglu_three_clipped_steps) { check_three_steps("gemma_geglu"); }
+TEST(hf_gemma_geglu_three_clipped_steps_recompute) { recompute = 1; check_three_steps("gemma_geglu"); recompute = 0; }
+TEST(hf_gemma_geglu_packed_loss_and_grads) { check_packed_loss_and_grads("gemma_geglu"); }
 /* Gemma2ForCausalLM: Gemma 3's layers without q_norm/k_norm, one RoPE for every layer, and
  * final_logit_softcapping 3.0 (|logits| ~ 3-4: on tanh's curve) in the loss, its gradient and the
  * logits; attn_logit_softcapping null */

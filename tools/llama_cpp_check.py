@@ -330,7 +330,7 @@ def logit_checks(fl, lc, tmp, results, files):
     import numpy as np
     models = [(n, f"{FIX}/{n}/model", f"{FIX}/{n}/adapter", True)
               for n in ("llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope", "gemma3_vlm",
-                        "smollm3_nope")]
+                        "smollm3_nope", "gemma_geglu")]
     # Gemma: the fixtures' query_pre_attn_scalar (20) set to head_dim, the scale llama.cpp's gemma
     # graphs apply (they do not read the key): tests/fixtures/gguf/models, their HF adapters
     models += [(f"{v}_llama_cpp", f"{GGUF_MODELS}/{v}_llama_cpp", f"{FIX}/{n}/adapter", True)

@@ -59,7 +59,7 @@ import transformers  # noqa: E402
 import peft  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,  # noqa: E402
                           Phi3Config, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-                          Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
+                          GemmaConfig, GemmaForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3TextConfig, Gemma3ForCausalLM, Gemma3Config,
                           Gemma3ForConditionalGeneration, SmolLM3Config, SmolLM3ForCausalLM,
                           GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM,
                           Olmo3Config, Olmo3ForCausalLM, Mistral3Config, Mistral3ForConditionalGeneration,
@@ -398,6 +398,25 @@ SPECS = [
         expect_clip=None,
     ),
     dict(
+        # Gemma (1): Llama's layer with Gemma's x·(1 + w) norms (two per layer), GeGLU (the legacy "gelu",
+        # which GemmaConfig reads as gelu_pytorch_tanh) and embeddings × √32; multi-query as the 2B; scores
+        # scaled by head_dim^-0.5
+        name="gemma_geglu",
+        arch="gemma",
+        seed=343536,
+        config=dict(
+            vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=12,
+            max_position_embeddings=256, rms_norm_eps=1e-6, hidden_act="gelu",
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            tie_word_embeddings=True, attention_bias=False,
+        ),
+        B=2, T=12,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False, target_modules=ALL_TARGETS),
+        opt=dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, max_grad_norm=0.4),
+        expect_clip=True,
+    ),
+    dict(
         name="gemma2_softcap",
         arch="gemma2",
         seed=212223,
@@ -488,7 +507,7 @@ def build_base(spec):
     cfg_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM),
                           "mistral": (MistralConfig, MistralForCausalLM),
                           "qwen3": (Qwen3Config, Qwen3ForCausalLM), "phi3": (Phi3Config, Phi3ForCausalLM),
-                          "gemma2": (Gemma2Config, Gemma2ForCausalLM),
+                          "gemma": (GemmaConfig, GemmaForCausalLM), "gemma2": (Gemma2Config, Gemma2ForCausalLM),
                           "gemma3_text": (Gemma3TextConfig, Gemma3ForCausalLM),
                           "gemma3": (Gemma3Config, Gemma3ForConditionalGeneration),
                           "mistral3": (Mistral3Config, Mistral3ForConditionalGeneration),
@@ -568,7 +587,7 @@ def load_trainable(model_dir, adapter_dir):
 def build_loaded_base(model_dir):
     cfg = transformers.AutoConfig.from_pretrained(model_dir)
     cls = {"llama": LlamaForCausalLM, "qwen3": Qwen3ForCausalLM, "mistral": MistralForCausalLM,
-           "phi3": Phi3ForCausalLM, "gemma2": Gemma2ForCausalLM,
+           "phi3": Phi3ForCausalLM, "gemma": GemmaForCausalLM, "gemma2": Gemma2ForCausalLM,
            "gemma3_text": Gemma3ForCausalLM, "gemma3": Gemma3ForConditionalGeneration,
            "mistral3": Mistral3ForConditionalGeneration, "ministral3": Ministral3ForCausalLM,
            "smollm3": SmolLM3ForCausalLM, "granite": GraniteForCausalLM,

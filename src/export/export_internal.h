@@ -17,7 +17,7 @@
 
 /* ---- gguf_hparams.c ------------------------------------------------------------------------ */
 
-/* "llama", "smollm3", "granite", "qwen2", "qwen3", "phi3", "gemma3" or "gemma2": general.architecture and the
+/* "llama", "smollm3", "granite", "qwen2", "qwen3", "phi3", "gemma", "gemma3" or "gemma2": general.architecture and the
  * prefix of the architecture keys. */
 const char *fl_gguf_arch_name(const fl_model_config *cfg);
 /* Refuses the architectures whose whole-model export is not written (Gemma 2 / 3: their adapters

@@ -1,8 +1,8 @@
-/* gguf_hparams.c — llama.cpp's side of a llama / smollm3 / granite / qwen2 / qwen3 / phi3 / gemma2 / gemma3 /
- * olmo2 model: metadata keys, tensor names, the q/k row permutation, the llama3 rope_freqs factors, the
- * per-tensor storage type and the configs llama.cpp's graphs cannot run, following
- * convert_hf_to_gguf.py (TextModel/LlamaModel/GraniteModel/Qwen2Model/Qwen3Model/Phi3MiniModel/Gemma2Model/
- * Gemma3Model/Olmo2Model), gguf-py's constants and llama.cpp's hparams loaders. */
+/* gguf_hparams.c — llama.cpp's side of a llama / smollm3 / granite / qwen2 / qwen3 / phi3 / gemma / gemma2 /
+ * gemma3 / olmo2 model: metadata keys, tensor names, the q/k row permutation, the llama3 rope_freqs factors,
+ * the per-tensor storage type and the configs llama.cpp's graphs cannot run, following
+ * convert_hf_to_gguf.py (TextModel/LlamaModel/GraniteModel/Qwen2Model/Qwen3Model/Phi3MiniModel/GemmaModel/
+ * Gemma2Model/Gemma3Model/Olmo2Model), gguf-py's constants and llama.cpp's hparams loaders. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +15,7 @@ const char *fl_gguf_arch_name(const fl_model_config *cfg) {
     if (arch == FL_ARCH_LLAMA && cfg->nope_every > 0) return "smollm3";   /* llama's layers, NoPE every 4th */
     if (arch == FL_ARCH_LLAMA && fl_config_granite(cfg)) return "granite"; /* llama's layers, four scalars */
     if (arch == FL_ARCH_OLMO2) return "olmo2";
+    if (arch == FL_ARCH_GEMMA) return "gemma";
     return arch == FL_ARCH_GEMMA3 ? "gemma3" : arch == FL_ARCH_GEMMA2 ? "gemma2" : arch == FL_ARCH_PHI3 ? "phi3"
            : arch == FL_ARCH_QWEN3 ? "qwen3" : arch == FL_ARCH_QWEN2 ? "qwen2" : "llama";
 }
@@ -28,6 +29,10 @@ static int llama_cpp_gemma_query_scalar(const fl_model_config *cfg) {
 }
 
 int fl_gguf_check_model_export(const fl_model_config *cfg, const char *path) {
+    /* llama.cpp's gemma graph, like gemma2's, uses the embedding as the output head */
+    if (cfg->arch == FL_ARCH_GEMMA && !cfg->tie_word_embeddings)
+        return fl_input_error("%s: Gemma with tie_word_embeddings false has no llama.cpp counterpart (its gemma graph "
+                              "uses the embedding as the output head)", path);
     if (cfg->arch != FL_ARCH_GEMMA2 && cfg->arch != FL_ARCH_GEMMA3) return 0;
     const char *a = fl_gguf_arch_name(cfg);
     int scalar = cfg->query_pre_attn_scalar ? cfg->query_pre_attn_scalar : cfg->head_dim;
@@ -145,7 +150,8 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
     fl_gguf_kv_f32(w, KEY("rope.freq_base"), (float)cfg->rope_theta);
     fl_gguf_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), cfg->rms_norm_eps);
     /* llama.cpp assumes head size = embedding / heads unless told */
-    if (cfg->head_dim * cfg->n_heads != cfg->hidden_size || cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3) {
+    if (cfg->head_dim * cfg->n_heads != cfg->hidden_size || cfg->arch == FL_ARCH_GEMMA || cfg->arch == FL_ARCH_GEMMA2 ||
+        cfg->arch == FL_ARCH_GEMMA3) {   /* GemmaModel, Gemma2Model, Gemma3Model always write them */
         fl_gguf_kv_u32(w, KEY("attention.key_length"), (uint32_t)cfg->head_dim);
         fl_gguf_kv_u32(w, KEY("attention.value_length"), (uint32_t)cfg->head_dim);
     }
@@ -210,7 +216,7 @@ void fl_gguf_permute_rows(float *dst, const float *src, int n_head, int64_t rows
 }
 
 int fl_gguf_permute_heads(const fl_model_config *cfg, fl_proj p) {
-    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3, gemma2, gemma3, olmo2 run NEOX-style RoPE on HF's layout */
+    if (cfg->arch != FL_ARCH_LLAMA) return 0; /* qwen2, qwen3, gemma*, olmo2 run NEOX-style RoPE on HF's layout */
     return p == FL_PROJ_Q ? cfg->n_heads : p == FL_PROJ_K ? cfg->n_kv_heads : 0;
 }
 

@@ -127,7 +127,7 @@ static int parse_window_layers(const char *path, json_t *root, fl_model_config *
 static void gemma_layout(fl_model_config *cfg) {
     cfg->qk_norm = cfg->arch == FL_ARCH_GEMMA3;
     cfg->norm_weight_offset = 1.0f;
-    cfg->sandwich_norms = 1;
+    cfg->sandwich_norms = cfg->arch != FL_ARCH_GEMMA;   /* Gemma (1): Llama's two norms per layer */
     cfg->act = FL_ACT_GELU_TANH;
     cfg->embed_scale = sqrt((double)cfg->hidden_size);
 }
@@ -137,8 +137,32 @@ static void olmo2_layout(fl_model_config *cfg) {
     cfg->qk_norm = cfg->qk_norm_full = cfg->sandwich_norms = cfg->no_pre_norms = 1;
 }
 
+/* Gemma (1), GemmaForCausalLM: Gemma's norms, GeGLU and embedding scale on Llama's layer; GemmaConfig
+ * reads hidden_act alone and takes its legacy "gelu" as the tanh GELU. The fields of the later Gemmas
+ * it never had are refused rather than ignored. */
+static int parse_gemma1(const char *path, json_t *root, fl_model_config *cfg) {
+    gemma_layout(cfg);
+    json_t *act = json_object_get(root, "hidden_act");
+    if (act && !(json_is_string(act) && (!strcmp(json_string_value(act), "gelu") ||
+                                         !strcmp(json_string_value(act), "gelu_pytorch_tanh"))))
+        return fl_input_error("%s: field 'hidden_act' must be \"gelu\" or \"gelu_pytorch_tanh\" (Gemma's GeGLU, the tanh "
+                              "GELU either way)", path);
+    static const char *const later[] = {"query_pre_attn_scalar", "final_logit_softcapping", "attn_logit_softcapping",
+                                        "sliding_window", "layer_types"};
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+        if (json_object_get(root, later[i]) && !json_is_null(json_object_get(root, later[i])))
+            return fl_input_error("%s: field '%s' is not a GemmaForCausalLM field (Gemma 2 / 3 have it: use their "
+                                  "architectures)", path, later[i]);
+    int flag = 0;
+    FL_TRY(get_bool(path, root, "use_bidirectional_attention", 0, &flag));
+    if (flag)
+        return fl_input_error("%s: field 'use_bidirectional_attention' is true; only causal attention is supported", path);
+    return fl_config_parse_rope(path, root, cfg);
+}
+
 static int parse_gemma(const char *path, json_t *root, fl_model_config *cfg) {
     int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
+    if (cfg->arch == FL_ARCH_GEMMA) return parse_gemma1(path, root, cfg);
     gemma_layout(cfg);
     json_t *act = json_object_get(root, "hidden_activation");
     if (!act || json_is_null(act)) act = json_object_get(root, "hidden_act");
@@ -257,6 +281,7 @@ int fl_config_parse_json(const char *path, json_t *root, fl_model_config *cfg) {
                : !strcmp(mt, "phi3") ? "Phi3ForCausalLM"
                : !strcmp(mt, "gemma3_text") ? "Gemma3ForCausalLM"
                : !strcmp(mt, "gemma2") ? "Gemma2ForCausalLM"
+               : !strcmp(mt, "gemma") ? "GemmaForCausalLM"
                : !strcmp(mt, "smollm3") ? "SmolLM3ForCausalLM"
                : !strcmp(mt, "granite") ? "GraniteForCausalLM"
                : !strcmp(mt, "olmo2") ? "Olmo2ForCausalLM"
@@ -273,10 +298,11 @@ int fl_config_parse_json(const char *path, json_t *root, fl_model_config *cfg) {
     else if (!strcmp(arch, "Phi3ForCausalLM")) cfg->arch = FL_ARCH_PHI3;
     else if (!strcmp(arch, "Gemma3ForCausalLM")) cfg->arch = FL_ARCH_GEMMA3;
     else if (!strcmp(arch, "Gemma2ForCausalLM")) cfg->arch = FL_ARCH_GEMMA2;
+    else if (!strcmp(arch, "GemmaForCausalLM")) cfg->arch = FL_ARCH_GEMMA;
     else if (!strcmp(arch, "Olmo2ForCausalLM")) cfg->arch = FL_ARCH_OLMO2;
     else if (!strcmp(arch, "Olmo3ForCausalLM")) cfg->arch = FL_ARCH_OLMO2, cfg->olmo3 = 1;   /* OLMo 2's layers */
-    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration, Ministral3ForCausalLM, Gemma2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
-    int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3;
+    else return fl_input_error("%s: field 'architectures': '%s' is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration, Ministral3ForCausalLM, Gemma2ForCausalLM, GemmaForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)", path, arch);
+    int gemma = cfg->arch == FL_ARCH_GEMMA2 || cfg->arch == FL_ARCH_GEMMA3 || cfg->arch == FL_ARCH_GEMMA;
     cfg->qkv_bias = cfg->arch == FL_ARCH_QWEN2;
     cfg->qk_norm = cfg->arch == FL_ARCH_QWEN3;
     cfg->fused_modules = cfg->arch == FL_ARCH_PHI3;
@@ -323,7 +349,10 @@ int fl_config_parse_json(const char *path, json_t *root, fl_model_config *cfg) {
                               "than 10^15 parameters", path, cfg->hidden_size, cfg->intermediate_size, cfg->n_layers,
                               cfg->vocab_size);
     if (cfg->arch == FL_ARCH_QWEN3) FL_TRY(parse_qwen3_window(path, root, cfg));
-    FL_TRY(get_int(path, root, "max_position_embeddings", 0, ministral3 ? 262144 : cfg->fused_modules ? 4096 : 2048,
+    /* the config classes' defaults: Ministral3Config's, Phi3Config's, Gemma3TextConfig's, GemmaConfig's and
+     * Gemma2Config's; LlamaConfig's 2048 for the rest */
+    FL_TRY(get_int(path, root, "max_position_embeddings", 0,
+                   ministral3 ? 262144 : cfg->fused_modules ? 4096 : cfg->arch == FL_ARCH_GEMMA3 ? 131072 : gemma ? 8192 : 2048,
                    &cfg->max_position_embeddings));
     if (cfg->max_position_embeddings <= 0)
         return fl_input_error("%s: field 'max_position_embeddings' must be a positive integer, got %d", path,
@@ -528,6 +557,12 @@ static const preset presets[] = {
      * FF): head_dim 256, query_pre_attn_scalar 256, sliding_window 4096 on every other layer,
      * final_logit_softcapping 30, attn_logit_softcapping 50, rope_theta 1e4: 2,614,341,888 parameters */
     {"gemma-2-2b",     "google/gemma-2-2b", FL_ARCH_GEMMA2, 256000, 2304, 9216, 26, 8, 4, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    /* google/gemma-2b and google/gemma-7b (GemmaForCausalLM; GemmaConfig's defaults are the 7B's; the 2B's
+     * values as github.com/UbiquitousLearning/mllm src/models/gemma/README.md lists both): head_dim 256,
+     * the 2B multi-query (1 kv head), max_position_embeddings 8192, rope_theta 1e4, tied, bos 2, eos 1:
+     * 2,506,172,416 and 8,537,680,896 parameters */
+    {"gemma-2b",       "google/gemma-2b", FL_ARCH_GEMMA, 256000, 2048, 16384, 18,  8,  1, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
+    {"gemma-7b",       "google/gemma-7b", FL_ARCH_GEMMA, 256000, 3072, 24576, 28, 16, 16, 256, 8192, 1e4, 1e-6f, 1, 0, 2, 1, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0},
     /* ibm-granite/granite-3.3-2b-base's and granite-3.3-8b-base's config.json (as recalled from the model
      * cards' files, not fetched here): GraniteForCausalLM, tied, rope_theta 1e7, max_position_embeddings
      * 131072, rms_norm_eps 1e-5, bos = eos = 0, no head_dim (C / NH = 64, 128); multipliers as
@@ -556,6 +591,7 @@ static const preset presets[] = {
 static void preset_gemma(fl_model_config *cfg) {
     int gemma3 = cfg->arch == FL_ARCH_GEMMA3;
     gemma_layout(cfg);
+    if (cfg->arch == FL_ARCH_GEMMA) return;   /* no soft-caps, windows or query_pre_attn_scalar */
     cfg->query_pre_attn_scalar = 256;
     cfg->final_logit_softcapping = gemma3 ? 0.0f : 30.0f;
     cfg->attn_logit_softcapping = gemma3 ? 0.0f : 50.0f;
@@ -611,15 +647,15 @@ const char *fl_config_preset_for_hf_name(const char *hf_name) {
 }
 
 const char *fl_arch_name(fl_arch arch) {
-    static const char *const names[] = {"Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2", "Gemma3", "OLMo2"};
+    static const char *const names[] = {"Llama", "Qwen2", "Qwen3", "Phi3", "Gemma2", "Gemma3", "OLMo2", "Gemma"};
     return (unsigned)arch < sizeof names / sizeof names[0] ? names[arch] : "?";
 }
 
 const char *fl_config_preset_names(void) {
     return "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, smollm2-135m, smollm2-360m, smollm2-1.7b, smollm3-3b, tinyllama-1.1b, llama-3.2-1b, "
            "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, mistral-7b-v0.3, mistral-nemo-12b, mistral-small-24b, "
-           "mistral-small-3.1-24b, ministral-3-8b, llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, granite-3.3-2b, "
-           "granite-3.3-8b, olmo-2-1b, olmo-2-7b, olmo-3-7b, olmo-3-32b";
+           "mistral-small-3.1-24b, ministral-3-8b, llama-3.1-8b, llama-3.2-3b, phi-3.5-mini, phi-4-mini, gemma-3-1b, gemma-3-4b, gemma-2-2b, gemma-2b, gemma-7b, "
+           "granite-3.3-2b, granite-3.3-8b, olmo-2-1b, olmo-2-7b, olmo-3-7b, olmo-3-32b";
 }
 
 int fl_config_preset(fl_model_config *cfg, const char *name) {
@@ -663,7 +699,7 @@ int fl_config_preset(fl_model_config *cfg, const char *name) {
             cfg->rope_high_freq_factor = 4.0;
             cfg->rope_original_max_position = 8192;
         }
-        if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3) preset_gemma(cfg);
+        if (p->arch == FL_ARCH_GEMMA2 || p->arch == FL_ARCH_GEMMA3 || p->arch == FL_ARCH_GEMMA) preset_gemma(cfg);
         if (p->arch == FL_ARCH_OLMO2) olmo2_layout(cfg);
         if (p->finish) p->finish(cfg);
         cfg->rope_linear_factor = p->linear_factor;

@@ -13,7 +13,7 @@
 #include "common/dtype.h"
 
 typedef enum { FL_ARCH_LLAMA = 0, FL_ARCH_QWEN2, FL_ARCH_QWEN3, FL_ARCH_PHI3, FL_ARCH_GEMMA2, FL_ARCH_GEMMA3,
-               FL_ARCH_OLMO2 } fl_arch;
+               FL_ARCH_OLMO2, FL_ARCH_GEMMA } fl_arch;
 /* The MLP's gate activation: SwiGLU silu(gate)·up, or GeGLU gelu_tanh(gate)·up (Gemma's gelu_pytorch_tanh). */
 typedef enum { FL_ACT_SILU = 0, FL_ACT_GELU_TANH } fl_act;
 
@@ -79,7 +79,7 @@ typedef struct {
     int sliding_window;      /* W; 0: every layer global (Llama, Qwen2, Mistral v0.2+) */
     int window_first_layer;  /* layers before it are global (Qwen3's max_window_layers); Mistral, Phi-3: 0 */
     int window_global_every; /* every n-th layer is global (Gemma 2: 2, Gemma 3: 6); 0: none (Mistral, Phi-3) */
-    /* ---- Gemma 2 / Gemma 3 (all zero for the other families: the Llama walk) ---- */
+    /* ---- Gemma, Gemma 2, Gemma 3 (all zero for the other families: the Llama walk) ---- */
     fl_act act;              /* the MLP's gate activation */
     float norm_weight_offset; /* every RMSNorm (layers, q/k, final) multiplies by (offset + w): 1 for Gemma,
                                 whose norm weights are stored as offsets from 1; 0 otherwise */
@@ -159,7 +159,9 @@ static inline int fl_config_layer_window(const fl_model_config *c, int l) {
  * attention_bias true is refused), Phi3ForCausalLM (Llama's layers from fused checkpoint modules:
  * cfg->fused_modules; partial rotary and longrope; its sliding_window on every layer, as Mistral's),
  * GraniteForCausalLM (granite: Llama's layers with the four Granite scalars above, GraniteConfig's
- * defaults 1.0; biases refused), Gemma3ForCausalLM (model_type gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
+ * defaults 1.0; biases refused), GemmaForCausalLM (gemma: Llama's layer with Gemma's norms, GeGLU and
+ * embedding scale; no sliding layers, soft-caps or query_pre_attn_scalar), Gemma3ForCausalLM (model_type
+ * gemma3_text) and Gemma2ForCausalLM (gemma2): the Gemma fields above,
  * their sliding layers (layer_types, else Gemma 3's sliding_window_pattern, default 6, and Gemma 2's
  * alternation, sliding first) through the same rule; attn_logit_softcapping absent is Gemma 2's 50.0
  * (Gemma 3's none), null is none. Olmo2ForCausalLM (olmo2): Llama's projections with q_norm/k_norm over
