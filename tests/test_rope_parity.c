@@ -201,19 +201,23 @@ static char *yarn_copy(const char *extra) {
     return dir;
 }
 
-/* llama.cpp's keys for YaRN (its converter's: type, factor, pretraining length; the betas when not
- * llama.cpp's 32 and 1), and a yarn it cannot express refused in one line with no file left. */
+/* llama.cpp's keys for YaRN (its converter's: type, factor, pretraining length; no betas, no
+ * attention factor — its qwen3 graph reads neither), and a yarn it cannot express refused in one line
+ * with no file left: the qwen3_yarn fixture itself among them (beta_fast 4, which llama.cpp's qwen3
+ * loader never reads). tests/fixtures/gguf/models/qwen3_yarn_llama_cpp is that fixture with beta_fast
+ * 32, the variant llama.cpp ran with fastlora's logits (tools/llama_cpp_check.py). */
 TEST(rope_yarn_gguf_keys_and_refusals) {
     char *dir = temp_dir(), out[128];
     snprintf(out, sizeof out, "%s/y.gguf", dir);
-    CHECK(export_to(out, FIX "qwen3_yarn/model", NULL, FL_EXPORT_F32, 0, 1) == 0);
+    CHECK(export_to(out, "tests/fixtures/gguf/models/qwen3_yarn_llama_cpp", NULL, FL_EXPORT_F32, 0, 1) == 0);
     fl_gguf_file g;
     if (fl_gguf_open(&g, out) == 0) {
         check_str_kv(&g, "qwen3.rope.scaling.type", "yarn");
         float f = 0;
         CHECK(fl_gguf_get_f32(&g, "qwen3.rope.scaling.factor", &f) == 0 && f == 4.0f);
-        CHECK(fl_gguf_get_f32(&g, "qwen3.rope.scaling.yarn_beta_fast", &f) == 0 && f == 4.0f);
+        CHECK(fl_gguf_find_kv(&g, "qwen3.rope.scaling.yarn_beta_fast") == NULL);
         CHECK(fl_gguf_find_kv(&g, "qwen3.rope.scaling.yarn_beta_slow") == NULL);
+        CHECK(fl_gguf_find_kv(&g, "qwen3.rope.scaling.attn_factor") == NULL);
         CHECK_EQ_INT(get_u32(&g, "qwen3.rope.scaling.original_context_length"), 64);
         CHECK(fl_gguf_get_f32(&g, "qwen3.rope.freq_base", &f) == 0 && f == 100.0f);
         fl_gguf_close(&g);
@@ -223,8 +227,10 @@ TEST(rope_yarn_gguf_keys_and_refusals) {
     rm_rf(dir);
     const char *cannot[][2] = {{"\"truncate\": false", "truncate false"},
                                {"\"attention_factor\": 1.5", "attention factor"},
-                               {"\"mscale\": 1, \"mscale_all_dim\": 0.5", "attention factor"}};
-    for (int k = 0; k < 3; k++) {
+                               {"\"mscale\": 1, \"mscale_all_dim\": 0.5", "attention factor"},
+                               {"\"rope_type\": \"yarn\"", "beta_fast 4 and beta_slow 1"},
+                               {"\"beta_fast\": 32, \"beta_slow\": 2", "beta_fast 32 and beta_slow 2"}};
+    for (int k = 0; k < 5; k++) {
         char *model = yarn_copy(cannot[k][0]);
         CHECK(model != NULL);
         if (!model) continue;

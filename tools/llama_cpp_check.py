@@ -3,19 +3,27 @@
 binding pinned below (its wheel builds the llama.cpp sources it vendors).
 
     python3 tools/llama_cpp_check.py --setup        # once: builds llama-cpp-python==PIN into
-                                                    # ~/.cache/fastlora/llama-cpp-venv (~1 h on 2 cores)
+                                                    # ~/.cache/fastlora/llama-cpp-venv (~15 min on 2 cores)
+                                                    # and keeps the llama.cpp sources it vendors there
+                                                    # (its convert_hf_to_gguf.py: --converter's default)
     ~/.cache/fastlora/llama-cpp-venv/bin/python tools/llama_cpp_check.py [--out FILE] [--fastlora build/fastlora]
 
 What it checks (each result goes into the JSON written to --out, default
 tests/fixtures/gguf/llama_cpp_check.json; exit status 1 when any check fails):
 
 1. Logits. On the HF fixtures tests/fixtures/hf/{llama_gqa, qwen2_bias_tied, llama3_rope,
-   qwen3_qk_norm, phi3_longrope, gemma3_vlm, smollm3_nope} (GQA, qwen2 q/k/v biases + tied embeddings + rsLoRA,
-   llama3 RoPE + head_dim != hidden/heads, qwen3 q/k norms, phi3 fused modules + partial rotary +
-   longrope, the language model of a Gemma3ForConditionalGeneration, SmolLM3's NoPE layer, each with
-   its PEFT adapter), on tests/fixtures/gguf/models/{gemma3,gemma2}_llama_cpp (the
-   gemma3_sandwich and gemma2_attn_softcap fixtures with query_pre_attn_scalar = head_dim, the scale
-   llama.cpp's gemma graphs use, with those fixtures' adapters) and on stories260K (`fastlora convert-llama2c`, real tokenizer, with an adapter
+   qwen3_qk_norm, phi3_longrope, gemma3_vlm, smollm3_nope, gemma_geglu, olmo2_post_norms,
+   granite_multipliers, mistral3_vlm, mistral_window} (GQA, qwen2 q/k/v biases + tied embeddings +
+   rsLoRA, llama3 RoPE + head_dim != hidden/heads, qwen3 q/k norms, phi3 fused modules + partial
+   rotary + longrope, the language model of a Gemma3ForConditionalGeneration, SmolLM3's NoPE layer,
+   Gemma 1's GeGLU and (1 + w) norms, OLMo 2's post-norms and whole-row q/k norms, Granite's four
+   multipliers, the language model of a Mistral3ForConditionalGeneration with its untied head, Mistral
+   as llama (its window longer than the ids); each with its PEFT adapter), on
+   tests/fixtures/gguf/models/{gemma3,gemma2,qwen3_yarn,olmo3}_llama_cpp (the gemma3_sandwich and
+   gemma2_attn_softcap fixtures with query_pre_attn_scalar = head_dim, the scale llama.cpp's gemma
+   graphs use; qwen3_yarn and olmo3_sliding_yarn with YaRN's beta_fast 32, the only betas llama.cpp's
+   qwen3 / olmo2 graphs take, and OLMo 3's sliding layers' rope_theta equal to the full layers', the
+   one base llama.cpp's olmo2 graph reads; with those fixtures' adapters) and on stories260K (`fastlora convert-llama2c`, real tokenizer, with an adapter
    fastlora trains here for 30 steps), for each type f32, f16, bf16, q8_0: the next-token logits
    llama.cpp computes for a fixed id sequence with (a) the base GGUF + our LoRA GGUF (--lora), (b) our
    merged GGUF, (c) the base GGUF alone, against fastlora's own logits (`generate --logits`, f32 CPU
@@ -65,6 +73,7 @@ import tempfile
 
 PIN = "0.3.36"
 VENV = os.path.expanduser("~/.cache/fastlora/llama-cpp-venv")
+CONVERTER_SRC = os.path.join(VENV, "llama.cpp")   # the pinned wheel's llama.cpp sources (--setup)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = "tests/fixtures/hf"
 GGUF_MODELS = "tests/fixtures/gguf/models"
@@ -87,8 +96,21 @@ def setup():
     subprocess.check_call([os.path.join(VENV, "bin", "pip"), "install", "--no-cache-dir", f"llama-cpp-python=={PIN}"], env=env)
     # what the check reads with (torch + transformers, optional, for the Gemma GELU cause and --converter)
     subprocess.check_call([os.path.join(VENV, "bin", "pip"), "install", "--no-cache-dir", "numpy", "safetensors", "gguf",
-                           "tokenizers", "transformers==5.24.0"])
-    print(f"llama-cpp-python {PIN} in {VENV}; run: {VENV}/bin/python tools/llama_cpp_check.py")
+                           "tokenizers", "transformers==5.24.0", "tiktoken"])
+    # the llama.cpp sources the wheel was built from, for --converter (its convert_hf_to_gguf.py)
+    with tempfile.TemporaryDirectory() as sdist:
+        subprocess.check_call([os.path.join(VENV, "bin", "pip"), "download", "--no-deps", "--no-binary", ":all:",
+                               "-d", sdist, f"llama-cpp-python=={PIN}"])
+        import tarfile
+        with tarfile.open(os.path.join(sdist, f"llama_cpp_python-{PIN}.tar.gz")) as tar:
+            prefix = f"llama_cpp_python-{PIN}/vendor/llama.cpp/"
+            members = [m for m in tar.getmembers() if m.name.startswith(prefix) and (m.isfile() or m.isdir())]
+            for m in members:
+                m.name = m.name[len(prefix):]
+            shutil.rmtree(CONVERTER_SRC, ignore_errors=True)
+            tar.extractall(CONVERTER_SRC, members=[m for m in members if m.name], filter="data")
+    print(f"llama-cpp-python {PIN} in {VENV} (llama.cpp sources in {CONVERTER_SRC}); "
+          f"run: {VENV}/bin/python tools/llama_cpp_check.py")
 
 
 # ---- fastlora ------------------------------------------------------------------------------------
@@ -330,11 +352,16 @@ def logit_checks(fl, lc, tmp, results, files):
     import numpy as np
     models = [(n, f"{FIX}/{n}/model", f"{FIX}/{n}/adapter", True)
               for n in ("llama_gqa", "qwen2_bias_tied", "llama3_rope", "qwen3_qk_norm", "phi3_longrope", "gemma3_vlm",
-                        "smollm3_nope", "gemma_geglu")]
+                        "smollm3_nope", "gemma_geglu", "olmo2_post_norms", "granite_multipliers", "mistral3_vlm",
+                        "mistral_window")]
     # Gemma: the fixtures' query_pre_attn_scalar (20) set to head_dim, the scale llama.cpp's gemma
-    # graphs apply (they do not read the key): tests/fixtures/gguf/models, their HF adapters
+    # graphs apply (they do not read the key); YaRN: beta_fast 32, the only value llama.cpp's qwen3
+    # and olmo2 graphs take (their loaders read no betas); OLMo 3: also the sliding layers' rope_theta
+    # set to the full layers', the one base llama.cpp's olmo2 graph has: tests/fixtures/gguf/models,
+    # with the HF fixtures' adapters
     models += [(f"{v}_llama_cpp", f"{GGUF_MODELS}/{v}_llama_cpp", f"{FIX}/{n}/adapter", True)
-               for v, n in (("gemma3", "gemma3_sandwich"), ("gemma2", "gemma2_attn_softcap"))]
+               for v, n in (("gemma3", "gemma3_sandwich"), ("gemma2", "gemma2_attn_softcap"),
+                            ("qwen3_yarn", "qwen3_yarn"), ("olmo3", "olmo3_sliding_yarn"))]
     shared = os.path.join(ROOT, "..", "shared", "data", "stories260K", "stories260K.bin")
     stories = None
     if os.path.exists(shared):
@@ -846,8 +873,12 @@ def main():
     ap.add_argument("--fastlora", default=os.path.join(ROOT, "build", "fastlora"))
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "gguf", "llama_cpp_check.json"))
     ap.add_argument("--converter", metavar="LLAMA_CPP_DIR",
+                    default=CONVERTER_SRC if os.path.exists(os.path.join(CONVERTER_SRC, "convert_hf_to_gguf.py")) else None,
                     help="also convert each tokenizer folder with this llama.cpp tree's convert_hf_to_gguf.py "
-                         "--vocab-only and require llama.cpp's results on that file to equal those on ours")
+                         "--vocab-only and require llama.cpp's results on that file to equal those on ours "
+                         f"(default: {CONVERTER_SRC}, where --setup puts the pinned wheel's sources, when there); "
+                         "without it a difference llama.cpp's own tokenizer makes cannot be told from ours")
+    ap.add_argument("--no-converter", dest="converter", action="store_const", const=None)
     ap.add_argument("--converter-python", default=sys.executable,
                     help="the Python that runs the converter (needs torch, transformers, sentencepiece)")
     args = ap.parse_args()

@@ -92,8 +92,9 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
         return fl_input_error("%s: OLMo 3 with a sliding layers' rope_theta (%g) other than the full layers' (%g) has no "
                               "llama.cpp counterpart", path, cfg->rope_local_theta, cfg->rope_theta);
     /* llama.cpp's YaRN (ggml_rope_yarn_corr_dims) always floors and ceils the correction dims and takes
-     * its cos/sin factor as 0.1·ln(factor) + 1 times rope.scaling.attn_factor (which its graphs read
-     * for some families only) */
+     * its cos/sin factor as 0.1·ln(factor) + 1 (times rope.scaling.attn_factor, which is not written);
+     * its loaders read yarn_beta_fast / yarn_beta_slow for grok and mistral3 only, none of the graphs
+     * written here, which run with 32 and 1 whatever the file says (measured: tools/llama_cpp_check.py) */
     if (cfg->rope_yarn && (!cfg->rope_yarn_truncate || cfg->rope_factor < 1 ||
                            fl_config_rope_attention_factor(cfg) !=
                                (float)fl_config_yarn_default_attention(cfg->rope_factor)))
@@ -101,6 +102,10 @@ int fl_gguf_check_config(const fl_model_config *cfg, const char *path) {
                               !cfg->rope_yarn_truncate ? "truncate false"
                               : cfg->rope_factor < 1   ? "factor < 1"
                                                        : "an attention factor other than 0.1 ln(factor) + 1");
+    if (cfg->rope_yarn && (cfg->rope_yarn_beta_fast != 32 || cfg->rope_yarn_beta_slow != 1))
+        return fl_input_error("%s: rope_scaling yarn with beta_fast %g and beta_slow %g has no llama.cpp counterpart "
+                              "(its %s graph reads no betas: 32 and 1)", path, cfg->rope_yarn_beta_fast,
+                              cfg->rope_yarn_beta_slow, fl_gguf_arch_name(cfg));
     return 0;
 }
 
@@ -168,14 +173,14 @@ void fl_gguf_put_hparams(fl_gguf_writer *w, const fl_model_config *cfg, fl_ggml_
          * is the model's own (the same unless config.json gives attention_factor) */
         if (cfg->rope_longrope) fl_gguf_kv_f32(w, KEY("rope.scaling.attn_factor"), fl_config_rope_attention_factor(cfg));
     }
-    if (cfg->rope_yarn) { /* the converter's keys (Qwen2Model, LlamaModel), the betas when not llama.cpp's defaults */
+    /* YaRN: the converter's keys (Qwen2Model, LlamaModel); betas other than 32 and 1 are refused
+     * (fl_gguf_check_config). No rope.scaling.attn_factor, not even for OLMo 3: llama.cpp multiplies
+     * its own 0.1·ln(factor) + 1 by that key, so the model's factor written there (as Olmo2Model
+     * writes OLMo 3's) is applied twice (factor 4: 1.1386² for 1.1386, the logits 4% RMS off; llama_cpp_check.py) */
+    if (cfg->rope_yarn) {
         fl_gguf_kv_str(w, KEY("rope.scaling.type"), "yarn");
         fl_gguf_kv_f32(w, KEY("rope.scaling.factor"), (float)cfg->rope_factor);
         fl_gguf_kv_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)cfg->rope_original_max_position);
-        if (cfg->rope_yarn_beta_fast != 32) fl_gguf_kv_f32(w, KEY("rope.scaling.yarn_beta_fast"), (float)cfg->rope_yarn_beta_fast);
-        if (cfg->rope_yarn_beta_slow != 1) fl_gguf_kv_f32(w, KEY("rope.scaling.yarn_beta_slow"), (float)cfg->rope_yarn_beta_slow);
-        /* Olmo2Model (which converts Olmo3ForCausalLM) also writes the attention factor */
-        if (cfg->olmo3) fl_gguf_kv_f32(w, KEY("rope.scaling.attn_factor"), fl_config_rope_attention_factor(cfg));
     }
     if (cfg->olmo3 && cfg->sliding_window > 0) { /* Olmo2Model: the window and one bool per layer, true where it slides */
         fl_gguf_kv_u32(w, KEY("attention.sliding_window"), (uint32_t)cfg->sliding_window);
