@@ -345,6 +345,7 @@ TEST(train_data_json_array_and_field_map) {
     CHECK(!strcmp(learned, "4<|im_end|>"));
     free(learned);
     fl_dataset_free(&ds);
+    unlink(path);
 
     CHECK_EQ_INT(fl_data_parse_field_map("prompt", &o), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "ours=theirs");
@@ -355,6 +356,7 @@ TEST(train_data_json_array_and_field_map) {
     CHECK_EQ_INT(fl_dataset_load(&ds2, path, tok, &o), 2);
     CHECK_STR_CONTAINS(fl_last_error(), "invalid JSON");
     fl_dataset_free(&ds2);
+    unlink(path);
     fl_tokenizer_free(tok);
 }
 
