@@ -24,7 +24,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all test bench clean setup asan-test isa-test onednn-test
+.PHONY: all test bench clean setup asan-test isa-test onednn-test isa-compile-check
 all: $(BUILD)/fastlora $(BUILD)/fastlora_tests
 
 # Installs the build dependencies once per build folder (scripts/setup is a no-op when all is there).
@@ -59,6 +59,7 @@ test: all
 	$(MAKE) --no-print-directory isa-test
 	$(MAKE) --no-print-directory onednn-test
 	$(MAKE) --no-print-directory asan-test
+	$(MAKE) --no-print-directory isa-compile-check
 
 # The tests of the bf16 backend again with every bf16 GEMM oneDNN takes sent to it
 # (FASTLORA_CPU_GEMM=onednn; gemm_bf16.h), where this build has oneDNN: on a CPU without AMX,
@@ -81,6 +82,21 @@ isa-test: all
 	    echo "== FASTLORA_CPU_ISA=$$isa (this CPU: $$top)"; \
 	    FASTLORA_CPU_ISA=$$isa FASTLORA_BIN=$(BUILD)/fastlora $(BUILD)/fastlora_tests || exit 1; \
 	done
+
+# The CPU kernel files that enable instruction sets per function (__attribute__((target))) compiled
+# with clang for x86-64 targets without AVX-512 (v3: AVX2) and without AVX (v2), at -O1 and -O3:
+# clang outlines an OpenMP region into a function without the enclosing function's target, where
+# passing a wider vector than the build's target is an error — a break that -march=native shows only
+# on the CPUs that lack the ISA (the fuzz build on an AVX2 machine), caught here on every machine.
+ISA_TARGET_SRC = $(shell grep -l '__attribute__..target' src/backend/cpu/*.c)
+isa-compile-check:
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
+	    echo "== $(FUZZ_CC): the per-function ISA kernels for x86-64-v2 and -v3 at -O1 and -O3"; \
+	    for m in x86-64-v2 x86-64-v3; do for o in -O1 -O3; do for f in $(ISA_TARGET_SRC); do \
+	        $(FUZZ_CC) $$o -march=$$m -std=c11 -D_GNU_SOURCE -fopenmp -fno-trapping-math -Wno-psabi -Isrc \
+	            -c $$f -o /dev/null || { echo "isa-compile-check: $$f fails for -march=$$m $$o"; exit 1; }; \
+	    done; done; done; \
+	else echo "== isa-compile-check: $(FUZZ_CC) not installed or not x86-64; nothing to check"; fi
 
 # The bad-input tests again under AddressSanitizer + UBSan: malformed files must never crash, nor
 # hostile chat templates (the Jinja engine's tests); and

@@ -100,6 +100,26 @@ RG_TGT static void RG(rank_tile)(float *sums, int ld_sums, const float *Xb, size
     }
 }
 
+/* Copies nb rows of Y (row stride ldy; nq columns from the group's first) into the [chunk][n][CW]
+ * panels Yp: full whole chunks, then zero-padded columns up to nc chunks. A function of its own, not
+ * code in the parallel region below: the region's body is outlined into a function without RG_TGT
+ * (clang), where the vector helpers' ABI would change. */
+RG_TGT static void RG(pack_y_block)(float *Yp, const float *Y, int ldy, int nb, int full, int nc, int nq) {
+    for (int n = 0; n < nb; n++) {
+        const float *y = Y + (size_t)n * ldy;
+        float *yp = Yp + (size_t)n * RG_CW;
+        for (int c = 0; c < full; c++) {
+            RG(storev)(yp + (size_t)c * NB * RG_CW, RG(loadv)(y + c * RG_CW));
+            RG(storev)(yp + (size_t)c * NB * RG_CW + RG_VW, RG(loadv)(y + c * RG_CW + RG_VW));
+        }
+        if (full < nc) {
+            float *t = yp + (size_t)full * NB * RG_CW;
+            int w = nq - full * RG_CW;
+            for (int j = 0; j < RG_CW; j++) t[j] = j < w ? y[full * RG_CW + j] : 0.0f;
+        }
+    }
+}
+
 /* C[p][q] (or C[q][p] when transposed_store) += alpha · Σ_n X[n·ldx + p] · Y[n·ldy + q],
  * p in [0, P), q in [0, Q). */
 RG_TGT static void RG(small_rank_tn)(float *C, int ldc, int transposed_store, const float *X, int ldx, const float *Y,
@@ -125,19 +145,7 @@ RG_TGT static void RG(small_rank_tn)(float *C, int ldc, int transposed_store, co
             memset(sums, 0, sizeof(float) * (size_t)P * ld_sums);
             for (size_t n0 = 0; n0 < N; n0 += NB) {
                 int nb = N - n0 < NB ? (int)(N - n0) : NB;
-                for (int n = 0; n < nb; n++) {
-                    const float *y = Y + (n0 + n) * (size_t)ldy + q0;
-                    float *yp = Yp + (size_t)n * RG_CW;
-                    for (int c = 0; c < full; c++) {
-                        RG(storev)(yp + (size_t)c * NB * RG_CW, RG(loadv)(y + c * RG_CW));
-                        RG(storev)(yp + (size_t)c * NB * RG_CW + RG_VW, RG(loadv)(y + c * RG_CW + RG_VW));
-                    }
-                    if (full < nc) {
-                        float *t = yp + (size_t)full * NB * RG_CW;
-                        int w = nq - full * RG_CW;
-                        for (int j = 0; j < RG_CW; j++) t[j] = j < w ? y[full * RG_CW + j] : 0.0f;
-                    }
-                }
+                RG(pack_y_block)(Yp, Y + n0 * (size_t)ldy + q0, ldy, nb, full, nc, nq);
                 const float *Xb = X + n0 * (size_t)ldx;
                 for (int c = 0; c < nc; c++)
                     for (int p0 = 0; p0 < P; p0 += RG_PR)
