@@ -1,7 +1,8 @@
 # fastlora build. `make` builds build/fastlora (CPU backend); `make test` builds and runs the test
 # suite, again under each CPU kernel level below this CPU's (isa-test), the bf16 backend's tests
 # on oneDNN's matmul where the build has it (onednn-test), then the AddressSanitizer
-# run of the bad-input and CPU-kernel tests; `make bench` runs the README's
+# run of the bad-input and CPU-kernel tests and a clang compile of the per-function-ISA kernels for
+# CPUs without AVX-512 or AVX (isa-compile-check); `make bench` runs the README's
 # benchmark; `make fuzz` runs the libFuzzer harnesses of fuzz/ (docs/FUZZING.md). Every source
 # under src/ is picked up by its folder; no list to keep in sync.
 CC      ?= gcc
@@ -89,12 +90,13 @@ isa-test: all
 # passing a wider vector than the build's target is an error — a break that -march=native shows only
 # on the CPUs that lack the ISA (the fuzz build on an AVX2 machine), caught here on every machine.
 ISA_TARGET_SRC = $(shell grep -l '__attribute__..target' src/backend/cpu/*.c)
+# the build's own flags for these files, less its -O / -march and the dependency files
+ISA_CHECK_FLAGS = $(filter-out $(OPT) -MMD -MP,$(CFLAGS)) -fno-trapping-math -Wno-psabi
 isa-compile-check:
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
 	    echo "== $(FUZZ_CC): the per-function ISA kernels for x86-64-v2 and -v3 at -O1 and -O3"; \
 	    for m in x86-64-v2 x86-64-v3; do for o in -O1 -O3; do for f in $(ISA_TARGET_SRC); do \
-	        $(FUZZ_CC) $$o -march=$$m -std=c11 -D_GNU_SOURCE -fopenmp -fno-trapping-math -Wno-psabi -Isrc \
-	            -c $$f -o /dev/null || { echo "isa-compile-check: $$f fails for -march=$$m $$o"; exit 1; }; \
+	        $(FUZZ_CC) $$o -march=$$m $(ISA_CHECK_FLAGS) -c $$f -o /dev/null || { echo "isa-compile-check: $$f fails for -march=$$m $$o"; exit 1; }; \
 	    done; done; done; \
 	else echo "== isa-compile-check: $(FUZZ_CC) not installed or not x86-64; nothing to check"; fi
 
