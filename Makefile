@@ -62,10 +62,11 @@ test: all
 	$(MAKE) --no-print-directory asan-test
 	$(MAKE) --no-print-directory isa-compile-check
 
-# The tests of the bf16 backend again with every bf16 GEMM oneDNN takes sent to it
-# (FASTLORA_CPU_GEMM=onednn; gemm_bf16.h), where this build has oneDNN: on a CPU without AMX,
-# whose default leaves oneDNN out, its matmul is checked inside whole training steps too.
-ONEDNN_TESTS = cpu_bf16,gemm_bf16,fused,recompute,step,nf4,token_weights
+# The tests of both CPU backends again with every GEMM oneDNN takes sent to it
+# (FASTLORA_CPU_GEMM=onednn; gemm_bf16.h), where this build has oneDNN: on a CPU whose default
+# leaves oneDNN out (bf16 without AMX, f32 beyond AVX2) its matmuls are checked inside whole
+# training steps too — the f32 ones against the Hugging Face fixtures and finite differences.
+ONEDNN_TESTS = cpu_bf16,gemm_bf16,gemm_f32,fused,recompute,step,nf4,token_weights,hf_,gradcheck
 onednn-test: all
 	@if [ "$(ONEDNN)" = 1 ]; then \
 	    echo "== FASTLORA_CPU_GEMM=onednn"; \

@@ -1,11 +1,14 @@
 /* test_bench.c — `fastlora bench` pieces: the FLOP formula against a hand count for two presets,
  * result records round-tripping through JSON, the weights names, and one real (tiny) bench run
- * whose record the board reader accepts; the CPU backends' description of their device. */
+ * whose record the board reader accepts; the CPU backends' description of their device and the
+ * CPU's identity (vendor, family, model, stepping) that the record carries. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_device.h"
+#include "backend/cpu/cpu_isa.h"
 #include "bench/records.h"
 #include "engine/flops.h"
 #include "engine/model.h"
@@ -209,6 +212,49 @@ TEST(bench_cpu_backends_describe_their_device) {
     }
 }
 
+/* The value of "key : value" in the first processor block of /proc/cpuinfo text, or "" — read by
+ * scanning whole lines here, apart from fl_cpu_identity's reader. */
+static void cpuinfo_value(const char *text, const char *key, char *out, size_t cap) {
+    out[0] = 0;
+    for (const char *line = text; *line && *line != '\n';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line), klen = strlen(key);
+        if (len > klen && !strncmp(line, key, klen) && strspn(line + klen, " \t") + klen < len &&
+            line[klen + strspn(line + klen, " \t")] == ':') {
+            const char *v = line + klen + strspn(line + klen, " \t") + 1;
+            v += strspn(v, " \t");
+            snprintf(out, cap, "%.*s", (int)(line + len - v), v);
+            return;
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+}
+
+/* fl_cpu_identity names the first processor's vendor, family, model and stepping as /proc/cpuinfo
+ * has them ("model" is not "model name"), or "" where there is no such file or field */
+TEST(bench_cpu_identity_from_proc_cpuinfo) {
+    char id[160];
+    fl_cpu_identity(id, sizeof id);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    static char text[1 << 16];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    char vendor[64], family[64], model[64], stepping[64], want[300] = "";
+    cpuinfo_value(text, "vendor_id", vendor, sizeof vendor);
+    cpuinfo_value(text, "cpu family", family, sizeof family);
+    cpuinfo_value(text, "model", model, sizeof model);
+    cpuinfo_value(text, "stepping", stepping, sizeof stepping);
+    if (vendor[0] && family[0] && model[0] && stepping[0])
+        snprintf(want, sizeof want, "%s family %s model %s stepping %s", vendor, family, model, stepping);
+    printf("    cpu: %s\n", id[0] ? id : "(none: no x86 /proc/cpuinfo fields)");
+    CHECK_MSG(!strcmp(id, want), "fl_cpu_identity '%s', /proc/cpuinfo says '%s'", id, want);
+    char tiny[8];
+    fl_cpu_identity(tiny, sizeof tiny); /* truncated, still terminated */
+    CHECK(strlen(tiny) < sizeof tiny);
+}
+
 TEST(bench_cli_tiny_run_writes_a_record) {
     const char *bin = getenv("FASTLORA_BIN");
     if (!bin || access(bin, X_OK) != 0) SKIP("FASTLORA_BIN not set");
@@ -248,6 +294,21 @@ TEST(bench_cli_tiny_run_writes_a_record) {
     CHECK_STR_CONTAINS(buf, "train tok/s");
     CHECK_STR_CONTAINS(buf, "6·R·(IC+OC)");
     CHECK_STR_CONTAINS(buf, "warming up");
+    /* the silicon and the kernel level, printed and recorded */
+    char id[160], line[256];
+    fl_cpu_identity(id, sizeof id);
+    snprintf(line, sizeof line, "  cpu: %s; kernels %s", id[0] ? id : "unknown", fl_cpu_isa_name(fl_cpu_isa_active()));
+    CHECK_STR_CONTAINS(buf, line);
+    json_error_t jerr;
+    json_t *rec = json_load_file(path, JSON_DISABLE_EOF_CHECK, &jerr);
+    CHECK(rec != NULL);
+    if (rec) {
+        const char *kernels = json_string_value(json_object_get(rec, "cpu_kernels"));
+        CHECK(kernels && !strcmp(kernels, fl_cpu_isa_name(fl_cpu_isa_active())));
+        const char *rec_id = json_string_value(json_object_get(rec, "cpu_id"));
+        CHECK(id[0] ? rec_id && !strcmp(rec_id, id) : rec_id == NULL);
+        json_decref(rec);
+    }
     unlink(out_path);
     unlink(path);
 }

@@ -129,6 +129,26 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def cpu_identity():
+    """"<vendor_id> family F model M stepping S" of the first processor, as fastlora bench writes it
+    (backend/cpu/cpu_device.c); "" when /proc/cpuinfo is absent."""
+    want = ["vendor_id", "cpu family", "model", "stepping"]
+    vals = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                key, sep, val = line.partition(":")
+                if sep and key.strip() in want and key.strip() not in vals:
+                    vals[key.strip()] = val.strip()
+    except OSError:
+        return ""
+    if len(vals) < 4:
+        return ""
+    return "%s family %s model %s stepping %s" % tuple(vals[k] for k in want)
+
+
 def weights_name(a):
     """The Hugging Face name of the weights, as fastlora bench names them (bench/records.c)."""
     if a.weights:
@@ -337,6 +357,8 @@ def main():
         "config": {k: getattr(config, k, None) for k in cfg_keys},
         "rope_parameters": getattr(config, "rope_parameters", None),
     }
+    if a.device == "cpu" and cpu_identity():
+        rec["cpu_id"] = cpu_identity()
     line = json.dumps(rec, sort_keys=False)
     print(line)
     if a.json:

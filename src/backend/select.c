@@ -30,7 +30,7 @@ const char *fl_cpu_default_dtype_for(int isa, int amd, int amx_gemm, const char 
                "weights only save memory (Sapphire Rapids: 412 vs 275 tok/s); --dtype bf16 halves the weights";
     } else if (isa >= FL_CPU_ISA_AVX2) {
         line = "f32 weights, the default on this CPU: without AVX512_BF16 the bf16 GEMM widens its operands to f32 "
-               "first (Zen 3: 51.1 vs 44.3 tok/s on qwen2.5-0.5b); --dtype bf16 halves the weights";
+               "first (an AVX2 EPYC: 51.1 vs 44.3 tok/s on qwen2.5-0.5b); --dtype bf16 halves the weights";
     } else {
         line = "f32 weights, the default on this CPU: without AVX2 or AVX-512 the portable bf16 GEMM widens to f32 "
                "first; --dtype bf16 halves the weights";
@@ -50,7 +50,7 @@ const char *fl_cpu_default_dtype(const char **why) {
 }
 
 const char *fl_cpu_gemm_name(const fl_backend *be) {
-    return be->weight_size == 2 ? fl_gemm_bf16_path() : "OpenBLAS sgemm";
+    return be->weight_size == 2 ? fl_gemm_bf16_path() : fl_gemm_f32_path();
 }
 
 #ifdef FL_HAVE_CUDA

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_device.h"
+#include "backend/cpu/cpu_isa.h"
 #include "bench/bench_point.h"
 #include "bench/bench_report.h"
 #include "bench/host_info.h"
@@ -268,6 +269,12 @@ int fl_bench_run(fl_bench_options *o) {
     if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
     printf("); loaded in %.1f s; memory limit %.2f GiB%s\n", t_load, limit / 1073741824.0,
            o->mem_limit ? " (--mem-limit)" : c.is_cuda ? " (free device memory)" : " (90% of available RAM)");
+    if (!c.is_cuda) { /* what the model name may not say: the silicon, and the kernels it runs */
+        char id[160];
+        fl_cpu_identity(id, sizeof id);
+        printf("  cpu: %s; kernels %s (this CPU's best: %s)\n", id[0] ? id : "unknown",
+               fl_cpu_isa_name(fl_cpu_isa_active()), fl_cpu_isa_name(fl_cpu_isa_detected()));
+    }
     if (!c.is_cuda && !o->dtype) { /* the default, and why */
         const char *why;
         fl_cpu_default_dtype(&why);

@@ -16,14 +16,19 @@ void fl_cpu_set_threads(int n);
  * TFLOP/s, on the current thread count. */
 double fl_cpu_measure_sgemm_tflops(int n);
 /* MFU's denominator on the CPU: the best of the same timing for OpenBLAS's sgemm, fastlora's bf16
- * GEMM and oneDNN's (where built) — the matrix units' rate where oneDNN drives AMX, so no training
- * step, whose GEMMs run on one of these, can exceed it. `source` gets the line naming all three. */
+ * GEMM and oneDNN's bf16 and f32 matmuls (where built) — the matrix units' rate where oneDNN drives
+ * AMX, so no training step, whose GEMMs run on one of these, can exceed it. `source` gets the line
+ * naming them all. */
 double fl_cpu_measure_peak_tflops(int n, char *source, size_t cap);
 
 /* describe for the f32 reference ("cpu") and the bf16-weight backend ("cpu-bf16"): the model name
  * from /proc/cpuinfo; with measure_peak, fl_cpu_measure_peak_tflops(1536) and its source line. */
 void fl_cpu_describe_f32(fl_device_info *info, int measure_peak);
 void fl_cpu_describe_bf16(fl_device_info *info, int measure_peak);
+/* What identifies the silicon where the model name does not (a hypervisor may report "AMD EPYC"
+ * for several generations, and hide instruction sets): "<vendor_id> family F model M stepping S"
+ * from /proc/cpuinfo, in decimal as Linux prints them; "" when there is no such file. */
+void fl_cpu_identity(char *out, size_t cap);
 /* read_counters: the CPU counts nothing (all zeros). */
 void fl_cpu_read_counters(fl_device_counters *out, int reset_peak);
 

@@ -13,7 +13,6 @@
  * (Gemma 2's final_logit_softcapping, cap > 0) the chunk's logits become zc = cap·tanh(z/cap) right
  * after the GEMM — what logits_out, the loss and the softmax see — and each dlogit is multiplied by
  * dzc/dz = 1 − (zc/cap)². */
-#include <cblas.h>
 #include <math.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -42,10 +41,10 @@ typedef struct {
 } head_gemms;
 
 static void logits_f32(float *logits, const float *inp, const void *weight, size_t rows, int C, int V) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, V, C, 1.0f, inp, C, weight, C, 0.0f, logits, V);
+    cpu_sgemm(1, rows, V, C, 1.0f, inp, C, weight, C, 0.0f, logits, V);
 }
 static void dinp_f32(float *dinp, const float *dlogits, const void *weight, size_t rows, int C, int V) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, C, V, 1.0f, dlogits, V, weight, C, 0.0f, dinp, C);
+    cpu_sgemm(0, rows, C, V, 1.0f, dlogits, V, weight, C, 0.0f, dinp, C);
 }
 static void logits_bf16(float *logits, const float *inp, const void *weight, size_t rows, int C, int V) {
     fl_gemm_bf16_nt((int)rows, V, C, 1.0f, inp, C, weight, C, 0.0f, logits, V);

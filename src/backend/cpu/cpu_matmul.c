@@ -1,12 +1,15 @@
-/* cpu_matmul.c — the three matmuls of a frozen-base LoRA model: with f32 weights through OpenBLAS
- * sgemm (the reference backend), with bf16 weights through our bf16 GEMM (gemm_bf16.h).
+/* cpu_matmul.c — the three matmuls of a frozen-base LoRA model: with f32 weights through cpu_sgemm
+ * (the reference backend: OpenBLAS's sgemm, or oneDNN's f32 matmul where FASTLORA_CPU_GEMM's choice
+ * sends a call, gemm_bf16.h), with bf16 weights through our bf16 GEMM (gemm_bf16.h).
  * HF layout: weight (OC, IC) row-major, so forward is inp · weightᵀ. Activations are f32 in both.
  * Every operand has its own row stride (ld_*), as in BLAS. The LoRA weight gradients, where one
  * side is the rank, run on their own kernel (rank_grad.h). */
 #include <cblas.h>
+#include <limits.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/gemm_bf16.h"
+#include "backend/cpu/gemm_onednn.h"
 #include "backend/cpu/rank_grad.h"
 #include "common/error.h"
 
@@ -19,6 +22,15 @@ void cpu_prefill_bias(float *out, const float *bias, float beta, size_t N, int O
             out[n * ld + o] = (beta == 0.0f ? 0.0f : beta * out[n * ld + o]) + bias[o];
 }
 
+void cpu_sgemm(int trans_b, size_t M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc) {
+    if (M <= (size_t)INT_MAX && fl_gemm_f32_takes_onednn((int)M, N, K) &&
+        fl_onednn_gemm_f32(trans_b, (int)M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0)
+        return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M, N, K, alpha, A, lda, B, ldb,
+                beta, C, ldc);
+}
+
 void matmul_forward_cpu(void *out_, const void *inp, const void *weight, const void *bias_, float alpha, float beta,
                         size_t N, int IC, int OC, int ld_out, int ld_inp, int ld_w) {
     float *out = out_;
@@ -27,14 +39,12 @@ void matmul_forward_cpu(void *out_, const void *inp, const void *weight, const v
         cpu_prefill_bias(out, bias, beta, N, OC, ld_out);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, OC, IC, alpha, inp, ld_inp, weight, ld_w, beta, out,
-                ld_out);
+    cpu_sgemm(1, N, OC, IC, alpha, inp, ld_inp, weight, ld_w, beta, out, ld_out);
 }
 
 void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
                                int IC, int OC, int ld_dinp, int ld_dout, int ld_w) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, IC, OC, alpha, dout, ld_dout, weight, ld_w, beta, dinp,
-                ld_dinp);
+    cpu_sgemm(0, N, IC, OC, alpha, dout, ld_dout, weight, ld_w, beta, dinp, ld_dinp);
 }
 
 void matmul_backward_weight_cpu(float *dweight, const void *dout, const void *inp, float alpha, size_t N, int IC,

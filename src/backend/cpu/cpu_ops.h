@@ -36,6 +36,11 @@ void matmul_forward_cpu(void *out, const void *inp, const void *weight, const vo
 void matmul_backward_input_cpu(void *dinp, const void *dout, const void *weight, float alpha, float beta, size_t N,
                                int IC, int OC, int ld_dinp, int ld_dout, int ld_w);
 void cpu_prefill_bias(float *out, const float *bias, float beta, size_t N, int OC, int ld);
+/* The f32 backend's GEMM, cblas_sgemm's arguments (row-major, A as is, B transposed when trans_b):
+ * C (M, N) = alpha · A · op(B) + beta · C on oneDNN's f32 matmul where fl_gemm_f32_takes_onednn
+ * (gemm_bf16.h) sends the shape and oneDNN takes it, else on OpenBLAS's sgemm. */
+void cpu_sgemm(int trans_b, size_t M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc);
 /* NF4 weights (cpu_matmul_nf4.c): f32 (the reference) and bf16 tiles */
 void matmul_nf4_forward_cpu(void *out, const void *inp, const fl_nf4_weight *w, const void *bias, float alpha,
                             float beta, size_t N, int ld_out, int ld_inp);

@@ -42,6 +42,19 @@ int fl_gemm_bf16_set_provider(int provider);
 /* 1 when a call of this shape with alpha = 1 would run on oneDNN now. */
 int fl_gemm_bf16_takes_onednn(int M, int N, int K);
 
+/* The f32 reference backend's GEMMs (cpu_sgemm, cpu_ops.h: the projections and the LM head) under
+ * the same variable: `own` keeps every call on OpenBLAS's sgemm, `onednn` sends every call oneDNN
+ * takes to its f32 matmul, and `auto` the calls with K above FL_GEMM_F32_ONEDNN_RANK_K and M at least
+ * FL_GEMM_F32_ONEDNN_MIN_M — all but the LoRA products that accumulate a rank-sized K into a wide
+ * output (xa·s·Bᵀ, dxa·A), which OpenBLAS ran faster — on the CPUs where oneDNN was measured
+ * faster in whole steps (AVX2 without AVX-512: SmolLM2-135M 4 x 256 f32 +6%, docs/CPU-GEMM.md) and
+ * the kernel level is this CPU's own. 1 when a call of this shape would run on oneDNN now; the
+ * path's name for run headers ("OpenBLAS sgemm", "oneDNN avx2 f32 matmul (...)"). */
+#define FL_GEMM_F32_ONEDNN_RANK_K 64
+#define FL_GEMM_F32_ONEDNN_MIN_M 64
+int fl_gemm_f32_takes_onednn(int M, int N, int K);
+const char *fl_gemm_f32_path(void);
+
 /* ---- internal: for tests and the kernel lab (dev/cpu/bench_gemm_bf16.c) ---- */
 
 /* The path follows the CPU kernel level (cpu_isa.h): fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE)

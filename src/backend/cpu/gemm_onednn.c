@@ -1,11 +1,13 @@
-/* gemm_onednn.c — fl_onednn_gemm_bf16 (gemm_onednn.h): the bf16 GEMM on oneDNN's matmul primitive.
+/* gemm_onednn.c — fl_onednn_gemm_bf16 and fl_onednn_gemm_f32 (gemm_onednn.h): the bf16 and f32
+ * GEMMs on oneDNN's matmul primitive.
  *
- * Per call: A (M, K) f32 is rounded to bf16 into a buffer kept between calls (oneDNN's bf16 matmul
- * takes bf16 sources only); B is described in place — (K, N) with strides {1, ldb} for the
- * nn.Linear layout (N, K), {ldb, 1} for (K, N) — and C (M, N) with strides {ldc, 1}; beta != 0 is
- * a sum post-op. The primitive of a shape is created once (oneDNN JIT-compiles it) and kept in a
- * small table keyed by (trans_b, M, N, K, lda-free strides, beta). One call at a time (a mutex):
- * the trainer's GEMMs come one after another, each using every thread.
+ * Per bf16 call: A (M, K) f32 is rounded to bf16 into a buffer kept between calls (oneDNN's bf16
+ * matmul takes bf16 sources only); per f32 call A is described in place (strides {lda, 1}). B is
+ * described in place — (K, N) with strides {1, ldb} for the nn.Linear layout (N, K), {ldb, 1} for
+ * (K, N) — and C (M, N) with strides {ldc, 1}; beta != 0 is a sum post-op, alpha != 1 (f32 only,
+ * oneDNN 2.x) an output scale. The primitive of a shape is created once (oneDNN JIT-compiles it)
+ * and kept in a small table keyed by (dtype, trans_b, M, N, K, strides, alpha, beta). One call at a
+ * time (a mutex): the trainer's GEMMs come one after another, each using every thread.
  * Both oneDNN APIs are spoken: 2.x (memory descriptors are structs, op descriptors) and 3.x
  * (opaque descriptors, primitive descriptors created directly).
  * Not here: which calls come here (gemm_bf16.c).
@@ -21,6 +23,12 @@ const char *fl_onednn_version(void) { return "absent"; }
 unsigned long fl_onednn_calls(void) { return 0; }
 int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
                         int ldb, float beta, float *C, int ldc) {
+    (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
+        (void)ldc;
+    return -1;
+}
+int fl_onednn_gemm_f32(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc) {
     (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
         (void)ldc;
     return -1;
@@ -58,8 +66,8 @@ static unsigned long calls;
 static char version[32] = "absent";
 
 typedef struct {
-    int trans_b, M, N, K, ldb, ldc;
-    float beta;
+    int f32, trans_b, M, N, K, lda, ldb, ldc; /* f32: A and B f32 (else bf16); lda: f32 only (bf16 A is packed) */
+    float alpha, beta;
     dnnl_primitive_t prim;
     MD_T a_md, b_md, c_md;
 } entry;
@@ -142,22 +150,31 @@ static int md_create(MD_T *md, int64_t d0, int64_t d1, int64_t s0, int64_t s1, d
 }
 
 /* The primitive of this shape, created on first use; NULL when oneDNN cannot make one. */
-static entry *primitive_for(int trans_b, int M, int N, int K, int ldb, int ldc, float beta) {
+static entry *primitive_for(const entry *want) {
     for (int i = 0; i < n_cache; i++) {
         entry *e = &cache[i];
-        if (e->trans_b == trans_b && e->M == M && e->N == N && e->K == K && e->ldb == ldb && e->ldc == ldc &&
-            e->beta == beta)
+        if (e->f32 == want->f32 && e->trans_b == want->trans_b && e->M == want->M && e->N == want->N &&
+            e->K == want->K && e->lda == want->lda && e->ldb == want->ldb && e->ldc == want->ldc &&
+            e->alpha == want->alpha && e->beta == want->beta)
             return e;
     }
-    entry e = {.trans_b = trans_b, .M = M, .N = N, .K = K, .ldb = ldb, .ldc = ldc, .beta = beta};
+    entry e = *want;
+    int M = e.M, N = e.N, K = e.K, ldb = e.ldb, trans_b = e.trans_b;
+    dnnl_data_type_t in_dt = e.f32 ? dnnl_f32 : dnnl_bf16;
     int mds = 0;
-    if (md_create(&e.a_md, M, K, K, 1, dnnl_bf16) == 0) mds = 1;
-    if (mds == 1 && md_create(&e.b_md, K, N, trans_b ? 1 : ldb, trans_b ? ldb : 1, dnnl_bf16) == 0) mds = 2;
-    if (mds == 2 && md_create(&e.c_md, M, N, ldc, 1, dnnl_f32) == 0) mds = 3;
+    if (md_create(&e.a_md, M, K, e.f32 ? e.lda : K, 1, in_dt) == 0) mds = 1;
+    if (mds == 1 && md_create(&e.b_md, K, N, trans_b ? 1 : ldb, trans_b ? ldb : 1, in_dt) == 0) mds = 2;
+    if (mds == 2 && md_create(&e.c_md, M, N, e.ldc, 1, dnnl_f32) == 0) mds = 3;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
+    float beta = e.beta;
     int ok = mds == 3 && dnnl_primitive_attr_create(&attr) == dnnl_success;
+#if DNNL_VERSION_MAJOR < 3
+    if (ok && e.alpha != 1.0f) ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &e.alpha) == dnnl_success;
+#else
+    ok = ok && e.alpha == 1.0f; /* 3.x has no output scale: fl_onednn_gemm_f32 declines alpha != 1 there */
+#endif
     if (ok && beta != 0.0f) {
         ok = dnnl_post_ops_create(&po) == dnnl_success;
 #if DNNL_VERSION_MAJOR >= 3
@@ -218,6 +235,28 @@ static int round_a(int M, int K, const float *A, int lda) {
     return 0;
 }
 
+/* C = the product `want` describes of A and B, on its primitive: 0 when computed, -1 when oneDNN
+ * made no primitive (nothing written). Called with the lock held. */
+static int run(const entry *want, const void *A, const void *B, float *C) {
+    entry *e = primitive_for(want);
+    int rc = -1;
+    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
+    if (e && dnnl_memory_create(&am, MD_ARG(e->a_md), engine, (void *)A) == dnnl_success &&
+        dnnl_memory_create(&bm, MD_ARG(e->b_md), engine, (void *)B) == dnnl_success &&
+        dnnl_memory_create(&cm, MD_ARG(e->c_md), engine, C) == dnnl_success) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+        /* past this point C may be written: a failure cannot be handed back */
+        if (dnnl_primitive_execute(e->prim, stream, 3, args) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success)
+            fl_die("oneDNN matmul %d x %d x %d failed while running", e->M, e->N, e->K);
+        rc = 0;
+        calls++;
+    }
+    if (am) dnnl_memory_destroy(am);
+    if (bm) dnnl_memory_destroy(bm);
+    if (cm) dnnl_memory_destroy(cm);
+    return rc;
+}
+
 int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
                         int ldb, float beta, float *C, int ldc) {
     if (alpha != 1.0f || M <= 0 || N <= 0 || K <= 0 || omp_in_parallel()) return -1;
@@ -225,21 +264,25 @@ int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const flo
     if (!started) return -1;
     pthread_mutex_lock(&lock);
     int rc = -1;
-    entry *e = round_a(M, K, A, lda) == 0 ? primitive_for(trans_b, M, N, K, ldb, ldc, beta) : NULL;
-    dnnl_memory_t am = NULL, bm = NULL, cm = NULL;
-    if (e && dnnl_memory_create(&am, MD_ARG(e->a_md), engine, a_bf16) == dnnl_success &&
-        dnnl_memory_create(&bm, MD_ARG(e->b_md), engine, (void *)B) == dnnl_success &&
-        dnnl_memory_create(&cm, MD_ARG(e->c_md), engine, C) == dnnl_success) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-        /* past this point C may be written: a failure cannot be handed back */
-        if (dnnl_primitive_execute(e->prim, stream, 3, args) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success)
-            fl_die("oneDNN matmul %d x %d x %d failed while running", M, N, K);
-        rc = 0;
-        calls++;
-    }
-    if (am) dnnl_memory_destroy(am);
-    if (bm) dnnl_memory_destroy(bm);
-    if (cm) dnnl_memory_destroy(cm);
+    entry want = {.f32 = 0, .trans_b = trans_b, .M = M, .N = N, .K = K, .ldb = ldb, .ldc = ldc, .alpha = 1.0f,
+                  .beta = beta};
+    if (round_a(M, K, A, lda) == 0) rc = run(&want, a_bf16, B, C);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int fl_onednn_gemm_f32(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc) {
+#if DNNL_VERSION_MAJOR >= 3
+    if (alpha != 1.0f) return -1;
+#endif
+    if (M <= 0 || N <= 0 || K <= 0 || omp_in_parallel()) return -1;
+    pthread_once(&once, start);
+    if (!started) return -1;
+    pthread_mutex_lock(&lock);
+    entry want = {.f32 = 1, .trans_b = trans_b, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
+                  .alpha = alpha, .beta = beta};
+    int rc = run(&want, A, B, C);
     pthread_mutex_unlock(&lock);
     return rc;
 }

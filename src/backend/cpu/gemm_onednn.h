@@ -1,6 +1,8 @@
 /* gemm_onednn.h — the bf16 GEMM of gemm_bf16.h on oneDNN's matmul primitive, for the CPUs whose
  * matrix units oneDNN drives and fastlora's kernels do not (AMX on Sapphire Rapids and later:
- * `brg:avx512_core_amx`). Which calls come here is gemm_bf16.c's choice (docs/CPU-GEMM.md).
+ * `brg:avx512_core_amx`); and the f32 reference backend's GEMMs with a rank-sized output, where
+ * oneDNN's f32 matmul outruns OpenBLAS's sgemm. Which calls come here is gemm_bf16.c's choice
+ * (docs/CPU-GEMM.md).
  *
  * Same function as fl_gemm_bf16_nt / _nn: A f32 rounded to bf16 (round-to-nearest-even, NaN kept:
  * fl_f32_to_bf16, before the call), B bf16 read in place through strides, f32 accumulation, beta
@@ -32,6 +34,13 @@ const char *fl_onednn_version(void);
  * oneDNN's own variable, applies. Thread-safe (one call at a time). */
 int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
                         int ldb, float beta, float *C, int ldc);
+
+/* C (M, N) = alpha · A · op(B) + beta · C in f32, the arguments of cblas_sgemm (row-major, A not
+ * transposed, B transposed when trans_b), M, N, K > 0. 0 when computed; -1 when declined (no oneDNN,
+ * inside an OpenMP parallel region, alpha != 1 with oneDNN 3.x, or oneDNN refused the shape):
+ * nothing was written then. Same cap and locking as fl_onednn_gemm_bf16. */
+int fl_onednn_gemm_f32(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc);
 
 /* How many calls oneDNN computed so far (tests). */
 unsigned long fl_onednn_calls(void);
