@@ -1,5 +1,6 @@
 /* cpu_backend.c — the two CPU backends, binding the ops of backend/cpu/ into the interface:
- *   "cpu"       the reference: f32 weights and activations, OpenBLAS sgemm — the readable spec that
+ *   "cpu"       the reference: f32 weights and activations, f32 GEMMs (cpu_sgemm: OpenBLAS's
+ *               sgemm, or oneDNN's f32 matmul where it measured faster) — the readable spec that
  *               the Hugging Face fixtures and finite-difference tests check;
  *   "cpu-bf16"  the fast one: frozen matrices and the LoRA compute copy in bf16, activations and
  *               all accumulation in f32, GEMMs on AVX512-BF16 (gemm_bf16.h) — the numerics of a
