@@ -141,8 +141,9 @@ TEST(gemm_f32_cpu_sgemm_under_each_provider) {
 }
 
 /* Which f32 calls `auto` sends to oneDNN: with oneDNN built, on an AVX2 CPU at its own level, every
- * product with K above the rank bound and at least FL_GEMM_F32_ONEDNN_MIN_M rows; none with a
- * rank-sized K (xa·s·Bᵀ, dxa·A), none under a forced lower level, none on other CPUs (unmeasured). */
+ * product with K at least FL_GEMM_ONEDNN_MIN_NK and at least FL_GEMM_F32_ONEDNN_MIN_M rows; none
+ * with a rank-sized K (xa·s·Bᵀ, dxa·A — also the stacked q/k/v one at rank 64, K 192), none under
+ * a forced lower level, none on other CPUs (unmeasured). */
 TEST(gemm_f32_provider_choice) {
     int saved = fl_gemm_bf16_set_provider(FL_GEMM_PROVIDER_AUTO);
     int measured = fl_onednn_built() && fl_cpu_isa_detected() == FL_CPU_ISA_AVX2 &&
@@ -151,7 +152,8 @@ TEST(gemm_f32_provider_choice) {
     CHECK_EQ_INT(fl_gemm_f32_takes_onednn(1024, 48, 576), measured);   /* xa = x·Aᵀ */
     CHECK_EQ_INT(fl_gemm_f32_takes_onednn(512, 49152, 576), measured); /* an LM-head chunk */
     CHECK(!fl_gemm_f32_takes_onednn(1024, 576, 16));                   /* out += xa·s·Bᵀ, rank 16 */
-    CHECK(!fl_gemm_f32_takes_onednn(1024, 576, FL_GEMM_F32_ONEDNN_RANK_K));
+    CHECK(!fl_gemm_f32_takes_onednn(1024, 576, 3 * 64));                /* dx += dxa·A, q/k/v at rank 64 */
+    CHECK_EQ_INT(fl_gemm_f32_takes_onednn(1024, 3 * 64, 576), measured); /* xa, q/k/v at rank 64 */
     CHECK(!fl_gemm_f32_takes_onednn(FL_GEMM_F32_ONEDNN_MIN_M - 1, 576, 576));
     CHECK(!fl_gemm_f32_takes_onednn(0, 576, 576));
     fl_cpu_isa_set_cap(FL_CPU_ISA_PORTABLE);

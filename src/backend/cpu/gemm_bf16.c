@@ -105,14 +105,15 @@ int fl_gemm_f32_takes_onednn(int M, int N, int K) {
     if (p == FL_GEMM_PROVIDER_ONEDNN) return 1;
     /* measured on AVX2 only: AVX-512 machines keep OpenBLAS until measured there */
     return fl_cpu_isa_detected() == FL_CPU_ISA_AVX2 && fl_cpu_isa_active() == FL_CPU_ISA_AVX2 &&
-           M >= FL_GEMM_F32_ONEDNN_MIN_M && K > FL_GEMM_F32_ONEDNN_RANK_K;
+           M >= FL_GEMM_F32_ONEDNN_MIN_M && K >= FL_GEMM_ONEDNN_MIN_NK;
 }
 
 const char *fl_gemm_f32_path(void) {
     static char name[112];
     if (fl_gemm_f32_takes_onednn(4096, 16, 16)) snprintf(name, sizeof name, "oneDNN %s f32 matmul", fl_onednn_isa());
     else if (fl_gemm_f32_takes_onednn(4096, 4096, 4096))
-        snprintf(name, sizeof name, "oneDNN %s f32 matmul (OpenBLAS sgemm for a rank-sized K)", fl_onednn_isa());
+        snprintf(name, sizeof name, "oneDNN %s f32 matmul (OpenBLAS sgemm for K < %d)", fl_onednn_isa(),
+                 FL_GEMM_ONEDNN_MIN_NK);
     else return "OpenBLAS sgemm";
     return name;
 }

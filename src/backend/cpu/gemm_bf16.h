@@ -44,13 +44,13 @@ int fl_gemm_bf16_takes_onednn(int M, int N, int K);
 
 /* The f32 reference backend's GEMMs (cpu_sgemm, cpu_ops.h: the projections and the LM head) under
  * the same variable: `own` keeps every call on OpenBLAS's sgemm, `onednn` sends every call oneDNN
- * takes to its f32 matmul, and `auto` the calls with K above FL_GEMM_F32_ONEDNN_RANK_K and M at least
- * FL_GEMM_F32_ONEDNN_MIN_M — all but the LoRA products that accumulate a rank-sized K into a wide
- * output (xa·s·Bᵀ, dxa·A), which OpenBLAS ran faster — on the CPUs where oneDNN was measured
- * faster in whole steps (AVX2 without AVX-512: SmolLM2-135M 4 x 256 f32 +6%, docs/CPU-GEMM.md) and
- * the kernel level is this CPU's own. 1 when a call of this shape would run on oneDNN now; the
- * path's name for run headers ("OpenBLAS sgemm", "oneDNN avx2 f32 matmul (...)"). */
-#define FL_GEMM_F32_ONEDNN_RANK_K 64
+ * takes to its f32 matmul, and `auto` the calls with K at least FL_GEMM_ONEDNN_MIN_NK and M at least
+ * FL_GEMM_F32_ONEDNN_MIN_M — the frozen-weight products, the LM head and the LoRA x·Aᵀ and dout·B,
+ * not the LoRA products that accumulate a rank-sized K into a wide output (xa·s·Bᵀ, dxa·A: OpenBLAS
+ * ran those faster) — on the CPUs where oneDNN was measured faster in whole steps (AVX2 without
+ * AVX-512: SmolLM2-135M 4 x 256 f32 +4%, docs/CPU-GEMM.md) and the kernel level is this CPU's own.
+ * 1 when a call of this shape would run on oneDNN now; the path's name for run headers
+ * ("OpenBLAS sgemm", "oneDNN avx2 f32 matmul (...)"). */
 #define FL_GEMM_F32_ONEDNN_MIN_M 64
 int fl_gemm_f32_takes_onednn(int M, int N, int K);
 const char *fl_gemm_f32_path(void);

@@ -21,6 +21,7 @@ const char *fl_onednn_isa(void) { return "absent"; }
 int fl_onednn_has_amx(void) { return 0; }
 const char *fl_onednn_version(void) { return "absent"; }
 unsigned long fl_onednn_calls(void) { return 0; }
+unsigned long fl_onednn_bf16_calls(void) { return 0; }
 int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B,
                         int ldb, float beta, float *C, int ldc) {
     (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
@@ -62,7 +63,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static int started; /* 1: engine and stream exist */
-static unsigned long calls;
+static unsigned long calls, bf16_calls;
 static char version[32] = "absent";
 
 typedef struct {
@@ -106,6 +107,13 @@ int fl_onednn_built(void) { return 1; }
 unsigned long fl_onednn_calls(void) {
     pthread_mutex_lock(&lock);
     unsigned long n = calls;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+unsigned long fl_onednn_bf16_calls(void) {
+    pthread_mutex_lock(&lock);
+    unsigned long n = bf16_calls;
     pthread_mutex_unlock(&lock);
     return n;
 }
@@ -250,6 +258,7 @@ static int run(const entry *want, const void *A, const void *B, float *C) {
             fl_die("oneDNN matmul %d x %d x %d failed while running", e->M, e->N, e->K);
         rc = 0;
         calls++;
+        if (!e->f32) bf16_calls++;
     }
     if (am) dnnl_memory_destroy(am);
     if (bm) dnnl_memory_destroy(bm);

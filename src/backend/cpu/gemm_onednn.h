@@ -1,7 +1,7 @@
 /* gemm_onednn.h — the bf16 GEMM of gemm_bf16.h on oneDNN's matmul primitive, for the CPUs whose
  * matrix units oneDNN drives and fastlora's kernels do not (AMX on Sapphire Rapids and later:
- * `brg:avx512_core_amx`); and the f32 reference backend's GEMMs with a rank-sized output, where
- * oneDNN's f32 matmul outruns OpenBLAS's sgemm. Which calls come here is gemm_bf16.c's choice
+ * `brg:avx512_core_amx`); and the f32 reference backend's GEMMs where oneDNN's f32 matmul outruns
+ * OpenBLAS's sgemm (AVX2). Which calls come here is gemm_bf16.c's choice
  * (docs/CPU-GEMM.md).
  *
  * Same function as fl_gemm_bf16_nt / _nn: A f32 rounded to bf16 (round-to-nearest-even, NaN kept:
@@ -42,7 +42,8 @@ int fl_onednn_gemm_bf16(int trans_b, int M, int N, int K, float alpha, const flo
 int fl_onednn_gemm_f32(int trans_b, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc);
 
-/* How many calls oneDNN computed so far (tests). */
+/* How many calls oneDNN computed so far, f32 and bf16 (tests); and of those the bf16 ones. */
 unsigned long fl_onednn_calls(void);
+unsigned long fl_onednn_bf16_calls(void);
 
 #endif
