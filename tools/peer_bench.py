@@ -118,21 +118,8 @@ def parse_args():
     return a
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_identity():
-    """"<vendor_id> family F model M stepping S" of the first processor, as fastlora bench writes it
-    (backend/cpu/cpu_device.c); "" when /proc/cpuinfo is absent."""
-    want = ["vendor_id", "cpu family", "model", "stepping"]
+def cpuinfo_fields():
+    """The "key : value" lines of the first processor's block of /proc/cpuinfo; {} when absent."""
     vals = {}
     try:
         with open("/proc/cpuinfo") as f:
@@ -140,11 +127,23 @@ def cpu_identity():
                 if not line.strip():
                     break
                 key, sep, val = line.partition(":")
-                if sep and key.strip() in want and key.strip() not in vals:
-                    vals[key.strip()] = val.strip()
+                if sep:
+                    vals.setdefault(key.strip(), val.strip())
     except OSError:
-        return ""
-    if len(vals) < 4:
+        pass
+    return vals
+
+
+def cpu_name():
+    return cpuinfo_fields().get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_identity():
+    """"<vendor_id> family F model M stepping S" of the first processor, as fastlora bench writes it
+    (backend/cpu/cpu_device.c); "" when /proc/cpuinfo lacks them."""
+    vals = cpuinfo_fields()
+    want = ["vendor_id", "cpu family", "model", "stepping"]
+    if not all(k in vals for k in want):
         return ""
     return "%s family %s model %s stepping %s" % tuple(vals[k] for k in want)
 
@@ -357,8 +356,9 @@ def main():
         "config": {k: getattr(config, k, None) for k in cfg_keys},
         "rope_parameters": getattr(config, "rope_parameters", None),
     }
-    if a.device == "cpu" and cpu_identity():
-        rec["cpu_id"] = cpu_identity()
+    cpu_id = cpu_identity() if a.device == "cpu" else ""
+    if cpu_id:
+        rec["cpu_id"] = cpu_id
     line = json.dumps(rec, sort_keys=False)
     print(line)
     if a.json:

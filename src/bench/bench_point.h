@@ -40,6 +40,7 @@ typedef struct {
     const fl_backend *be;
     int is_cuda, threads;
     char device[192], dtype[16], act_dtype[16], version[96], weights[128], driver[64], cuda_version[32];
+    char cpu_id[160];         /* on the CPU: fl_cpu_identity ("" when unknown, or on a GPU) */
     char targets[128];        /* the adapted checkpoint modules (fl_lora_targets_text) */
     double peak_tflops;       /* MFU denominator; 0 when unknown */
     char peak_source[256];    /* what the denominator is */

@@ -7,7 +7,6 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "backend/cpu/cpu_device.h"
 #include "backend/cpu/cpu_isa.h"
 #include "bench/records.h"
 #include "dist/dist.h"
@@ -97,12 +96,8 @@ json_t *fl_bench_point_record(const fl_bench_context *c, const fl_bench_point *p
     json_object_set_new(j, "model", json_string(o->preset ? o->preset : o->model_dir));
     json_object_set_new(j, "init", json_string(o->preset ? "random" : "loaded"));
     json_object_set_new(j, "backend", json_string(c->be->name));
-    if (!c->is_cuda) {
-        char id[160];
-        fl_cpu_identity(id, sizeof id);
-        if (id[0]) json_object_set_new(j, "cpu_id", json_string(id));
-        json_object_set_new(j, "cpu_kernels", json_string(fl_cpu_isa_name(fl_cpu_isa_active())));
-    }
+    if (c->cpu_id[0]) json_object_set_new(j, "cpu_id", json_string(c->cpu_id));
+    if (!c->is_cuda) json_object_set_new(j, "cpu_kernels", json_string(fl_cpu_isa_name(fl_cpu_isa_active())));
     json_object_set_new(j, "act_dtype", json_string(c->act_dtype));
     json_object_set_new(j, "quant", json_string(m->base.quant == FL_QUANT_NF4 ? "nf4" : "none"));
     json_object_set_new(j, "recompute", json_boolean(m->recompute));

@@ -185,6 +185,7 @@ int fl_bench_run(fl_bench_options *o) {
     fl_device_info dev;
     be->describe(&dev, 0);
     snprintf(c.device, sizeof c.device, "%s", dev.name);
+    if (!c.is_cuda) fl_cpu_identity(c.cpu_id, sizeof c.cpu_id);
     if (c.is_cuda) {
         if (!limit) limit = (double)dev.mem_free;
         /* driver version from the kernel module; the CUDA version the driver supports from nvidia-smi */
@@ -269,12 +270,9 @@ int fl_bench_run(fl_bench_options *o) {
     if (c.cuda_version[0]) printf(", CUDA %s", c.cuda_version);
     printf("); loaded in %.1f s; memory limit %.2f GiB%s\n", t_load, limit / 1073741824.0,
            o->mem_limit ? " (--mem-limit)" : c.is_cuda ? " (free device memory)" : " (90% of available RAM)");
-    if (!c.is_cuda) { /* what the model name may not say: the silicon, and the kernels it runs */
-        char id[160];
-        fl_cpu_identity(id, sizeof id);
-        printf("  cpu: %s; kernels %s (this CPU's best: %s)\n", id[0] ? id : "unknown",
+    if (!c.is_cuda) /* what the model name may not say: the silicon, and the kernels it runs */
+        printf("  cpu: %s; kernels %s (this CPU's best: %s)\n", c.cpu_id[0] ? c.cpu_id : "unknown",
                fl_cpu_isa_name(fl_cpu_isa_active()), fl_cpu_isa_name(fl_cpu_isa_detected()));
-    }
     if (!c.is_cuda && !o->dtype) { /* the default, and why */
         const char *why;
         fl_cpu_default_dtype(&why);

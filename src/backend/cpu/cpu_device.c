@@ -92,50 +92,49 @@ double fl_cpu_measure_peak_tflops(int n, char *source, size_t cap) {
     return best;
 }
 
-/* The "model name" line of /proc/cpuinfo; "cpu" when there is none. */
-static void cpu_model_name(char *out, size_t cap) {
-    snprintf(out, cap, "cpu");
+/* The values of the n "key : value" lines named by keys in the first processor's block of
+ * /proc/cpuinfo (exact keys: "model" is not "model name"), each cut to FIELD_CAP − 1 bytes; "" for
+ * a key that is not there. Returns how many were found. */
+enum { FIELD_CAP = 192 };
+static int cpuinfo_fields(const char *const *keys, int n, char (*vals)[FIELD_CAP]) {
+    for (int k = 0; k < n; k++) vals[k][0] = 0;
     FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", strlen("model name")) != 0) continue;
-        char *colon = strchr(line, ':');
-        if (!colon) break;
-        colon++;
-        while (*colon == ' ' || *colon == '\t') colon++;
-        colon[strcspn(colon, "\n")] = 0;
-        snprintf(out, cap, "%s", colon);
-        break;
-    }
-    fclose(f);
-}
-
-void fl_cpu_identity(char *out, size_t cap) {
-    static const char *keys[] = {"vendor_id", "cpu family", "model", "stepping"};
-    char vals[4][64] = {"", "", "", ""};
-    if (cap) out[0] = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
+    if (!f) return 0;
     char line[512];
     int found = 0;
-    while (found < 4 && fgets(line, sizeof line, f)) {
-        if (line[0] == '\n') break; /* the first processor's block only */
+    while (found < n && fgets(line, sizeof line, f)) {
+        if (line[0] == '\n') break; /* the end of the first processor's block */
         char *colon = strchr(line, ':');
         if (!colon) continue;
         size_t klen = (size_t)(colon - line);
         while (klen && (line[klen - 1] == ' ' || line[klen - 1] == '\t')) klen--;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < n; k++) {
             if (vals[k][0] || strlen(keys[k]) != klen || strncmp(line, keys[k], klen) != 0) continue;
             char *v = colon + 1;
             while (*v == ' ' || *v == '\t') v++;
             v[strcspn(v, "\n")] = 0;
-            snprintf(vals[k], sizeof vals[k], "%s", v);
+            snprintf(vals[k], FIELD_CAP, "%s", v);
             found++;
         }
     }
     fclose(f);
-    if (found == 4) snprintf(out, cap, "%s family %s model %s stepping %s", vals[0], vals[1], vals[2], vals[3]);
+    return found;
+}
+
+/* The "model name" line of /proc/cpuinfo; "cpu" when there is none. */
+static void cpu_model_name(char *out, size_t cap) {
+    static const char *const key[] = {"model name"};
+    char val[1][FIELD_CAP];
+    cpuinfo_fields(key, 1, val);
+    snprintf(out, cap, "%s", val[0][0] ? val[0] : "cpu");
+}
+
+void fl_cpu_identity(char *out, size_t cap) {
+    static const char *const keys[] = {"vendor_id", "cpu family", "model", "stepping"};
+    char vals[4][FIELD_CAP];
+    if (cap) out[0] = 0;
+    if (cpuinfo_fields(keys, 4, vals) == 4)
+        snprintf(out, cap, "%s family %s model %s stepping %s", vals[0], vals[1], vals[2], vals[3]);
 }
 
 static void cpu_describe(fl_device_info *info, int measure_peak) {
